@@ -1,0 +1,32 @@
+package dev.sluice.feed;
+
+/**
+ * SPI: a backend's change feed for one stream (a MongoDB collection change stream, a PostgreSQL
+ * publication read through a replication slot).
+ *
+ * <p>Implementations are thread-safe factories; each {@link FeedCursor} they open is used by one
+ * thread at a time. See {@code docs/adr/0004-feed-spi.md}.
+ *
+ * @param <D> the backend's document type
+ */
+public interface ChangeFeed<D> {
+
+  /** The stream name: part of every lease name and checkpoint. */
+  String stream();
+
+  /**
+   * The largest number of partitions this feed can serve. A PostgreSQL slot has exactly one
+   * reader, so that feed returns 1; a MongoDB change stream can be read by many cursors.
+   */
+  default int maxPartitions() {
+    return Integer.MAX_VALUE;
+  }
+
+  /**
+   * Opens a cursor for one partition.
+   *
+   * @throws HistoryLostException if {@code start} is a position the source no longer retains
+   * @throws FeedException if the source cannot be reached or rejects the request
+   */
+  FeedCursor<D> open(PartitionSpec partition, StartPoint start);
+}

@@ -1,0 +1,48 @@
+package dev.sluice.feed;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * SPI: an open read position on a feed, used by one thread.
+ *
+ * @param <D> the backend's document type
+ */
+public interface FeedCursor<D> extends AutoCloseable {
+
+  /**
+   * Returns the next changes in feed order, or an empty list if none arrived within
+   * {@code maxWait}. Never blocks much longer than {@code maxWait}.
+   *
+   * @throws HistoryLostException when the cursor's position fell off the retained history
+   * @throws FeedException for any other failure of the source; the engine re-opens the cursor at
+   *     the last checkpoint after a back-off
+   */
+  List<ChangeEvent<D>> poll(Duration maxWait);
+
+  /**
+   * Where this cursor stands: the position of the last change returned, or further ahead when
+   * the source reported progress without changes for this partition (MongoDB post-batch resume
+   * token, changes of other partitions). Before the first change it is the start point itself,
+   * which is why the engine can pin a bootstrap point by committing it.
+   */
+  Position position();
+
+  /**
+   * Tells the source that everything up to {@code committed} is durably processed. A PostgreSQL
+   * feed confirms the LSN to the slot here so the server can recycle WAL; MongoDB needs nothing.
+   */
+  default void acknowledge(Position committed) {}
+
+  /**
+   * True once the source ended this stream for good (MongoDB {@code invalidate}: the collection
+   * was dropped or renamed). After the last change before the end was returned, {@link #poll}
+   * returns nothing more and the engine stops the partition cleanly.
+   */
+  default boolean ended() {
+    return false;
+  }
+
+  @Override
+  void close();
+}

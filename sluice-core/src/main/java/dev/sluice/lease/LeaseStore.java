@@ -1,0 +1,70 @@
+package dev.sluice.lease;
+
+import dev.sluice.feed.Position;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * SPI: durable leases with fencing tokens, the one mechanism behind listener partitions and
+ * distributed locks. See {@code docs/adr/0001-lease-algorithm.md}.
+ *
+ * <p>Every implementation must pass {@code LeaseStoreContract} in the testkit. Its rules:
+ *
+ * <ul>
+ *   <li>Expiry is judged on the store's clock ({@link #now()}), never the caller's.
+ *   <li>At any instant at most one owner holds a name.
+ *   <li>Every successful {@link #tryAcquire} returns an epoch strictly greater than any epoch
+ *       ever granted for that name, even after release, expiry or a lost insert race.
+ *   <li>{@link #renew}, {@link #commit} and {@link #release} succeed only while owner
+ *       <em>and</em> epoch still match: a stale holder can never extend, move the checkpoint or
+ *       release a lease someone else now holds.
+ *   <li>Contention is not an error: losing a race (including a duplicate-key insert race) yields
+ *       {@link Optional#empty()}.
+ * </ul>
+ *
+ * <p>Implementations are thread-safe.
+ */
+public interface LeaseStore {
+
+  /**
+   * Acquires {@code name} for {@code owner} if nobody holds it (never held, released, or expired
+   * on the store's clock). Acquiring always starts a new epoch, also when {@code owner} held it
+   * before: the previous incarnation's work must be fenced off.
+   *
+   * @return the new lease with its checkpoint, or empty if someone else holds it
+   */
+  Optional<Lease> tryAcquire(String name, String owner, Duration duration);
+
+  /**
+   * Extends a held lease to {@code duration} from now on the store's clock.
+   *
+   * @throws LeaseLostException if owner or epoch no longer match
+   */
+  Lease renew(Lease lease, Duration duration);
+
+  /**
+   * Records {@code checkpoint} as the processed position; a fenced write.
+   *
+   * @throws LeaseLostException if owner or epoch no longer match
+   */
+  Lease commit(Lease lease, Position checkpoint);
+
+  /**
+   * Gives the lease up so another owner can take it at once. Keeps epoch and checkpoint. Does
+   * nothing if the lease is no longer held by this owner and epoch.
+   *
+   * @return whether this call released it
+   */
+  boolean release(Lease lease);
+
+  /** What the store holds for {@code name}, if anything. */
+  Optional<LeaseRecord> read(String name);
+
+  /** Every record whose name starts with {@code prefix}, ordered by name. */
+  List<LeaseRecord> list(String prefix);
+
+  /** The store's clock: the time every expiry is judged by. */
+  Instant now();
+}
