@@ -432,6 +432,26 @@ class ListenerEngineTest {
     assertThat(store.list("orders#")).hasSize(4);
   }
 
+  private static long active(Listener<String> l) {
+    return l.status().stream().filter(s -> s.state() == PartitionState.ACTIVE).count();
+  }
+
+  @Test
+  void partitionsAreSharedFairlyAndTakenBackWhenAnInstanceLeaves() {
+    Recorder rec = new Recorder();
+    Listener<String> a = start(builder(rec).owner("a").partitions(4));
+    await().atMost(Duration.ofSeconds(10)).until(() -> active(a) == 4);
+
+    Listener<String> b = start(builder(rec).owner("b").partitions(4));
+    await().atMost(Duration.ofSeconds(15)).until(() -> active(a) == 2 && active(b) == 2);
+    assertThat(store.list("orders#")).allSatisfy(r -> assertThat(r.isHeld()).isTrue());
+
+    b.close();
+    await().atMost(Duration.ofSeconds(15)).until(() -> active(a) == 4);
+    write(0, 40);
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 40);
+  }
+
   @Test
   void badConfigurationIsRejectedNamingTheParameter() {
     assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {})

@@ -24,6 +24,7 @@ public final class ListenerEngine<D> implements Listener<D> {
   private final List<PartitionWorker<D>> workers = new ArrayList<>();
   private final List<Thread> threads = new ArrayList<>();
   private ScheduledExecutorService renewals;
+  private Assignment assignment;
   private boolean started;
   private boolean closed;
 
@@ -46,8 +47,13 @@ public final class ListenerEngine<D> implements Listener<D> {
       t.setDaemon(true);
       return t;
     });
+    assignment = new Assignment(config.leaseStore(), config.feed().stream(), config.owner(),
+        config.partitions(), config.leaseDuration());
+    assignment.refresh();
+    renewals.scheduleWithFixedDelay(assignment::refresh, config.renewInterval().toNanos(),
+        config.renewInterval().toNanos(), TimeUnit.NANOSECONDS);
     for (int i = 0; i < config.partitions(); i++) {
-      PartitionWorker<D> worker = new PartitionWorker<>(config, i, renewals);
+      PartitionWorker<D> worker = new PartitionWorker<>(config, i, renewals, assignment);
       Thread thread = new Thread(worker, "sluice-" + worker.leaseName());
       thread.setDaemon(true);
       workers.add(worker);
@@ -78,6 +84,9 @@ public final class ListenerEngine<D> implements Listener<D> {
         Thread.currentThread().interrupt();
         break;
       }
+    }
+    if (assignment != null) {
+      assignment.leave();
     }
     if (renewals != null) {
       renewals.shutdownNow();

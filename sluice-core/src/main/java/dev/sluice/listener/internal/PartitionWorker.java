@@ -64,8 +64,11 @@ final class PartitionWorker<D> implements Runnable {
   private Set<String> parkedKeys = Set.of();
   private boolean idleProgress;
 
-  PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler) {
+  private final Assignment assignment;
+
+  PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler, Assignment assignment) {
     this.config = config;
+    this.assignment = assignment;
     this.partition = new PartitionSpec(index, config.partitions());
     this.leaseName = config.leaseName(index);
     this.scheduler = scheduler;
@@ -132,6 +135,10 @@ final class PartitionWorker<D> implements Runnable {
     try {
       while (running) {
         setState(PartitionState.ACQUIRING);
+        if (!assignment.mayAcquire(partition.index())) {
+          pause(jitter(config.acquireInterval()));
+          continue;
+        }
         Lease lease;
         long requestStart = System.nanoTime();
         try {
@@ -144,12 +151,18 @@ final class PartitionWorker<D> implements Runnable {
           pause(jitter(config.acquireInterval()));
           continue;
         }
-        PartitionState end = hold(lease, requestStart);
+        assignment.acquired(partition.index());
+        PartitionState end;
+        try {
+          end = hold(lease, requestStart);
+        } finally {
+          assignment.released(partition.index());
+        }
         if (end == PartitionState.FAILED || end == PartitionState.ENDED) {
           setState(end);
           return;
         }
-        if (end == PartitionState.LOST && running) {
+        if ((end == PartitionState.LOST || end == PartitionState.STOPPED) && running) {
           setState(PartitionState.LOST);
           pause(jitter(config.acquireInterval()));
         }
@@ -192,7 +205,7 @@ final class PartitionWorker<D> implements Runnable {
       if (end != null) {
         return end;
       }
-      // Stopped cleanly: commit what was processed, then hand the lease over at once.
+      // Stopped or handed back: commit what was processed, then hand the lease over at once.
       if (held.valid()) {
         checkpoint(fence);
       }
@@ -284,6 +297,10 @@ final class PartitionWorker<D> implements Runnable {
     while (running) {
       if (!held.valid()) {
         throw new LeaseLostSignal();
+      }
+      if (assignment.shouldHandBack(partition.index())) {
+        log.info("Partition {}: handing back to balance the cluster", leaseName);
+        return null;
       }
       List<ChangeEvent<D>> batch;
       try {
