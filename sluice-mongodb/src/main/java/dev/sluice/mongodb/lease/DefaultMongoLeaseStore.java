@@ -79,11 +79,17 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     requireDuration(duration);
     Instant now = now();
     Instant expiresAt = now.plus(duration);
-    // Free (released: owner null) or expired on the server's clock. A stale `now` only makes
-    // the filter more conservative: it can judge a lease live a moment too long, never expired
-    // too early.
+    // Free (released: owner null), expired on the server's clock, or held by this very owner
+    // (a restarted holder re-acquires at once; the new epoch fences its previous incarnation).
+    // A stale `now` only makes the filter more conservative: it can judge a lease live a moment
+    // too long, never expired too early.
     Bson takeable =
-        and(eq("_id", name), or(eq(OWNER, null), lte(EXPIRES_AT, new Date(now.toEpochMilli()))));
+        and(
+            eq("_id", name),
+            or(
+                eq(OWNER, null),
+                eq(OWNER, owner),
+                lte(EXPIRES_AT, new Date(now.toEpochMilli()))));
     Bson update =
         Updates.combine(
             Updates.set(OWNER, owner),

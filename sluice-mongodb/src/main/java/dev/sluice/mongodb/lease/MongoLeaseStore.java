@@ -11,7 +11,8 @@ import java.time.Duration;
  * change a single-document conditional write (see {@code docs/adr/0010-mongodb-lease-document.md}).
  *
  * <p>Document shape: {@code {_id: name, owner, epoch, expiresAt, checkpoint: {token, time},
- * touchedAt}}. Expiry is judged on the server's clock ({@code docs/adr/0011-mongodb-lease-clock.md}).
+ * touchedAt}}. Expiry is judged on the server's clock ({@code docs/adr/0011-mongodb-lease-clock.md});
+ * the store has no process-clock input at all, so a skewed process clock cannot affect it.
  *
  * <pre>{@code
  * LeaseStore store = MongoLeaseStore.builder(client.getDatabase("app")).build();
