@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.sluice.ConfigurationException;
 import dev.sluice.SluiceException;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
@@ -372,6 +373,36 @@ public abstract class LockContract {
     await().during(SHORT_LEASE.multipliedBy(2)).atMost(SHORT_LEASE.multipliedBy(4))
         .pollInterval(Duration.ofMillis(100))
         .until(() -> fastLock.isHeld() && slow.tryAcquire(name).isEmpty());
+  }
+
+  // ------------------------------------------------------------------ configuration
+
+  @Test
+  void badConfigurationIsRejectedNamingTheParameter() {
+    LeaseStore store = createLeaseStore();
+    assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofSeconds(10))
+        .extendEvery(Duration.ofSeconds(5)).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("extendEvery")
+        .hasMessageContaining("half of leaseDuration");
+    assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofMillis(10)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("leaseDuration");
+    assertThatThrownBy(() -> LockProvider.on(store).extendEvery(Duration.ZERO))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("extendEvery");
+    assertThatThrownBy(() -> LockProvider.on(store)
+        .backoff(Duration.ofSeconds(2), Duration.ofSeconds(1)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("backoff.max");
+    assertThatThrownBy(() -> LockProvider.on(null))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("store");
+    LockProvider p = provider();
+    assertThatThrownBy(() -> p.tryAcquire(" "))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("name");
+    assertThatThrownBy(() -> p.tryAcquire("x".repeat(300)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("name");
+    assertThatThrownBy(() -> p.acquire("n", Duration.ofSeconds(-1)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("maxWait");
+    // The default extension interval (a third of the lease) is valid for any lease duration.
+    LockProvider defaults = LockProvider.on(store).leaseDuration(Duration.ofMillis(100)).build();
+    providers.add(defaults);
   }
 
   // ------------------------------------------------------------------ helpers
