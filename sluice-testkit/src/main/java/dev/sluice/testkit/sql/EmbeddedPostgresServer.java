@@ -9,9 +9,11 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import javax.sql.DataSource;
 
 /**
@@ -43,7 +45,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     try {
       EmbeddedPostgresServer server =
           new EmbeddedPostgresServer(Files.createTempDirectory("sluice-pg-"));
-      server.startOnDataDir(true);
+      server.startOnDataDir();
       return server;
     } catch (IOException e) {
       throw new UncheckedIOException("Cannot create a data directory for PostgreSQL", e);
@@ -60,11 +62,14 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     return shared;
   }
 
-  private void startOnDataDir(boolean clean) {
+  private void startOnDataDir() {
     try {
+      // Never "clean": zonky's close() deletes a clean-mode data directory, which would turn a
+      // crash-and-restart into a fresh empty cluster. initdb still runs on an empty directory;
+      // close() below deletes the directory when the server is done for good.
       EmbeddedPostgres.Builder b = EmbeddedPostgres.builder()
           .setDataDirectory(dataDir)
-          .setCleanDataDirectory(clean)
+          .setCleanDataDirectory(false)
           .setServerConfig("fsync", "on")
           .setServerConfig("synchronous_commit", "on")
           .setServerConfig("full_page_writes", "on")
@@ -125,7 +130,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
   public void restart() {
     pools.close();
     closeHandle();
-    startOnDataDir(false);
+    startOnDataDir();
   }
 
   /**
@@ -145,7 +150,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     });
     // The old handle still owns the data directory lock; close it first (it finds no server).
     closeHandle();
-    startOnDataDir(false);
+    startOnDataDir();
   }
 
   private long postmasterPid() {
@@ -173,5 +178,14 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     pools.close();
     closeHandle();
     postgres = null;
+    deleteDataDirectory();
+  }
+
+  private void deleteDataDirectory() {
+    try (Stream<Path> files = Files.walk(dataDir)) {
+      files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+    } catch (IOException | UncheckedIOException e) {
+      // Temporary directory: left behind at worst.
+    }
   }
 }
