@@ -85,6 +85,8 @@ class FencedWritesTest {
     assertThat(a.find().first().getString("b")).isEqualTo("v3");
   }
 
+  // The embedded server serializes commands, so two upserts never both miss here and the
+  // insert-race retry (ADR 0013) is not reached; this checks convergence under concurrency.
   @Test
   void concurrentUpsertsOfAnAbsentDocumentNeverLetAnOlderEpochWin() throws Exception {
     int writers = 8;
