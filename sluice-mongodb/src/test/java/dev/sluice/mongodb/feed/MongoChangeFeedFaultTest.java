@@ -82,6 +82,20 @@ class MongoChangeFeedFaultTest {
   }
 
   @Test
+  void oldestRetriesOnceWhenTheOldestEntryRollsOffWhileOpening() {
+    source.willFailToOpen(serverError(286, "ChangeStreamHistoryLost"));
+    source.willOpen(new FakeChangeStreamCursor().event(change(1, "insert", "a")));
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.oldest());
+    assertThat(c.poll(WAIT)).extracting(ChangeEvent::key).containsExactly("a");
+    assertThat(source.openedAt).hasSize(2);
+
+    source.willFailToOpen(serverError(286, "ChangeStreamHistoryLost"));
+    source.willFailToOpen(serverError(286, "ChangeStreamHistoryLost"));
+    assertThatThrownBy(() -> feed(false).open(PartitionSpec.single(), StartPoint.oldest()))
+        .isInstanceOf(HistoryLostException.class);
+  }
+
+  @Test
   void invalidateEndsTheStreamAfterTheChangesBeforeIt() {
     BsonDocument invalidate =
         new BsonDocument("_id", token(3))

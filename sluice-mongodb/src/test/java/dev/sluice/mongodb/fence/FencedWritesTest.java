@@ -86,7 +86,8 @@ class FencedWritesTest {
   }
 
   // The embedded server serializes commands, so two upserts never both miss here and the
-  // insert-race retry (ADR 0013) is not reached; this checks convergence under concurrency.
+  // insert-race retry (ADR 0013) is not reached (FakeUpsertRaceCollection covers it); this
+  // checks convergence under concurrency.
   @Test
   void concurrentUpsertsOfAnAbsentDocumentNeverLetAnOlderEpochWin() throws Exception {
     int writers = 8;
@@ -126,6 +127,34 @@ class FencedWritesTest {
     } finally {
       pool.shutdownNow();
     }
+  }
+
+  @Test
+  void aLostInsertRaceIsRetriedAgainstTheWinnersFenceAndOnlyASecondLossIsStale() {
+    int[] calls = {0};
+    // Lost the insert race to a concurrent creator (possibly an older epoch): retry, and the
+    // retry matches the now-existing document.
+    var raced =
+        FakeUpsertRaceCollection.scripted(
+            FakeUpsertRaceCollection.script(
+                FakeUpsertRaceCollection.DUPLICATE_KEY, FakeUpsertRaceCollection.matched()),
+            calls);
+    FencedWrites.updateOne(raced, FakeUpsertRaceCollection.id(), Updates.set("v", 1), fence(5));
+    assertThat(calls[0]).isEqualTo(2);
+
+    // The document exists with a newer fence: miss + E11000 twice means stale.
+    calls[0] = 0;
+    var newer =
+        FakeUpsertRaceCollection.scripted(
+            FakeUpsertRaceCollection.script(
+                FakeUpsertRaceCollection.DUPLICATE_KEY, FakeUpsertRaceCollection.DUPLICATE_KEY),
+            calls);
+    assertThatThrownBy(
+            () ->
+                FencedWrites.updateOne(
+                    newer, FakeUpsertRaceCollection.id(), Updates.set("v", 1), fence(5)))
+        .isInstanceOf(StaleFenceException.class);
+    assertThat(calls[0]).isEqualTo(2);
   }
 
   @Test
