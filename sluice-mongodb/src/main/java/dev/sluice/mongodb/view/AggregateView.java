@@ -39,7 +39,7 @@ public record AggregateView(
     ViewNames.collection(owner, "owner");
     ViewNames.collection(members, "members");
     ConfigurationException.require(
-        Set.of(target, owner, members).size() == 3,
+        new HashSet<>(List.of(target, owner, members)).size() == 3,
         "members",
         "'" + members + "'",
         "must differ from the owner '" + owner + "' and the target '" + target + "'");
@@ -100,6 +100,9 @@ public record AggregateView(
     /** The collection whose {@code _id}s are the group keys, and the fields copied from it. */
     public Builder owner(String collection, String... fields) {
       this.owner = ViewNames.collection(collection, "owner");
+      for (String f : fields) {
+        ViewNames.field(f, "ownerFields");
+      }
       this.ownerFields = List.of(fields);
       return this;
     }
