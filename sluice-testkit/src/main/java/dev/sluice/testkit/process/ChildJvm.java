@@ -133,6 +133,20 @@ public final class ChildJvm implements AutoCloseable {
     return process.isAlive() ? null : process.exitValue();
   }
 
+  /**
+   * Writes a line to the child's standard input: a latch the child can wait on (for example to
+   * hold a handler call at a known point while the test pauses the process).
+   */
+  public void send(String line) {
+    try {
+      var in = process.getOutputStream();
+      in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+      in.flush();
+    } catch (IOException e) {
+      throw new IllegalStateException("Cannot write to child JVM " + name, e);
+    }
+  }
+
   /** SIGKILL: the process dies at once, without running shutdown hooks or finally blocks. */
   public void kill() {
     process.destroyForcibly();
