@@ -1,35 +1,26 @@
 package dev.sluice.mongodb.testing;
 
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoDatabase;
-import de.bwaldvogel.mongo.MongoServer;
-import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
-import java.net.InetSocketAddress;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.util.UUID;
 
-/**
- * A real wire-protocol server (mongo-java-server, memory backend) in this JVM, with a client. Used
- * until the testkit's EmbeddedMongo is on this branch.
- */
+/** The testkit's embedded server with one client, and a fresh database per test. */
 public final class InMemoryMongo implements AutoCloseable {
-  private final MongoServer server;
+  private final EmbeddedMongo server;
   private final MongoClient client;
-  private final String uri;
 
   public InMemoryMongo() {
-    server = new MongoServer(new MemoryBackend());
-    InetSocketAddress address = server.bind();
-    uri = "mongodb://" + address.getHostString() + ":" + address.getPort();
-    client =
-        MongoClients.create(
-            MongoClientSettings.builder().applyConnectionString(new ConnectionString(uri)).build());
+    server = EmbeddedMongo.start();
+    client = server.client();
   }
 
   public String uri() {
-    return uri;
+    return server.connectionString();
+  }
+
+  public EmbeddedMongo server() {
+    return server;
   }
 
   public MongoClient client() {
@@ -44,6 +35,6 @@ public final class InMemoryMongo implements AutoCloseable {
   @Override
   public void close() {
     client.close();
-    server.shutdownNow();
+    server.close();
   }
 }
