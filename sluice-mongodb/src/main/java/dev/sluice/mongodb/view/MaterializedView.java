@@ -59,6 +59,30 @@ public interface MaterializedView {
     return Filters.ne(ViewNames.META + ".deleted", true);
   }
 
+  /**
+   * One handler for the listener of {@code source} that maintains every view in {@code views}
+   * having {@code source} as a source, in order.
+   *
+   * @throws ConfigurationException if none of them has that source
+   */
+  static Handler<BsonDocument> handler(String source, java.util.List<MaterializedView> views) {
+    ConfigurationException.requireNonNull(source, "source");
+    ConfigurationException.requireNonNull(views, "views");
+    java.util.List<Handler<BsonDocument>> handlers = new java.util.ArrayList<>();
+    for (MaterializedView v : views) {
+      if (v.definition().sources().contains(source)) {
+        handlers.add(v.handler(source));
+      }
+    }
+    ConfigurationException.require(
+        !handlers.isEmpty(), "source", "'" + source + "'", "must be a source of at least one view");
+    return (change, fence) -> {
+      for (Handler<BsonDocument> h : handlers) {
+        h.handle(change, fence);
+      }
+    };
+  }
+
   ViewDefinition definition();
 
   /** The target collection. */
