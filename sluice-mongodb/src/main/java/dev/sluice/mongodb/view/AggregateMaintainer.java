@@ -84,7 +84,7 @@ final class AggregateMaintainer extends AbstractMaintainer {
    * revision; a concurrent writer makes us start over.
    */
   private MembershipChange refreshMembership(BsonValue id) {
-    while (true) {
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       BsonDocument before = membership.find(Filters.eq("_id", id)).first();
       BsonDocument source = find(def.members(), id);
       BsonDocument after = nextState(id, before, source);
@@ -114,6 +114,9 @@ final class AggregateMaintainer extends AbstractMaintainer {
       groups.addAll(pending);
       return new MembershipChange(groups, pending, rev);
     }
+    throw new dev.sluice.SluiceException(
+        "View '" + view + "': membership of " + def.members() + "/_id=" + ViewException.render(id)
+            + " changed concurrently " + MAX_ATTEMPTS + " times in a row; giving up for now");
   }
 
   private BsonDocument nextState(BsonValue id, BsonDocument before, BsonDocument source) {
