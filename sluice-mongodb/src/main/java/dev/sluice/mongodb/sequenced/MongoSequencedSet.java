@@ -75,7 +75,8 @@ final class MongoSequencedSet implements SequencedSet {
     return pruned;
   }
 
-  private long prune(BsonDocument doc, long horizon) {
+  /** Prunes the tombstones of {@code doc} as read; package-private for the race test. */
+  long prune(BsonDocument doc, long horizon) {
     if (!doc.isDocument(field)) {
       return 0;
     }

@@ -142,20 +142,9 @@ class SequencedSetTest {
     classes.remove(john, "CS 101", 3);
     BsonDocument staleRead = students.find(Filters.eq("_id", john)).first();
     classes.add(john, "CS 101", 4); // lands between the read and the conditional unset
-    var pruner = (MongoSequencedSet) classes;
     // Drive the conditional step with the stale read: it must not match.
-    assertThat(pruneWith(pruner, staleRead)).isZero();
+    assertThat(((MongoSequencedSet) classes).prune(staleRead, 100)).isZero();
     assertThat(classes.members(john)).containsExactly("CS 101");
-  }
-
-  private static long pruneWith(MongoSequencedSet set, BsonDocument read) {
-    try {
-      var m = MongoSequencedSet.class.getDeclaredMethod("prune", BsonDocument.class, long.class);
-      m.setAccessible(true);
-      return (long) m.invoke(set, read, 100L);
-    } catch (ReflectiveOperationException e) {
-      throw new AssertionError(e);
-    }
   }
 
   @Test
