@@ -40,4 +40,9 @@ public interface ListenerObserver {
   default void streamEnded(String lease, Position at) {}
 
   ListenerObserver NOOP = new ListenerObserver() {};
+
+  /** Calls every observer in order; one that throws does not stop the others. */
+  static ListenerObserver composite(ListenerObserver... observers) {
+    return new CompositeObserver(java.util.List.of(observers));
+  }
 }

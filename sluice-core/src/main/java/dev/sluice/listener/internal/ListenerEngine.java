@@ -1,25 +1,103 @@
 package dev.sluice.listener.internal;
 
+import dev.sluice.SluiceException;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.PartitionStatus;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** The engine: being written; see the lease loop and feed loop in this package. */
+/**
+ * The listener: one {@link PartitionWorker} thread per partition, each competing for its lease,
+ * and one scheduler thread that renews every held lease.
+ */
 public final class ListenerEngine<D> implements Listener<D> {
+  private static final Logger log = LoggerFactory.getLogger(ListenerEngine.class);
+
   private final ListenerConfig<D> config;
+  private final List<PartitionWorker<D>> workers = new ArrayList<>();
+  private final List<Thread> threads = new ArrayList<>();
+  private ScheduledExecutorService renewals;
+  private Assignment assignment;
+  private boolean started;
+  private boolean closed;
 
   public ListenerEngine(ListenerConfig<D> config) {
     this.config = config;
   }
 
   @Override
-  public Listener<D> start() {
-    throw new UnsupportedOperationException("engine not yet written");
+  public synchronized Listener<D> start() {
+    if (closed) {
+      throw new SluiceException("Listener " + config.owner() + " was closed; build a new one");
+    }
+    if (started) {
+      return this;
+    }
+    started = true;
+    AtomicInteger n = new AtomicInteger();
+    renewals = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "sluice-renew-" + config.feed().stream() + "-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+    assignment = new Assignment(config.leaseStore(), config.feed().stream(), config.owner(),
+        config.partitions(), config.leaseDuration());
+    assignment.refresh();
+    renewals.scheduleWithFixedDelay(assignment::refresh, config.renewInterval().toNanos(),
+        config.renewInterval().toNanos(), TimeUnit.NANOSECONDS);
+    for (int i = 0; i < config.partitions(); i++) {
+      PartitionWorker<D> worker = new PartitionWorker<>(config, i, renewals, assignment);
+      Thread thread = new Thread(worker, "sluice-" + worker.leaseName());
+      thread.setDaemon(true);
+      workers.add(worker);
+      threads.add(thread);
+    }
+    log.info("Listener {} starting on stream {} with {} partition(s)",
+        config.owner(), config.feed().stream(), config.partitions());
+    threads.forEach(Thread::start);
+    return this;
   }
 
   @Override
-  public void close() {}
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    workers.forEach(PartitionWorker::stop);
+    long waitMillis = config.leaseDuration().toMillis() * 2;
+    for (Thread t : threads) {
+      try {
+        t.join(waitMillis);
+        if (t.isAlive()) {
+          log.warn("{} did not stop within {} ms (handler still running); its lease will expire",
+              t.getName(), waitMillis);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    if (assignment != null) {
+      assignment.leave();
+    }
+    if (renewals != null) {
+      renewals.shutdownNow();
+      try {
+        renewals.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    log.info("Listener {} stopped", config.owner());
+  }
 
   @Override
   public String owner() {
@@ -27,8 +105,8 @@ public final class ListenerEngine<D> implements Listener<D> {
   }
 
   @Override
-  public List<PartitionStatus> status() {
-    return List.of();
+  public synchronized List<PartitionStatus> status() {
+    return workers.stream().map(PartitionWorker::status).toList();
   }
 
   @Override

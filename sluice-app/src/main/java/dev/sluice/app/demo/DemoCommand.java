@@ -1,0 +1,37 @@
+package dev.sluice.app.demo;
+
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code sluice demo}: the listener demo on an embedded MongoDB. */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+    description = "Three listener processes on an embedded MongoDB; the owner is paused past its lease "
+        + "(SIGSTOP), another takes over, the paused one's late write is rejected by the fence. "
+        + "Ends with a verification table.")
+public final class DemoCommand implements Callable<Integer> {
+
+  @Option(names = "--changes", defaultValue = "3000", description = "changes to write (default ${DEFAULT-VALUE})")
+  int changes;
+
+  @Option(names = "--rate", defaultValue = "500", description = "changes per second (default ${DEFAULT-VALUE})")
+  int rate;
+
+  @Option(names = "--lease-ms", defaultValue = "3000", description = "lease duration in ms (default ${DEFAULT-VALUE})")
+  long leaseMillis;
+
+  @Option(names = "--checkpoint-every", defaultValue = "50", description = "changes per checkpoint (default ${DEFAULT-VALUE})")
+  int checkpointEvery;
+
+  @Override
+  public Integer call() throws Exception {
+    if (changes < 30 || rate < 1 || leaseMillis < 300 || checkpointEvery < 1) {
+      throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+          "need --changes >= 30, --rate >= 1, --lease-ms >= 300, --checkpoint-every >= 1");
+    }
+    Demo.Result result = new Demo(new Demo.Settings(changes, rate, Duration.ofMillis(leaseMillis),
+        checkpointEvery, 40), System.out).run();
+    return result.ok() ? 0 : 1;
+  }
+}

@@ -1,0 +1,108 @@
+package dev.sluice.metrics;
+
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.Position;
+import dev.sluice.lease.Lease;
+import dev.sluice.listener.ListenerObserver;
+import dev.sluice.listener.PartitionState;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Publishes listener metrics to Micrometer. Per-change meters carry the tag {@code lease} = the
+ * stream name (a change does not name its partition); per-partition meters carry {@code lease} =
+ * {@code stream#partition}:
+ *
+ * <ul>
+ *   <li>{@code sluice.changes.delivered} (counter), {@code sluice.handler.duration} (timer)
+ *   <li>{@code sluice.handler.failures}, {@code sluice.changes.parked} (counters)
+ *   <li>{@code sluice.checkpoints} (counter), {@code sluice.checkpoint.lag.seconds} (gauge: now
+ *       minus the source time of the last committed change)
+ *   <li>{@code sluice.leases.acquired}, {@code sluice.leases.lost}, {@code sluice.history.lost},
+ *       {@code sluice.feed.failures} (counters), {@code sluice.partition.active} (gauge 0/1)
+ * </ul>
+ *
+ * <p>Micrometer is an optional dependency of sluice-core: add it to use this class.
+ */
+public final class MicrometerObserver implements ListenerObserver {
+  private final MeterRegistry registry;
+  private final Map<String, AtomicLong> active = new ConcurrentHashMap<>();
+  private final Map<String, AtomicLong> committedSourceMillis = new ConcurrentHashMap<>();
+
+  public MicrometerObserver(MeterRegistry registry) {
+    this.registry = registry;
+  }
+
+  private static String lease(ChangeEvent<?> event) {
+    return event.stream();
+  }
+
+  private Counter counter(String name, String lease) {
+    return registry.counter(name, "lease", lease);
+  }
+
+  @Override
+  public void stateChanged(String lease, PartitionState from, PartitionState to) {
+    active.computeIfAbsent(lease, l -> registry.gauge("sluice.partition.active",
+            io.micrometer.core.instrument.Tags.of("lease", l), new AtomicLong()))
+        .set(to == PartitionState.ACTIVE ? 1 : 0);
+  }
+
+  @Override
+  public void acquired(Lease lease) {
+    counter("sluice.leases.acquired", lease.name()).increment();
+  }
+
+  @Override
+  public void lost(String lease, long epoch, String reason) {
+    counter("sluice.leases.lost", lease).increment();
+  }
+
+  @Override
+  public void delivered(ChangeEvent<?> event, long handlerNanos) {
+    counter("sluice.changes.delivered", lease(event)).increment();
+    Timer.builder("sluice.handler.duration").tag("lease", lease(event)).register(registry)
+        .record(handlerNanos, TimeUnit.NANOSECONDS);
+  }
+
+  @Override
+  public void committed(String lease, long epoch, Position position, int changes) {
+    counter("sluice.checkpoints", lease).increment();
+    if (position.time() != null) {
+      committedSourceMillis.computeIfAbsent(lease, l -> {
+        AtomicLong holder = new AtomicLong();
+        registry.gauge("sluice.checkpoint.lag.seconds", io.micrometer.core.instrument.Tags.of("lease", l),
+            holder, h -> h.get() == 0 ? 0 : Duration.between(Instant.ofEpochMilli(h.get()), Instant.now()).toMillis() / 1000.0);
+        return holder;
+      }).set(position.time().toEpochMilli());
+    }
+  }
+
+  @Override
+  public void handlerFailed(ChangeEvent<?> event, int attempt, Throwable error) {
+    counter("sluice.handler.failures", lease(event)).increment();
+  }
+
+  @Override
+  public void parked(ChangeEvent<?> event, String reason) {
+    counter("sluice.changes.parked", lease(event)).increment();
+  }
+
+  @Override
+  public void feedFailed(String lease, Throwable error) {
+    counter("sluice.feed.failures", lease).increment();
+  }
+
+  @Override
+  public void historyLost(String lease, HistoryLostException error, Position resumedAt) {
+    counter("sluice.history.lost", lease).increment();
+  }
+}

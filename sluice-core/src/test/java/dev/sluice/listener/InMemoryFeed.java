@@ -1,0 +1,136 @@
+package dev.sluice.listener;
+
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.ChangeFeed;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.StartPoint;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Reference {@link ChangeFeed} over an in-memory log, for the engine's unit tests only. Position
+ * tokens are log offsets; {@link #trimBefore} drops history so resuming fails as on a real
+ * source; {@link #end} appends an end-of-stream marker (like MongoDB's invalidate).
+ */
+final class InMemoryFeed implements ChangeFeed<String> {
+  private final String stream;
+  private final List<ChangeEvent<String>> log = new ArrayList<>();
+  private int trimmed;
+  private int endAt = -1;
+  private volatile int failNextPolls;
+
+  InMemoryFeed(String stream) {
+    this.stream = stream;
+  }
+
+  synchronized void append(String key, String value) {
+    int offset = log.size();
+    Position p = new Position(Integer.toString(offset + 1), Instant.ofEpochSecond(1_700_000_000L + offset));
+    log.add(new ChangeEvent<>("ev-" + offset, stream, p, Operation.INSERT, key, key, value, p.time(), null));
+    notifyAll();
+  }
+
+  synchronized int size() {
+    return log.size();
+  }
+
+  synchronized void trimBefore(int offset) {
+    trimmed = offset;
+  }
+
+  synchronized void end() {
+    endAt = log.size();
+  }
+
+  void failNextPolls(int n) {
+    failNextPolls = n;
+  }
+
+  @Override
+  public String stream() {
+    return stream;
+  }
+
+  @Override
+  public synchronized FeedCursor<String> open(PartitionSpec partition, StartPoint start) {
+    int from;
+    if (start instanceof StartPoint.After after) {
+      from = Integer.parseInt(after.position().token());
+      if (from < trimmed) {
+        throw new HistoryLostException(after.position(), Instant.ofEpochSecond(1_700_000_000L + trimmed),
+            "in-memory log trimmed before offset " + trimmed, null);
+      }
+    } else if (start instanceof StartPoint.Oldest) {
+      from = trimmed;
+    } else if (start instanceof StartPoint.Latest) {
+      from = log.size();
+    } else {
+      throw new IllegalArgumentException("unsupported " + start);
+    }
+    return new Cursor(partition, from);
+  }
+
+  private final class Cursor implements FeedCursor<String> {
+    private final PartitionSpec partition;
+    private int next;
+    private boolean ended;
+
+    Cursor(PartitionSpec partition, int from) {
+      this.partition = partition;
+      this.next = from;
+    }
+
+    @Override
+    public List<ChangeEvent<String>> poll(Duration maxWait) {
+      if (failNextPolls > 0) {
+        failNextPolls--;
+        throw new FeedException("injected feed failure", null, true);
+      }
+      synchronized (InMemoryFeed.this) {
+        if (next < trimmed) {
+          throw new HistoryLostException(Position.of(Integer.toString(next)), null, "trimmed", null);
+        }
+        if (next >= log.size() && endAt < 0) {
+          try {
+            TimeUnit.NANOSECONDS.timedWait(InMemoryFeed.this, maxWait.toNanos());
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+        List<ChangeEvent<String>> out = new ArrayList<>();
+        int limit = endAt >= 0 ? endAt : log.size();
+        while (next < limit && out.size() < 50) {
+          ChangeEvent<String> e = log.get(next++);
+          if (partition.owns(e.key())) {
+            out.add(e);
+          }
+        }
+        if (endAt >= 0 && next >= endAt) {
+          ended = true;
+        }
+        return out;
+      }
+    }
+
+    @Override
+    public Position position() {
+      return Position.of(Integer.toString(next));
+    }
+
+    @Override
+    public boolean ended() {
+      return ended;
+    }
+
+    @Override
+    public void close() {}
+  }
+}

@@ -1,0 +1,469 @@
+package dev.sluice.listener;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.ConfigurationException;
+import dev.sluice.deadletter.DeadLetterStore;
+import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.Position;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The engine's logic against in-memory reference implementations of the SPIs. The same
+ * guarantees are tested against real servers and real processes in the backend modules.
+ */
+class ListenerEngineTest {
+  private final InMemoryLeaseStore store = new InMemoryLeaseStore(Clock.systemUTC());
+  private final InMemoryFeed feed = new InMemoryFeed("orders");
+  private final List<Listener<String>> listeners = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() {
+    listeners.forEach(Listener::close);
+  }
+
+  private Listener.Builder<String> builder(Handler<String> handler) {
+    return Listener.builder(feed, store)
+        .handler(handler)
+        .leaseDuration(Duration.ofSeconds(3))
+        .renewInterval(Duration.ofMillis(300))
+        .acquireInterval(Duration.ofMillis(50))
+        .pollWait(Duration.ofMillis(20));
+  }
+
+  private Listener<String> start(Listener.Builder<String> b) {
+    Listener<String> l = b.build();
+    listeners.add(l);
+    return l.start();
+  }
+
+  private static final class Recorder implements Handler<String> {
+    final List<ChangeEvent<String>> seen = new CopyOnWriteArrayList<>();
+    final List<Long> epochs = new CopyOnWriteArrayList<>();
+
+    @Override
+    public void handle(ChangeEvent<String> event, Fence fence) {
+      seen.add(event);
+      epochs.add(fence.epoch());
+    }
+
+    List<String> values() {
+      return seen.stream().map(ChangeEvent::document).toList();
+    }
+  }
+
+  private void write(int from, int to) {
+    for (int i = from; i < to; i++) {
+      feed.append("k" + (i % 7), "v" + i);
+    }
+  }
+
+  private static List<String> expected(int from, int to) {
+    List<String> out = new ArrayList<>();
+    for (int i = from; i < to; i++) {
+      out.add("v" + i);
+    }
+    return out;
+  }
+
+  @Test
+  void deliversEveryChangeInOrderWithTheFenceAndCommitsEachOne() {
+    write(0, 50);
+    Recorder rec = new Recorder();
+    Listener<String> l = start(builder(rec).checkpoint(CheckpointPolicy.everyChange()));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 50);
+    assertThat(rec.values()).containsExactlyElementsOf(expected(0, 50));
+    assertThat(rec.epochs).containsOnly(store.read("orders#0").orElseThrow().epoch());
+    await().atMost(Duration.ofSeconds(5))
+        .until(() -> Position.of("50").token().equals(store.read("orders#0").orElseThrow().checkpoint().token()));
+    assertThat(l.status()).singleElement().satisfies(s -> {
+      assertThat(s.state()).isEqualTo(PartitionState.ACTIVE);
+      assertThat(s.processed()).isEqualTo(50);
+    });
+  }
+
+  @Test
+  void aRestartResumesAfterTheCheckpointWithRedeliveryBoundedByTheBatch() {
+    write(0, 40);
+    Recorder first = new Recorder();
+    Listener<String> l1 = start(builder(first).checkpoint(CheckpointPolicy.every(10, Duration.ofHours(1))));
+    await().atMost(Duration.ofSeconds(10)).until(() -> first.seen.size() == 40);
+    l1.close(); // a clean stop commits what was processed
+    write(40, 60);
+
+    Recorder second = new Recorder();
+    start(builder(second).checkpoint(CheckpointPolicy.every(10, Duration.ofHours(1))));
+    await().atMost(Duration.ofSeconds(10)).until(() -> second.seen.size() >= 20);
+
+    assertThat(second.values()).containsExactlyElementsOf(expected(40, 60));
+    assertThat(second.epochs.get(0)).isGreaterThan(first.epochs.get(0));
+  }
+
+  @Test
+  void batchedCheckpointsCommitEveryNChangesOrAfterTheDelay() {
+    write(0, 95);
+    Recorder rec = new Recorder();
+    start(builder(rec).checkpoint(CheckpointPolicy.every(20, Duration.ofMillis(200))));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 95);
+    // 4 commits of 20 by count, then the last 15 by time, plus the bootstrap pin.
+    await().atMost(Duration.ofSeconds(5)).until(
+        () -> "95".equals(store.read("orders#0").orElseThrow().checkpoint().token()));
+    assertThat(store.commits()).isBetween(5, 7);
+  }
+
+  @Test
+  void aLatestBootstrapIsPinnedSoACrashBeforeTheFirstChangeLosesNothing() {
+    write(0, 5); // before the first start: skipped by "latest"
+    Recorder first = new Recorder();
+    Listener<String> l1 = start(builder(first).bootstrap(BootstrapPolicy.latest()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> store.read("orders#0").map(r -> r.checkpoint() != null).orElse(false));
+    l1.close();
+    write(5, 10); // figure 4b: written while no listener runs, before any change was processed
+
+    Recorder second = new Recorder();
+    start(builder(second).bootstrap(BootstrapPolicy.latest()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> second.seen.size() == 5);
+    assertThat(first.seen).isEmpty();
+    assertThat(second.values()).containsExactlyElementsOf(expected(5, 10));
+  }
+
+  @Test
+  void theOldestBootstrapSeesWritesMadeBeforeTheFirstStart() {
+    write(0, 10); // figure 4a
+    Recorder rec = new Recorder();
+    start(builder(rec));
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 10);
+    assertThat(rec.values()).containsExactlyElementsOf(expected(0, 10));
+  }
+
+  @Test
+  void onlyOneOfSeveralInstancesDeliversAndAnotherTakesOverWhenItStops() {
+    write(0, 30);
+    Recorder a = new Recorder();
+    Recorder b = new Recorder();
+    Listener<String> la = start(builder(a).owner("a").checkpoint(CheckpointPolicy.everyChange()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> a.seen.size() == 30);
+    start(builder(b).owner("b").checkpoint(CheckpointPolicy.everyChange()));
+    write(30, 40);
+    await().atMost(Duration.ofSeconds(10)).until(() -> a.seen.size() == 40);
+    assertThat(b.seen).isEmpty();
+
+    la.close();
+    write(40, 50);
+    await().atMost(Duration.ofSeconds(10)).until(() -> b.seen.size() == 10);
+    assertThat(b.values()).containsExactlyElementsOf(expected(40, 50));
+    assertThat(b.epochs.get(0)).isGreaterThan(a.epochs.get(0));
+  }
+
+  @Test
+  void aLostLeaseStopsDeliveryWithinOneRenewInterval() {
+    AtomicReference<String> stolenBy = new AtomicReference<>();
+    Recorder rec = new Recorder();
+    CountDownLatch lost = new CountDownLatch(1);
+    start(builder(rec).owner("victim").observer(new ListenerObserver() {
+      @Override
+      public void lost(String lease, long epoch, String reason) {
+        lost.countDown();
+      }
+    }));
+    write(0, 10);
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 10);
+
+    long newEpoch = store.steal("orders#0", "thief");
+    stolenBy.set("thief");
+    long stolenAt = System.nanoTime();
+    await().atMost(Duration.ofSeconds(5)).until(() -> lost.getCount() == 0);
+    long detectedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stolenAt);
+    int seenAtLoss = rec.seen.size();
+    write(10, 20);
+
+    assertThat(detectedMillis).as("detected within about one renew interval").isLessThan(2_000);
+    await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> rec.seen.size() == seenAtLoss);
+    assertThat(store.read("orders#0").orElseThrow().epoch()).isEqualTo(newEpoch);
+    assertThat(store.read("orders#0").orElseThrow().owner()).isEqualTo(stolenBy.get());
+  }
+
+  @Test
+  void aRejectedFencedWriteStopsThePartitionWithoutCommittingTheChange() {
+    write(0, 5);
+    AtomicInteger calls = new AtomicInteger();
+    List<String> lostReasons = new CopyOnWriteArrayList<>();
+    start(builder((event, fence) -> {
+      if (calls.incrementAndGet() == 3) {
+        throw new StaleFenceException(fence, "target doc " + event.key());
+      }
+    }).checkpoint(CheckpointPolicy.everyChange()).observer(new ListenerObserver() {
+      @Override
+      public void lost(String lease, long epoch, String reason) {
+        lostReasons.add(reason);
+      }
+    }));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> !lostReasons.isEmpty());
+    assertThat(lostReasons.get(0)).contains("rejected").contains("target doc");
+    // The partition is competed for again and the third change redelivered, not skipped.
+    await().atMost(Duration.ofSeconds(10)).until(() -> calls.get() >= 6);
+    await().atMost(Duration.ofSeconds(5)).until(() -> "5".equals(store.read("orders#0").orElseThrow().checkpoint().token()));
+  }
+
+  @Test
+  void aFailingHandlerIsRetriedWithBackoffAndBlocksThePartitionUntilItSucceeds() {
+    write(0, 3);
+    AtomicInteger failuresLeft = new AtomicInteger(4);
+    Recorder rec = new Recorder();
+    List<Integer> attempts = new CopyOnWriteArrayList<>();
+    start(builder((event, fence) -> {
+      if (event.document().equals("v1") && failuresLeft.getAndDecrement() > 0) {
+        throw new IllegalStateException("downstream unavailable");
+      }
+      rec.handle(event, fence);
+    }).onFailure(FailurePolicy.block(RetryPolicy.attempts(2, Duration.ofMillis(10), Duration.ofMillis(40))))
+        .observer(new ListenerObserver() {
+          @Override
+          public void handlerFailed(ChangeEvent<?> event, int attempt, Throwable error) {
+            attempts.add(attempt);
+          }
+        }));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 3);
+    assertThat(rec.values()).containsExactly("v0", "v1", "v2");
+    assertThat(attempts).containsExactly(1, 2, 3, 4);
+  }
+
+  /** Dead-letter store in memory, for the engine's unit tests. */
+  private static final class MemoryDeadLetters implements DeadLetterStore<String> {
+    final Map<String, ParkedChange<String>> entries = Collections.synchronizedMap(new LinkedHashMap<>());
+
+    @Override
+    public void park(ParkedChange<String> change) {
+      entries.putIfAbsent(change.event().id(), change);
+    }
+
+    @Override
+    public Set<String> parkedKeys(String stream, int partition) {
+      synchronized (entries) {
+        return entries.values().stream().map(p -> p.event().key()).collect(Collectors.toSet());
+      }
+    }
+
+    @Override
+    public List<ParkedChange<String>> list(String stream, int limit) {
+      synchronized (entries) {
+        return entries.values().stream().limit(limit).toList();
+      }
+    }
+
+    @Override
+    public List<ParkedChange<String>> listKey(String stream, String key) {
+      synchronized (entries) {
+        return entries.values().stream().filter(p -> p.event().key().equals(key)).toList();
+      }
+    }
+
+    @Override
+    public boolean remove(String stream, String eventId) {
+      return entries.remove(eventId) != null;
+    }
+  }
+
+  @Test
+  void aPoisonChangeIsParkedWithLaterChangesOfItsKeyWhileOtherKeysFlow() {
+    for (int i = 0; i < 6; i++) {
+      feed.append(i % 2 == 0 ? "poison" : "good", "v" + i);
+    }
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    Recorder rec = new Recorder();
+    start(builder((event, fence) -> {
+      if (event.document().equals("v0")) {
+        throw new IllegalArgumentException("cannot map order v0");
+      }
+      rec.handle(event, fence);
+    }).onFailure(FailurePolicy.park(RetryPolicy.attempts(3, Duration.ofMillis(5), Duration.ofMillis(10)), dlq)));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 3 && rec.seen.size() == 3);
+    assertThat(rec.values()).containsExactly("v1", "v3", "v5");
+    List<ParkedChange<String>> parked = dlq.listKey("orders", "poison");
+    assertThat(parked).extracting(p -> p.event().document()).containsExactly("v0", "v2", "v4");
+    assertThat(parked.get(0).error()).contains("IllegalArgumentException").contains("cannot map order v0");
+    assertThat(parked.get(0).attempts()).isEqualTo(3);
+    assertThat(parked.get(1).error()).contains("parked behind");
+    await().atMost(Duration.ofSeconds(5)).until(() -> "6".equals(store.read("orders#0").orElseThrow().checkpoint().token()));
+  }
+
+  @Test
+  void aFailedFlushRedeliversFromTheLastCheckpointSoNothingIsLost() {
+    write(0, 30);
+    List<String> acked = new CopyOnWriteArrayList<>();
+    List<String> pending = new CopyOnWriteArrayList<>();
+    AtomicInteger flushes = new AtomicInteger();
+    start(builder(new Handler<String>() {
+      @Override
+      public void handle(ChangeEvent<String> event, Fence fence) {
+        pending.add(event.document());
+      }
+
+      @Override
+      public void flush(Fence fence) {
+        if (flushes.incrementAndGet() == 2) {
+          pending.clear(); // the broker lost the unacknowledged batch
+          throw new IllegalStateException("broker unavailable");
+        }
+        acked.addAll(pending);
+        pending.clear();
+      }
+    }).checkpoint(CheckpointPolicy.every(10, Duration.ofHours(1))));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> acked.size() >= 30);
+    assertThat(acked).containsExactlyElementsOf(expected(0, 30));
+  }
+
+  @Test
+  void lostHistoryStopsThePartitionLoudlyByDefault() {
+    write(0, 10);
+    Recorder rec = new Recorder();
+    Listener<String> l1 = start(builder(rec).checkpoint(CheckpointPolicy.everyChange()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 10);
+    l1.close();
+    write(10, 20);
+    feed.trimBefore(15);
+
+    List<HistoryLostException> reported = new CopyOnWriteArrayList<>();
+    Recorder rec2 = new Recorder();
+    Listener<String> l2 = start(builder(rec2).observer(new ListenerObserver() {
+      @Override
+      public void historyLost(String lease, HistoryLostException error, Position resumedAt) {
+        reported.add(error);
+      }
+    }));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> l2.status().get(0).state() == PartitionState.FAILED);
+    assertThat(rec2.seen).isEmpty();
+    assertThat(l2.status().get(0).error()).contains("History lost").contains("10").contains("no change was skipped");
+    assertThat(reported).hasSize(1);
+  }
+
+  @Test
+  void skipToLatestContinuesAndReportsTheGapExplicitly() {
+    write(0, 10);
+    Recorder rec = new Recorder();
+    Listener<String> l1 = start(builder(rec).checkpoint(CheckpointPolicy.everyChange()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 10);
+    l1.close();
+    write(10, 20);
+    feed.trimBefore(15);
+
+    List<Position> resumedAt = new CopyOnWriteArrayList<>();
+    Recorder rec2 = new Recorder();
+    start(builder(rec2).onHistoryLost(HistoryLostPolicy.SKIP_TO_LATEST).observer(new ListenerObserver() {
+      @Override
+      public void historyLost(String lease, HistoryLostException error, Position at) {
+        resumedAt.add(at);
+      }
+    }));
+    await().atMost(Duration.ofSeconds(10)).until(() -> resumedAt.size() == 1);
+    write(20, 25);
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec2.seen.size() == 5);
+    assertThat(rec2.values()).containsExactlyElementsOf(expected(20, 25));
+    assertThat(resumedAt.get(0).token()).isEqualTo("20");
+  }
+
+  @Test
+  void aFeedFailureReopensAtTheCheckpointWithoutLosingChanges() {
+    write(0, 20);
+    Recorder rec = new Recorder();
+    start(builder(rec).checkpoint(CheckpointPolicy.everyChange()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 20);
+    feed.failNextPolls(3);
+    write(20, 40);
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() >= 40);
+    assertThat(rec.values()).containsExactlyElementsOf(expected(0, 40));
+  }
+
+  @Test
+  void anEndedStreamStopsThePartitionCleanly() {
+    write(0, 5);
+    feed.end();
+    Recorder rec = new Recorder();
+    Listener<String> l = start(builder(rec));
+    await().atMost(Duration.ofSeconds(10)).until(() -> l.status().get(0).state() == PartitionState.ENDED);
+    assertThat(rec.values()).containsExactlyElementsOf(expected(0, 5));
+    assertThat(store.read("orders#0").orElseThrow().checkpoint().token()).isEqualTo("5");
+  }
+
+  @Test
+  void partitionsSplitTheStreamAcrossInstancesKeepingPerKeyOrder() {
+    Map<String, List<String>> byKey = new ConcurrentHashMap<>();
+    Handler<String> h = (event, fence) ->
+        byKey.computeIfAbsent(event.key(), k -> new CopyOnWriteArrayList<>()).add(event.document());
+    start(builder(h).owner("a").partitions(4));
+    start(builder(h).owner("b").partitions(4));
+    for (int i = 0; i < 400; i++) {
+      feed.append("key-" + (i % 13), Integer.toString(i));
+    }
+    await().atMost(Duration.ofSeconds(15)).until(() -> byKey.values().stream().mapToInt(List::size).sum() >= 400);
+    assertThat(byKey).hasSize(13);
+    byKey.forEach((key, values) -> {
+      List<Integer> ints = values.stream().map(Integer::parseInt).toList();
+      assertThat(ints).as("order of %s", key).isSorted().doesNotHaveDuplicates();
+    });
+    assertThat(store.list("orders#")).hasSize(4);
+  }
+
+  private static long active(Listener<String> l) {
+    return l.status().stream().filter(s -> s.state() == PartitionState.ACTIVE).count();
+  }
+
+  @Test
+  void partitionsAreSharedFairlyAndTakenBackWhenAnInstanceLeaves() {
+    Recorder rec = new Recorder();
+    Listener<String> a = start(builder(rec).owner("a").partitions(4));
+    await().atMost(Duration.ofSeconds(10)).until(() -> active(a) == 4);
+
+    Listener<String> b = start(builder(rec).owner("b").partitions(4));
+    await().atMost(Duration.ofSeconds(15)).until(() -> active(a) == 2 && active(b) == 2);
+    assertThat(store.list("orders#")).allSatisfy(r -> assertThat(r.isHeld()).isTrue());
+
+    b.close();
+    await().atMost(Duration.ofSeconds(15)).until(() -> active(a) == 4);
+    write(0, 40);
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 40);
+  }
+
+  @Test
+  void badConfigurationIsRejectedNamingTheParameter() {
+    assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {})
+        .leaseDuration(Duration.ofSeconds(2)).renewInterval(Duration.ofSeconds(2)).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("renewInterval");
+    assertThatThrownBy(() -> Listener.builder(feed, store).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("handler");
+    assertThatThrownBy(() -> Listener.builder(feed, store).partitions(0))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("partitions");
+    assertThatThrownBy(() -> CheckpointPolicy.every(0, Duration.ZERO))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("maxChanges");
+    assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {}).leaseDuration(Duration.ZERO).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("leaseDuration");
+  }
+}

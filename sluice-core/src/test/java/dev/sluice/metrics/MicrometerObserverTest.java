@@ -1,0 +1,42 @@
+package dev.sluice.metrics;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.Position;
+import dev.sluice.listener.ListenerObserver;
+import dev.sluice.listener.PartitionState;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Instant;
+import org.junit.jupiter.api.Test;
+
+class MicrometerObserverTest {
+  @Test
+  void countsDeliveriesFailuresCheckpointsAndActivePartitions() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    ListenerObserver observer = ListenerObserver.composite(
+        new ListenerObserver() {
+          @Override
+          public void delivered(ChangeEvent<?> event, long nanos) {
+            throw new IllegalStateException("a broken observer must not stop the others");
+          }
+        },
+        new MicrometerObserver(registry));
+    Position p = new Position("1", Instant.now().minusSeconds(10));
+    ChangeEvent<String> e = new ChangeEvent<>("id", "orders", p, Operation.INSERT, "k", "k", "v", p.time(), null);
+
+    observer.stateChanged("orders#0", PartitionState.ACQUIRING, PartitionState.ACTIVE);
+    observer.delivered(e, 1_000_000);
+    observer.delivered(e, 2_000_000);
+    observer.handlerFailed(e, 1, new RuntimeException("x"));
+    observer.committed("orders#0", 3, p, 2);
+
+    assertThat(registry.counter("sluice.changes.delivered", "lease", "orders").count()).isEqualTo(2);
+    assertThat(registry.timer("sluice.handler.duration", "lease", "orders").count()).isEqualTo(2);
+    assertThat(registry.counter("sluice.handler.failures", "lease", "orders").count()).isEqualTo(1);
+    assertThat(registry.counter("sluice.checkpoints", "lease", "orders#0").count()).isEqualTo(1);
+    assertThat(registry.get("sluice.partition.active").tag("lease", "orders#0").gauge().value()).isEqualTo(1);
+    assertThat(registry.get("sluice.checkpoint.lag.seconds").gauge().value()).isBetween(9.0, 60.0);
+  }
+}

@@ -1,0 +1,114 @@
+package dev.sluice.mongodb.feed;
+
+import com.mongodb.MongoException;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.StartPoint;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Objects;
+import org.bson.BsonDocument;
+import org.bson.BsonTimestamp;
+
+final class DefaultMongoChangeFeed implements MongoChangeFeed {
+
+  private final String stream;
+  private final StreamSource source;
+  private final int batchSize;
+  private final Duration minBackoff;
+  private final Duration maxBackoff;
+  private final boolean splitLargeEvents;
+
+  DefaultMongoChangeFeed(
+      String stream,
+      StreamSource source,
+      int batchSize,
+      Duration minBackoff,
+      Duration maxBackoff,
+      boolean splitLargeEvents) {
+    this.stream = stream;
+    this.source = source;
+    this.batchSize = batchSize;
+    this.minBackoff = minBackoff;
+    this.maxBackoff = maxBackoff;
+    this.splitLargeEvents = splitLargeEvents;
+  }
+
+  static DefaultMongoChangeFeed create(MongoChangeFeed.Builder b) {
+    return new DefaultMongoChangeFeed(
+        b.stream,
+        new DriverStreamSource(b),
+        b.batchSize,
+        b.minBackoff,
+        b.maxBackoff,
+        b.splitLargeEvents);
+  }
+
+  @Override
+  public String stream() {
+    return stream;
+  }
+
+  @Override
+  public FeedCursor<BsonDocument> open(PartitionSpec partition, StartPoint start) {
+    Objects.requireNonNull(partition, "partition");
+    Objects.requireNonNull(start, "start");
+    StreamStart streamStart;
+    Position initial;
+    if (start instanceof StartPoint.After after) {
+      streamStart = StreamStart.fromPosition(after.position());
+      initial = after.position();
+    } else {
+      BsonTimestamp ts = bootstrapTime(start);
+      streamStart = StreamStart.at(ts);
+      initial = streamStart.toPosition(Instant.ofEpochSecond(ts.getTime()));
+    }
+    MongoFeedCursor cursor =
+        new MongoFeedCursor(
+            stream, source, partition, initial, batchSize, minBackoff, maxBackoff,
+            splitLargeEvents);
+    cursor.start(streamStart);
+    return cursor;
+  }
+
+  private BsonTimestamp bootstrapTime(StartPoint start) {
+    if (start instanceof StartPoint.AtTime at) {
+      return StreamStart.timestampAtOrBefore(at.time());
+    }
+    try {
+      if (start instanceof StartPoint.Oldest) {
+        // An empty oplog means nothing was ever written: starting at the server's current
+        // second then misses nothing either.
+        return source
+            .oldestOplogTime()
+            .orElseGet(() -> StreamStart.timestampAtOrBefore(source.serverNow()));
+      }
+      return StreamStart.timestampAtOrBefore(source.serverNow());
+    } catch (RuntimeException e) {
+      boolean retryable =
+          e instanceof MongoException m
+              ? MongoFeedErrors.isRetryable(m)
+              : e.getCause() instanceof MongoException c && MongoFeedErrors.isRetryable(c);
+      throw new FeedException(
+          "MongoDB change stream '"
+              + stream
+              + "': cannot find the bootstrap point for "
+              + start
+              + (start instanceof StartPoint.Oldest
+                  ? " (reading the oldest entry of local.oplog.rs needs read access to the"
+                      + " 'local' database)"
+                  : "")
+              + ": "
+              + e.getMessage(),
+          e,
+          retryable);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "MongoChangeFeed[" + stream + "]";
+  }
+}

@@ -1,0 +1,157 @@
+package dev.sluice.mongodb.feed;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.model.changestream.FullDocument;
+import dev.sluice.ConfigurationException;
+import dev.sluice.feed.ChangeFeed;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.bson.BsonDocument;
+import org.bson.BsonValue;
+import org.bson.conversions.Bson;
+
+/**
+ * The change feed of one MongoDB collection (a collection-level change stream), for MongoDB 5.0+
+ * replica sets and sharded clusters. See {@code docs/adr/0012-mongodb-change-feed.md}.
+ *
+ * <ul>
+ *   <li>Positions are change stream resume tokens, or an operation time before the first change
+ *       (so a bootstrap point can be committed and resumed from). {@code Position.time} is the
+ *       change's cluster time.
+ *   <li>{@code Oldest} starts at the oldest entry of {@code local.oplog.rs} (needs read access to
+ *       the {@code local} database), so that no write made before the listener first started is
+ *       missed (seed 000, figures 4a and 4b).
+ *   <li>Partitions are client-side: every partition's cursor reads the whole stream and keeps the
+ *       changes whose key it owns. The key is the canonical string of the document's {@code _id}
+ *       ({@link #keyOf(BsonValue)}).
+ *   <li>Errors 286, 280 and 260 become {@link dev.sluice.feed.HistoryLostException}; an {@code
+ *       invalidate} event ends the cursor; an event larger than 16 MB or one that cannot be
+ *       decoded stops the cursor with a non-retryable {@link dev.sluice.feed.FeedException}
+ *       naming the position.
+ * </ul>
+ *
+ * <pre>{@code
+ * ChangeFeed<BsonDocument> feed = MongoChangeFeed.builder(client, "shop", "orders").build();
+ * }</pre>
+ */
+public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
+
+  /** Default largest number of changes one poll returns, also the driver's batch size. */
+  int DEFAULT_BATCH_SIZE = 500;
+
+  /** Starts a builder for the change stream of {@code database.collection}. */
+  static Builder builder(MongoClient client, String database, String collection) {
+    return new Builder(client, database, collection);
+  }
+
+  /**
+   * The canonical key string of a document {@code _id}: the value itself for strings, the hex
+   * string for ObjectIds, the decimal for integers, canonical extended JSON for anything else.
+   * Stable across JVMs and driver versions, so partitioning and per-key ordering are too.
+   * Distinct ids of different types can share a key (string {@code "1"} and integer 1); they are
+   * then merely ordered together.
+   */
+  static String keyOf(BsonValue id) {
+    return MongoEvents.keyOf(id);
+  }
+
+  /** Configures a {@link MongoChangeFeed}. */
+  final class Builder {
+    final MongoClient client;
+    final String database;
+    final String collection;
+    String stream;
+    int batchSize = DEFAULT_BATCH_SIZE;
+    FullDocument fullDocument = FullDocument.UPDATE_LOOKUP;
+    final List<Bson> pipeline = new ArrayList<>();
+    Duration minBackoff = Duration.ofMillis(10);
+    Duration maxBackoff = Duration.ofMillis(200);
+    boolean splitLargeEvents;
+
+    private Builder(MongoClient client, String database, String collection) {
+      this.client = ConfigurationException.requireNonNull(client, "client");
+      ConfigurationException.require(
+          database != null && !database.isBlank(), "database", database, "must not be blank");
+      ConfigurationException.require(
+          collection != null && !collection.isBlank(),
+          "collection",
+          collection,
+          "must not be blank");
+      this.database = database;
+      this.collection = collection;
+      this.stream = database + "." + collection;
+    }
+
+    /** The stream name in lease names and checkpoints; default {@code database.collection}. */
+    public Builder streamName(String name) {
+      ConfigurationException.require(
+          name != null && !name.isBlank() && !name.contains("#"),
+          "streamName",
+          name,
+          "must be non-blank and must not contain '#'");
+      this.stream = name;
+      return this;
+    }
+
+    /** Largest number of changes per poll and the driver's batch size; default 500. */
+    public Builder batchSize(int size) {
+      ConfigurationException.require(
+          size >= 1 && size <= 100_000, "batchSize", size, "must be in [1, 100000]");
+      this.batchSize = size;
+      return this;
+    }
+
+    /** Full-document mode; default {@link FullDocument#UPDATE_LOOKUP}. */
+    public Builder fullDocument(FullDocument mode) {
+      this.fullDocument = ConfigurationException.requireNonNull(mode, "fullDocument");
+      return this;
+    }
+
+    /**
+     * Extra stages appended to the change stream pipeline, typically a {@code $match} on {@code
+     * operationType} or on fields of {@code fullDocument}. Changes they filter out never reach
+     * any partition.
+     */
+    public Builder pipeline(List<? extends Bson> stages) {
+      ConfigurationException.requireNonNull(stages, "pipeline");
+      for (Bson s : stages) {
+        ConfigurationException.requireNonNull(s, "pipeline stage");
+      }
+      this.pipeline.clear();
+      this.pipeline.addAll(stages);
+      return this;
+    }
+
+    /**
+     * Back-off between empty polls of the server within one {@link
+     * dev.sluice.feed.FeedCursor#poll} call: starts at {@code min}, doubles up to {@code max},
+     * resets when a change arrives. Defaults 10 ms and 200 ms.
+     */
+    public Builder pollBackoff(Duration min, Duration max) {
+      ConfigurationException.requireNonNull(min, "pollBackoff.min");
+      ConfigurationException.requireNonNull(max, "pollBackoff.max");
+      ConfigurationException.require(
+          min.toMillis() >= 1, "pollBackoff.min", min, "must be at least 1 ms");
+      ConfigurationException.require(
+          max.compareTo(min) >= 0, "pollBackoff.max", max, "must be >= pollBackoff.min " + min);
+      this.minBackoff = min;
+      this.maxBackoff = max;
+      return this;
+    }
+
+    /**
+     * Whether to add {@code $changeStreamSplitLargeEvent} (MongoDB 7.0+; 6.0.9+) as the last
+     * pipeline stage and reassemble the fragments of events larger than 16 MB into one change.
+     * Default false: such an event then stops the cursor with a clear error.
+     */
+    public Builder splitLargeEvents(boolean split) {
+      this.splitLargeEvents = split;
+      return this;
+    }
+
+    public MongoChangeFeed build() {
+      return DefaultMongoChangeFeed.create(this);
+    }
+  }
+}

@@ -1,0 +1,89 @@
+package dev.sluice.mongodb.feed;
+
+import dev.sluice.feed.Operation;
+import java.time.Instant;
+import org.bson.BsonDocument;
+import org.bson.BsonValue;
+import org.bson.json.JsonMode;
+import org.bson.json.JsonWriterSettings;
+
+/** Decoding helpers for raw change stream events. */
+final class MongoEvents {
+
+  private static final JsonWriterSettings CANONICAL =
+      JsonWriterSettings.builder().outputMode(JsonMode.EXTENDED).build();
+
+  private MongoEvents() {}
+
+  static String keyOf(BsonValue id) {
+    if (id == null) {
+      throw new IllegalArgumentException("document _id must not be null");
+    }
+    switch (id.getBsonType()) {
+      case STRING:
+        return id.asString().getValue();
+      case OBJECT_ID:
+        return id.asObjectId().getValue().toHexString();
+      case INT32:
+        return Integer.toString(id.asInt32().getValue());
+      case INT64:
+        return Long.toString(id.asInt64().getValue());
+      default:
+        // Wrap in a document: the JSON writer needs one, and the wrapper keeps it unambiguous.
+        return new BsonDocument("_id", id).toJson(CANONICAL);
+    }
+  }
+
+  static Operation operationOf(String type) {
+    switch (type) {
+      case "insert":
+        return Operation.INSERT;
+      case "update":
+        return Operation.UPDATE;
+      case "replace":
+        return Operation.REPLACE;
+      case "delete":
+        return Operation.DELETE;
+      default:
+        return Operation.OTHER;
+    }
+  }
+
+  static boolean isCrud(String type) {
+    return operationOf(type) != Operation.OTHER;
+  }
+
+  /**
+   * The document's {@code _id}: from {@code documentKey}, else from {@code fullDocument}. Real
+   * MongoDB always puts it in {@code documentKey}; the embedded server puts the update document
+   * there for updates, and the fallback is correct on both.
+   */
+  static BsonValue documentId(BsonDocument event) {
+    BsonValue key = event.get("documentKey");
+    if (key != null && key.isDocument() && key.asDocument().containsKey("_id")) {
+      return key.asDocument().get("_id");
+    }
+    BsonValue full = event.get("fullDocument");
+    if (full != null && full.isDocument() && full.asDocument().containsKey("_id")) {
+      return full.asDocument().get("_id");
+    }
+    return null;
+  }
+
+  static Instant clusterTimeOf(BsonDocument event) {
+    BsonValue ct = event.get("clusterTime");
+    if (ct != null && ct.isTimestamp()) {
+      return Instant.ofEpochSecond(ct.asTimestamp().getTime());
+    }
+    return null;
+  }
+
+  /** The stable id of a change: the data of its resume token. */
+  static String eventId(BsonDocument resumeToken) {
+    BsonValue data = resumeToken.get("_data");
+    if (data != null && data.isString()) {
+      return data.asString().getValue();
+    }
+    return resumeToken.toJson(CANONICAL);
+  }
+}

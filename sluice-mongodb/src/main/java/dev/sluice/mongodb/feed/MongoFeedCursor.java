@@ -1,0 +1,310 @@
+package dev.sluice.mongodb.feed;
+
+import com.mongodb.MongoChangeStreamException;
+import com.mongodb.MongoException;
+import com.mongodb.client.MongoChangeStreamCursor;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+import org.bson.BsonDocument;
+import org.bson.BsonInvalidOperationException;
+import org.bson.BsonValue;
+import org.bson.RawBsonDocument;
+
+/** One partition's read position on a collection change stream. Used by one thread. */
+final class MongoFeedCursor implements FeedCursor<BsonDocument> {
+
+  private static final int SUMMARY_CHARS = 300;
+
+  private final String stream;
+  private final StreamSource source;
+  private final PartitionSpec partition;
+  private final int batchSize;
+  private final long minBackoffNanos;
+  private final long maxBackoffNanos;
+  private final boolean splitLargeEvents;
+
+  private MongoChangeStreamCursor<RawBsonDocument> driver;
+  private Position position;
+  private BsonDocument lastToken;
+  private boolean ended;
+  private FeedException failure;
+  private final List<BsonDocument> fragments = new ArrayList<>();
+
+  MongoFeedCursor(
+      String stream,
+      StreamSource source,
+      PartitionSpec partition,
+      Position initial,
+      int batchSize,
+      Duration minBackoff,
+      Duration maxBackoff,
+      boolean splitLargeEvents) {
+    this.stream = stream;
+    this.source = source;
+    this.partition = partition;
+    this.position = initial;
+    this.batchSize = batchSize;
+    this.minBackoffNanos = minBackoff.toNanos();
+    this.maxBackoffNanos = maxBackoff.toNanos();
+    this.splitLargeEvents = splitLargeEvents;
+  }
+
+  void start(StreamStart start) {
+    try {
+      driver = source.open(start);
+    } catch (MongoException e) {
+      throw fail(e);
+    }
+  }
+
+  @Override
+  public List<ChangeEvent<BsonDocument>> poll(Duration maxWait) {
+    if (failure != null) {
+      throw new FeedException(
+          "MongoDB change stream '" + stream + "' cursor already failed; open a new one at the"
+              + " last checkpoint: " + failure.getMessage(),
+          failure,
+          failure.retryable());
+    }
+    List<ChangeEvent<BsonDocument>> out = new ArrayList<>();
+    if (ended || driver == null) {
+      return out;
+    }
+    long deadline = System.nanoTime() + Math.max(0, maxWait.toNanos());
+    long backoff = minBackoffNanos;
+    while (true) {
+      RawBsonDocument raw;
+      try {
+        raw = driver.tryNext();
+      } catch (MongoChangeStreamException e) {
+        // The driver found an event without a resume token (for example a pipeline stage
+        // removed _id): it cannot resume past it.
+        throw undecodable("the event has no resume token (_id): " + e.getMessage(), null, e);
+      } catch (MongoException e) {
+        throw fail(e);
+      }
+      if (raw != null) {
+        backoff = minBackoffNanos;
+        accept(raw, out);
+        if (ended || out.size() >= batchSize) {
+          return out;
+        }
+        continue;
+      }
+      advanceToPostBatchToken();
+      long remaining = deadline - System.nanoTime();
+      if (!out.isEmpty() || remaining <= 0) {
+        return out;
+      }
+      // The fake server ignores maxAwaitTimeMS and answers an idle getMore at once, and a
+      // real one may too: back off between empty getMores.
+      LockSupport.parkNanos(Math.min(backoff, remaining));
+      if (Thread.currentThread().isInterrupted()) {
+        return out;
+      }
+      backoff = Math.min(backoff * 2, maxBackoffNanos);
+    }
+  }
+
+  private void accept(RawBsonDocument raw, List<ChangeEvent<BsonDocument>> out) {
+    BsonDocument event = raw;
+    try {
+      BsonValue token = event.get("_id");
+      if (token == null || !token.isDocument()) {
+        throw undecodable("the event has no resume token (_id)", event, null);
+      }
+      BsonValue split = event.get("splitEvent");
+      if (split != null) {
+        event = reassemble(event, split);
+        if (event == null) {
+          return; // more fragments to come; the position stays before the whole event
+        }
+        token = event.get("_id");
+      }
+      BsonValue typeValue = event.get("operationType");
+      if (typeValue == null || !typeValue.isString()) {
+        throw undecodable("the event has no operationType", event, null);
+      }
+      String type = typeValue.asString().getValue();
+      if ("invalidate".equals(type)) {
+        // The collection was dropped or renamed. The position stays at the last change: a
+        // resumeAfter the invalidate event would fail, and there is nothing after it.
+        ended = true;
+        return;
+      }
+      Instant time = MongoEvents.clusterTimeOf(event);
+      Position eventPosition = StreamStart.after(token.asDocument()).toPosition(time);
+      Operation operation = MongoEvents.operationOf(type);
+      BsonValue id = MongoEvents.documentId(event);
+      String key;
+      if (id != null) {
+        key = MongoEvents.keyOf(id);
+      } else if (operation == Operation.OTHER) {
+        key = ""; // drop, rename, ...: about the collection, so every partition sees it
+      } else {
+        throw undecodable(
+            "the " + type + " event has no document _id in documentKey or fullDocument",
+            event,
+            null);
+      }
+      boolean owned = key.isEmpty() || partition.owns(key);
+      if (owned) {
+        BsonValue documentKey = event.get("documentKey");
+        BsonDocument keyDoc =
+            documentKey != null
+                    && documentKey.isDocument()
+                    && documentKey.asDocument().containsKey("_id")
+                ? documentKey.asDocument()
+                : id == null ? null : new BsonDocument("_id", id);
+        BsonValue full = event.get("fullDocument");
+        out.add(
+            new ChangeEvent<>(
+                MongoEvents.eventId(token.asDocument()),
+                stream,
+                eventPosition,
+                operation,
+                key,
+                keyDoc,
+                full != null && full.isDocument() ? full.asDocument() : null,
+                time,
+                event));
+      }
+      // Changes of other partitions move the position too: nothing before them is ours.
+      position = eventPosition;
+      lastToken = token.asDocument();
+    } catch (BsonInvalidOperationException | ClassCastException | IllegalArgumentException e) {
+      throw undecodable("cannot decode it: " + e.getMessage(), event, e);
+    }
+  }
+
+  /** Collects split fragments; returns the merged event after the last one, else null. */
+  private BsonDocument reassemble(BsonDocument fragment, BsonValue split) {
+    if (!splitLargeEvents) {
+      throw undecodable(
+          "it is a fragment of a split large event ($changeStreamSplitLargeEvent in the"
+              + " pipeline) but splitLargeEvents(true) was not set on the feed, so it cannot be"
+              + " reassembled",
+          fragment,
+          null);
+    }
+    if (!split.isDocument()
+        || !split.asDocument().isNumber("fragment")
+        || !split.asDocument().isNumber("of")) {
+      throw undecodable("its splitEvent is not {fragment, of}", fragment, null);
+    }
+    int index = split.asDocument().getNumber("fragment").intValue();
+    int of = split.asDocument().getNumber("of").intValue();
+    if (index != fragments.size() + 1 || of < index) {
+      throw undecodable(
+          "split event fragment " + index + " of " + of + " arrived after "
+              + fragments.size() + " fragment(s)",
+          fragment,
+          null);
+    }
+    fragments.add(fragment);
+    if (index < of) {
+      return null;
+    }
+    BsonDocument merged = new BsonDocument();
+    for (BsonDocument f : fragments) {
+      for (Map.Entry<String, BsonValue> field : f.entrySet()) {
+        if (!field.getKey().equals("splitEvent")) {
+          // The last fragment's _id wins: resuming after it resumes after the whole event.
+          merged.put(field.getKey(), field.getValue());
+        }
+      }
+    }
+    fragments.clear();
+    return merged;
+  }
+
+  private void advanceToPostBatchToken() {
+    if (!fragments.isEmpty()) {
+      return; // never commit a position inside a split event
+    }
+    BsonDocument token;
+    try {
+      token = driver.getResumeToken();
+    } catch (MongoException e) {
+      return; // only an optimisation; the next change moves the position anyway
+    }
+    // A real server reports a post-batch resume token when a batch ends, also when no change
+    // (of this or any partition) arrived: idle partitions keep their checkpoint fresh.
+    if (token != null && !token.equals(lastToken)) {
+      lastToken = token;
+      position = StreamStart.after(token).toPosition(position.time());
+    }
+  }
+
+  private FeedException fail(MongoException e) {
+    close();
+    failure =
+        MongoFeedErrors.translate(
+            e,
+            stream,
+            position,
+            splitLargeEvents,
+            () -> source.oldestOplogTime().map(ts -> Instant.ofEpochSecond(ts.getTime())).orElse(null));
+    return failure;
+  }
+
+  private FeedException undecodable(String why, BsonDocument event, Exception cause) {
+    close();
+    String summary = event == null ? "" : event.toJson();
+    if (summary.length() > SUMMARY_CHARS) {
+      summary = summary.substring(0, SUMMARY_CHARS) + "...";
+    }
+    failure =
+        new FeedException(
+            "MongoDB change stream '"
+                + stream
+                + "': the change after position "
+                + position
+                + " cannot be processed: "
+                + why
+                + ". The cursor stops here so that nothing is skipped silently"
+                + (summary.isEmpty() ? "" : "; event: " + summary),
+            cause,
+            false);
+    return failure;
+  }
+
+  @Override
+  public Position position() {
+    return position;
+  }
+
+  @Override
+  public boolean ended() {
+    return ended;
+  }
+
+  @Override
+  public void close() {
+    MongoChangeStreamCursor<RawBsonDocument> d = driver;
+    driver = null;
+    if (d != null) {
+      try {
+        d.close();
+      } catch (RuntimeException ignored) {
+        // Closing a broken cursor can fail again; the server reaps it anyway.
+      }
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "MongoFeedCursor[" + stream + " " + partition + " at " + position + "]";
+  }
+
+}

@@ -1,0 +1,24 @@
+package dev.sluice.mongodb.feed;
+
+import com.mongodb.client.MongoChangeStreamCursor;
+import java.time.Instant;
+import java.util.Optional;
+import org.bson.BsonTimestamp;
+import org.bson.RawBsonDocument;
+
+/**
+ * What the feed needs from MongoDB. The seam where tests inject a driver-level fake cursor
+ * ({@code FakeChangeStreamCursor}) for behaviour no available server produces: errors 286, 280,
+ * 260, 10334, {@code invalidate}, split events.
+ */
+interface StreamSource {
+
+  /** Opens the raw change stream at {@code start}; runs the initial aggregate. */
+  MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start);
+
+  /** Operation time of the oldest oplog entry that is not a no-op, if the oplog has any. */
+  Optional<BsonTimestamp> oldestOplogTime();
+
+  /** The server's clock. */
+  Instant serverNow();
+}

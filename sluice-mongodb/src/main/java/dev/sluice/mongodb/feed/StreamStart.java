@@ -1,0 +1,89 @@
+package dev.sluice.mongodb.feed;
+
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.Position;
+import java.time.Instant;
+import java.util.Objects;
+import org.bson.BsonDocument;
+import org.bson.BsonTimestamp;
+import org.bson.BsonValue;
+import org.bson.json.JsonMode;
+import org.bson.json.JsonParseException;
+import org.bson.json.JsonWriterSettings;
+
+/**
+ * Where a change stream (re)starts: after a resume token, or at an operation time (inclusive).
+ * Its canonical extended JSON is the {@link Position#token()}: {@code {"resumeAfter": <token>}}
+ * or {@code {"startAtOperationTime": <timestamp>}}. An operation-time position is what a cursor
+ * reports before its first change, so a bootstrap point can be committed and resumed from.
+ */
+record StreamStart(BsonDocument resumeAfter, BsonTimestamp startAtOperationTime) {
+
+  private static final JsonWriterSettings JSON =
+      JsonWriterSettings.builder().outputMode(JsonMode.EXTENDED).build();
+
+  StreamStart {
+    if ((resumeAfter == null) == (startAtOperationTime == null)) {
+      throw new IllegalArgumentException("exactly one of resumeAfter and startAtOperationTime");
+    }
+  }
+
+  static StreamStart after(BsonDocument resumeToken) {
+    return new StreamStart(Objects.requireNonNull(resumeToken, "resumeToken"), null);
+  }
+
+  static StreamStart at(BsonTimestamp operationTime) {
+    return new StreamStart(null, Objects.requireNonNull(operationTime, "operationTime"));
+  }
+
+  /** Operation time of the first second that is not before {@code time}. */
+  static BsonTimestamp timestampAtOrBefore(Instant time) {
+    // Operation times count seconds; increments start at 1 within a second. Starting at the
+    // second that contains `time` may repeat changes from before it, never skip one.
+    return new BsonTimestamp((int) time.getEpochSecond(), 1);
+  }
+
+  Position toPosition(Instant time) {
+    BsonDocument d =
+        resumeAfter != null
+            ? new BsonDocument("resumeAfter", resumeAfter)
+            : new BsonDocument("startAtOperationTime", startAtOperationTime);
+    return new Position(d.toJson(JSON), time);
+  }
+
+  /** Parses a position this feed produced; a clear non-retryable error for anything else. */
+  static StreamStart fromPosition(Position position) {
+    BsonDocument d;
+    try {
+      d = BsonDocument.parse(position.token());
+    } catch (JsonParseException | org.bson.BsonInvalidOperationException e) {
+      throw notOurs(position, e);
+    }
+    BsonValue token = d.get("resumeAfter");
+    if (token != null && token.isDocument() && d.size() == 1) {
+      return after(token.asDocument());
+    }
+    BsonValue ts = d.get("startAtOperationTime");
+    if (ts != null && ts.isTimestamp() && d.size() == 1) {
+      return at(ts.asTimestamp());
+    }
+    throw notOurs(position, null);
+  }
+
+  private static FeedException notOurs(Position position, Exception cause) {
+    return new FeedException(
+        "Checkpoint '"
+            + position.token()
+            + "' is not a MongoDB change stream position (expected {\"resumeAfter\": <token>} or"
+            + " {\"startAtOperationTime\": <timestamp>}); was it written by another feed?",
+        cause,
+        false);
+  }
+
+  @Override
+  public String toString() {
+    return resumeAfter != null
+        ? "resumeAfter " + resumeAfter.toJson()
+        : "startAtOperationTime " + startAtOperationTime;
+  }
+}

@@ -1,0 +1,300 @@
+package dev.sluice.mongodb.feed;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.Updates;
+import dev.sluice.ConfigurationException;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.StartPoint;
+import dev.sluice.mongodb.internal.MongoServerTime;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import org.bson.BsonDocument;
+import org.bson.BsonInt32;
+import org.bson.BsonString;
+import org.bson.types.ObjectId;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The change feed against the embedded server. */
+class MongoChangeFeedTest {
+
+  private static final String DB = "feedtest";
+  private static final AtomicInteger COLLECTIONS = new AtomicInteger();
+
+  private static EmbeddedMongo mongo;
+  private static MongoClient client;
+
+  @BeforeAll
+  static void start() {
+    mongo = EmbeddedMongo.start();
+    client = mongo.client();
+  }
+
+  @AfterAll
+  static void stop() {
+    client.close();
+    mongo.close();
+  }
+
+  private static String freshCollection() {
+    return "c" + COLLECTIONS.incrementAndGet();
+  }
+
+  private static MongoCollection<BsonDocument> collection(String name) {
+    return client.getDatabase(DB).getCollection(name, BsonDocument.class);
+  }
+
+  private static MongoChangeFeed feed(String collection) {
+    return MongoChangeFeed.builder(client, DB, collection).batchSize(50).build();
+  }
+
+  private static void insert(String collection, String... ids) {
+    for (String id : ids) {
+      collection(collection).insertOne(new BsonDocument("_id", new BsonString(id)));
+    }
+  }
+
+  /** Polls until at least {@code count} changes arrived; returns every change that arrived. */
+  private static List<ChangeEvent<BsonDocument>> read(FeedCursor<BsonDocument> cursor, int count) {
+    List<ChangeEvent<BsonDocument>> seen = new ArrayList<>();
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .pollDelay(Duration.ZERO)
+        .until(
+            () -> {
+              seen.addAll(cursor.poll(Duration.ofMillis(50)));
+              return seen.size() >= count;
+            });
+    return seen;
+  }
+
+  private static List<String> keys(List<ChangeEvent<BsonDocument>> events) {
+    return events.stream().map(ChangeEvent::key).collect(Collectors.toList());
+  }
+
+  private static Instant serverNow() {
+    return MongoServerTime.now(client.getDatabase(DB));
+  }
+
+  @Test
+  void oldestBootstrapSeesWritesMadeBeforeTheCursorOpened() {
+    // Seed 000 figure 4a: the first writes happen before any listener ever started.
+    String c = freshCollection();
+    insert(c, "a", "b", "c");
+    try (FeedCursor<BsonDocument> cursor = feed(c).open(PartitionSpec.single(), StartPoint.oldest())) {
+      insert(c, "d");
+      List<ChangeEvent<BsonDocument>> events = read(cursor, 4);
+      assertThat(keys(events)).containsExactly("a", "b", "c", "d");
+      assertThat(events).allMatch(e -> e.operation() == Operation.INSERT);
+      assertThat(events.get(0).document()).isEqualTo(new BsonDocument("_id", new BsonString("a")));
+      assertThat(events.get(0).stream()).isEqualTo(DB + "." + c);
+      assertThat(cursor.position()).isEqualTo(events.get(3).position());
+    }
+  }
+
+  @Test
+  void aPinnedBootstrapPointSurvivesACrashBeforeTheFirstChange() {
+    // Seed 000 figure 4b: the listener starts, a write happens, the listener crashes before
+    // processing it. The engine commits position() right after open; resuming there must see it.
+    String c = freshCollection();
+    Position pinned;
+    try (FeedCursor<BsonDocument> cursor = feed(c).open(PartitionSpec.single(), StartPoint.latest())) {
+      pinned = cursor.position();
+      insert(c, "written-while-starting");
+      // crash: the change is never polled
+    }
+    try (FeedCursor<BsonDocument> cursor =
+        feed(c).open(PartitionSpec.single(), StartPoint.after(pinned))) {
+      assertThat(keys(read(cursor, 1))).containsExactly("written-while-starting");
+    }
+  }
+
+  @Test
+  void resumesStrictlyAfterACheckpointedResumeToken() {
+    String c = freshCollection();
+    insert(c, "1", "2", "3", "4", "5");
+    Position checkpoint;
+    try (FeedCursor<BsonDocument> cursor = feed(c).open(PartitionSpec.single(), StartPoint.oldest())) {
+      List<ChangeEvent<BsonDocument>> events = read(cursor, 5);
+      checkpoint = events.get(2).position();
+      assertThat(checkpoint.time()).isNotNull();
+      assertThat(events.get(2).time()).isEqualTo(checkpoint.time());
+    }
+    insert(c, "6");
+    try (FeedCursor<BsonDocument> cursor =
+        feed(c).open(PartitionSpec.single(), StartPoint.after(checkpoint))) {
+      List<ChangeEvent<BsonDocument>> events = read(cursor, 3);
+      assertThat(keys(events)).containsExactly("4", "5", "6");
+      assertThat(cursor.poll(Duration.ofMillis(50))).isEmpty();
+    }
+  }
+
+  @Test
+  void eventIdsAreStableAcrossReReads() {
+    String c = freshCollection();
+    insert(c, "x", "y");
+    List<String> first;
+    try (FeedCursor<BsonDocument> cursor = feed(c).open(PartitionSpec.single(), StartPoint.oldest())) {
+      first = read(cursor, 2).stream().map(ChangeEvent::id).toList();
+    }
+    try (FeedCursor<BsonDocument> cursor = feed(c).open(PartitionSpec.single(), StartPoint.oldest())) {
+      assertThat(read(cursor, 2).stream().map(ChangeEvent::id).toList()).isEqualTo(first);
+    }
+    assertThat(new HashSet<>(first)).hasSize(2);
+  }
+
+  @Test
+  void latestSkipsEarlierChangesAndAtTimeStartsAtTheGivenTime() {
+    String c = freshCollection();
+    insert(c, "before");
+    long beforeSecond = serverNow().getEpochSecond();
+    // Operation times have second granularity: let the server's clock pass that second so
+    // "latest" and "at" have a well-defined boundary.
+    await().atMost(Duration.ofSeconds(3)).until(() -> serverNow().getEpochSecond() > beforeSecond);
+    Instant boundary = serverNow();
+    MongoChangeFeed feed = feed(c);
+    try (FeedCursor<BsonDocument> latest = feed.open(PartitionSpec.single(), StartPoint.latest());
+        FeedCursor<BsonDocument> at = feed.open(PartitionSpec.single(), StartPoint.at(boundary))) {
+      insert(c, "after");
+      assertThat(keys(read(latest, 1))).containsExactly("after");
+      assertThat(keys(read(at, 1))).containsExactly("after");
+    }
+    try (FeedCursor<BsonDocument> early =
+        feed.open(PartitionSpec.single(), StartPoint.at(boundary.minusSeconds(60)))) {
+      assertThat(keys(read(early, 2))).containsExactly("before", "after");
+    }
+  }
+
+  @Test
+  void updatesReplacesAndDeletesAreKeyedByTheDocumentId() {
+    String c = freshCollection();
+    ObjectId oid = new ObjectId();
+    try (FeedCursor<BsonDocument> cursor = feed(c).open(PartitionSpec.single(), StartPoint.latest())) {
+      collection(c).insertOne(new BsonDocument("_id", new BsonString("k")).append("v", new BsonInt32(1)));
+      List<ChangeEvent<BsonDocument>> inserted = read(cursor, 1);
+      collection(c).updateOne(Filters.eq("_id", "k"), Updates.set("v", 2));
+      List<ChangeEvent<BsonDocument>> updated = read(cursor, 1);
+      collection(c).deleteOne(Filters.eq("_id", "k"));
+      collection(c).insertOne(new BsonDocument("_id", new org.bson.BsonObjectId(oid)));
+      collection(c).insertOne(new BsonDocument("_id", new BsonInt32(42)));
+      List<ChangeEvent<BsonDocument>> rest = read(cursor, 3);
+
+      assertThat(inserted.get(0).operation()).isEqualTo(Operation.INSERT);
+      ChangeEvent<BsonDocument> update = updated.get(0);
+      assertThat(update.operation()).isEqualTo(Operation.UPDATE);
+      assertThat(update.key()).isEqualTo("k");
+      assertThat(update.documentKey()).isEqualTo(new BsonDocument("_id", new BsonString("k")));
+      assertThat(update.document().getInt32("v").getValue()).isEqualTo(2);
+      assertThat(rest.get(0).operation()).isEqualTo(Operation.DELETE);
+      assertThat(rest.get(0).key()).isEqualTo("k");
+      assertThat(rest.get(0).document()).isNull();
+      assertThat(rest.get(1).key()).isEqualTo(oid.toHexString());
+      assertThat(rest.get(2).key()).isEqualTo("42");
+    }
+  }
+
+  @Test
+  void partitionsSplitTheKeysDisjointlyAndCompletelyAndAllAdvance() {
+    String c = freshCollection();
+    int partitions = 3;
+    List<String> ids = IntStream.range(0, 60).mapToObj(i -> "doc-" + i).toList();
+    insert(c, ids.toArray(String[]::new));
+    MongoChangeFeed feed = feed(c);
+    List<Set<String>> seen = new ArrayList<>();
+    List<Position> finalPositions = new ArrayList<>();
+    Position last;
+    try (FeedCursor<BsonDocument> all = feed.open(PartitionSpec.single(), StartPoint.oldest())) {
+      List<ChangeEvent<BsonDocument>> events = read(all, ids.size());
+      last = events.get(events.size() - 1).position();
+    }
+    for (int p = 0; p < partitions; p++) {
+      PartitionSpec spec = new PartitionSpec(p, partitions);
+      try (FeedCursor<BsonDocument> cursor = feed.open(spec, StartPoint.oldest())) {
+        Set<String> keys = new HashSet<>();
+        await()
+            .atMost(Duration.ofSeconds(10))
+            .until(
+                () -> {
+                  cursor.poll(Duration.ofMillis(50)).forEach(e -> keys.add(e.key()));
+                  return cursor.position().equals(last);
+                });
+        assertThat(keys).allMatch(spec::owns);
+        seen.add(keys);
+        finalPositions.add(cursor.position());
+      }
+    }
+    Set<String> union = new HashSet<>();
+    int total = 0;
+    for (Set<String> s : seen) {
+      assertThat(s).as("every partition gets some of 60 keys").isNotEmpty();
+      union.addAll(s);
+      total += s.size();
+    }
+    assertThat(total).as("disjoint").isEqualTo(ids.size());
+    assertThat(union).as("complete").containsExactlyInAnyOrderElementsOf(ids);
+    assertThat(finalPositions).as("skipped changes advance every partition").containsOnly(last);
+  }
+
+  @Test
+  void anIdlePollReturnsNothingAndTheStreamNameDefaultsToTheNamespace() {
+    String c = freshCollection();
+    MongoChangeFeed feed = feed(c);
+    assertThat(feed.stream()).isEqualTo(DB + "." + c);
+    try (FeedCursor<BsonDocument> cursor = feed.open(PartitionSpec.single(), StartPoint.latest())) {
+      Position before = cursor.position();
+      assertThat(cursor.poll(Duration.ofMillis(100))).isEmpty();
+      assertThat(cursor.position()).isEqualTo(before);
+      assertThat(cursor.ended()).isFalse();
+    }
+  }
+
+  @Test
+  void aCheckpointFromAnotherFeedIsRejectedClearly() {
+    MongoChangeFeed feed = feed(freshCollection());
+    assertThatThrownBy(
+            () -> feed.open(PartitionSpec.single(), StartPoint.after(Position.of("0/16B3748"))))
+        .isInstanceOf(FeedException.class)
+        .hasMessageContaining("0/16B3748")
+        .hasMessageContaining("not a MongoDB change stream position")
+        .satisfies(e -> assertThat(((FeedException) e).retryable()).isFalse());
+  }
+
+  @Test
+  void builderRejectsBadValuesNamingTheParameter() {
+    assertThatThrownBy(() -> MongoChangeFeed.builder(client, DB, "c").batchSize(0))
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("batchSize");
+    assertThatThrownBy(() -> MongoChangeFeed.builder(client, DB, " "))
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("collection");
+    assertThatThrownBy(
+            () ->
+                MongoChangeFeed.builder(client, DB, "c")
+                    .pollBackoff(Duration.ofMillis(50), Duration.ofMillis(10)))
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("pollBackoff.max");
+    assertThatThrownBy(() -> MongoChangeFeed.builder(client, DB, "c").streamName("a#b"))
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("streamName");
+  }
+}

@@ -1,0 +1,283 @@
+package dev.sluice.testkit.lease;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.feed.Position;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseLostException;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStore;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Conformance suite every {@link LeaseStore} must pass. Extend it, start the real server in the
+ * subclass, and implement {@link #createStore(Clock)}. Never skips: a server that cannot start
+ * fails the suite.
+ */
+public abstract class LeaseStoreContract {
+
+  /** How long the leases in the expiry tests last: short, so the suite stays fast. */
+  protected static final Duration SHORT = Duration.ofMillis(1500);
+
+  protected static final Duration LONG = Duration.ofMinutes(5);
+
+  /**
+   * A store over the shared server. {@code processClock} is the process's clock: the store must
+   * judge expiry by the database's clock, so a skewed process clock must change nothing.
+   */
+  protected abstract LeaseStore createStore(Clock processClock);
+
+  protected LeaseStore store() {
+    return createStore(Clock.systemUTC());
+  }
+
+  /** A name no other test uses, so tests can share one server and table. */
+  protected static String uniqueName(String what) {
+    return "tck-" + what + "-" + UUID.randomUUID().toString().substring(0, 8) + "#0";
+  }
+
+  private static Position position(int i) {
+    return new Position("pos-" + i, Instant.parse("2026-01-01T00:00:00Z").plusSeconds(i));
+  }
+
+  @Test
+  void firstAcquireGrantsAPositiveEpochAndNoCheckpoint() {
+    LeaseStore store = store();
+    String name = uniqueName("first");
+
+    Lease lease = store.tryAcquire(name, "a", LONG).orElseThrow();
+
+    assertThat(lease.name()).isEqualTo(name);
+    assertThat(lease.owner()).isEqualTo("a");
+    assertThat(lease.epoch()).isPositive();
+    assertThat(lease.checkpoint()).isNull();
+    assertThat(lease.expiresAt()).isAfter(store.now());
+  }
+
+  @Test
+  void anotherOwnerGetsEmptyWhileTheLeaseIsHeld() {
+    LeaseStore store = store();
+    String name = uniqueName("held");
+    Lease lease = store.tryAcquire(name, "a", LONG).orElseThrow();
+
+    assertThat(store.tryAcquire(name, "b", LONG)).isEmpty();
+    assertThat(store.read(name)).get().satisfies(r -> {
+      assertThat(r.owner()).isEqualTo("a");
+      assertThat(r.epoch()).isEqualTo(lease.epoch());
+      assertThat(r.isHeld()).isTrue();
+    });
+  }
+
+  @Test
+  void renewalExtendsTheLeaseAndKeepsTheEpoch() {
+    LeaseStore store = store();
+    String name = uniqueName("renew");
+    Lease lease = store.tryAcquire(name, "a", Duration.ofSeconds(30)).orElseThrow();
+
+    Lease renewed = store.renew(lease, LONG);
+
+    assertThat(renewed.epoch()).isEqualTo(lease.epoch());
+    assertThat(renewed.expiresAt()).isAfter(lease.expiresAt());
+    assertThat(store.read(name).orElseThrow().expiresAt()).isEqualTo(renewed.expiresAt());
+  }
+
+  @Test
+  void anExpiredLeaseIsTakenOverWithAHigherEpochAndTheOldHolderIsFenced() {
+    LeaseStore store = store();
+    String name = uniqueName("takeover");
+    Lease old = store.tryAcquire(name, "a", SHORT).orElseThrow();
+    store.commit(old, position(1));
+
+    Lease taken = await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+        .until(() -> store.tryAcquire(name, "b", LONG), Optional::isPresent).orElseThrow();
+
+    assertThat(taken.epoch()).isGreaterThan(old.epoch());
+    assertThat(taken.checkpoint()).isEqualTo(position(1));
+    assertThatThrownBy(() -> store.renew(old, LONG)).isInstanceOf(LeaseLostException.class);
+    assertThatThrownBy(() -> store.commit(old, position(2))).isInstanceOf(LeaseLostException.class);
+    assertThat(store.release(old)).isFalse();
+    LeaseRecord record = store.read(name).orElseThrow();
+    assertThat(record.owner()).isEqualTo("b");
+    assertThat(record.epoch()).isEqualTo(taken.epoch());
+    assertThat(record.checkpoint()).isEqualTo(position(1));
+  }
+
+  @Test
+  void aLeaseIsNotTakenOverBeforeItExpires() {
+    LeaseStore store = store();
+    String name = uniqueName("not-before");
+    Lease lease = store.tryAcquire(name, "a", Duration.ofSeconds(3)).orElseThrow();
+
+    // Keep trying while the store's clock says the lease is live; none may succeed.
+    while (store.now().isBefore(lease.expiresAt().minusMillis(300))) {
+      assertThat(store.tryAcquire(name, "b", LONG)).isEmpty();
+    }
+  }
+
+  @Test
+  void theHolderReacquiringStartsANewEpochThatFencesItsPreviousIncarnation() {
+    LeaseStore store = store();
+    String name = uniqueName("reacquire");
+    Lease first = store.tryAcquire(name, "a", LONG).orElseThrow();
+
+    Lease second = store.tryAcquire(name, "a", LONG).orElseThrow();
+
+    assertThat(second.epoch()).isGreaterThan(first.epoch());
+    assertThatThrownBy(() -> store.commit(first, position(1))).isInstanceOf(LeaseLostException.class);
+    store.commit(second, position(2));
+    assertThat(store.read(name).orElseThrow().checkpoint()).isEqualTo(position(2));
+  }
+
+  @Test
+  void commitStoresTheCheckpointForTheNextOwner() {
+    LeaseStore store = store();
+    String name = uniqueName("checkpoint");
+    Lease lease = store.tryAcquire(name, "a", LONG).orElseThrow();
+
+    Lease committed = store.commit(lease, position(7));
+    assertThat(committed.checkpoint()).isEqualTo(position(7));
+    assertThat(store.release(committed)).isTrue();
+
+    Lease next = store.tryAcquire(name, "b", LONG).orElseThrow();
+    assertThat(next.checkpoint()).isEqualTo(position(7));
+    assertThat(next.checkpoint().time()).isEqualTo(position(7).time());
+  }
+
+  @Test
+  void releaseLetsAnotherOwnerAcquireAtOnceWithAHigherEpoch() {
+    LeaseStore store = store();
+    String name = uniqueName("release");
+    Lease lease = store.tryAcquire(name, "a", LONG).orElseThrow();
+
+    assertThat(store.release(lease)).isTrue();
+    assertThat(store.release(lease)).as("releasing twice is harmless").isFalse();
+    assertThat(store.read(name).orElseThrow().isHeld()).isFalse();
+
+    Lease next = store.tryAcquire(name, "b", LONG).orElseThrow();
+    assertThat(next.epoch()).isGreaterThan(lease.epoch());
+  }
+
+  @Test
+  void aStaleHolderCannotReleaseTheNewHoldersLease() {
+    LeaseStore store = store();
+    String name = uniqueName("stale-release");
+    Lease old = store.tryAcquire(name, "a", SHORT).orElseThrow();
+    Lease current = await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+        .until(() -> store.tryAcquire(name, "b", LONG), Optional::isPresent).orElseThrow();
+
+    assertThat(store.release(old)).isFalse();
+
+    LeaseRecord record = store.read(name).orElseThrow();
+    assertThat(record.owner()).isEqualTo("b");
+    assertThat(record.isHeld()).isTrue();
+    assertThat(store.tryAcquire(name, "c", LONG)).isEmpty();
+    store.renew(current, LONG);
+  }
+
+  @Test
+  void epochsStrictlyIncreaseAcrossManyHandovers() {
+    LeaseStore store = store();
+    String name = uniqueName("epochs");
+    long last = 0;
+    for (int i = 0; i < 20; i++) {
+      Lease lease = store.tryAcquire(name, "owner-" + (i % 3), LONG).orElseThrow();
+      assertThat(lease.epoch()).isGreaterThan(last);
+      last = lease.epoch();
+      assertThat(store.release(lease)).isTrue();
+    }
+  }
+
+  @Test
+  void exactlyOneOfManyConcurrentAcquirersOfAFreshNameWins() throws Exception {
+    LeaseStore store = store();
+    int threads = 8;
+    for (int round = 0; round < 5; round++) {
+      String name = uniqueName("race");
+      CountDownLatch start = new CountDownLatch(1);
+      ExecutorService pool = Executors.newFixedThreadPool(threads);
+      try {
+        List<Future<Optional<Lease>>> results = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+          String owner = "racer-" + t;
+          Callable<Optional<Lease>> attempt = () -> {
+            start.await();
+            return store.tryAcquire(name, owner, LONG);
+          };
+          results.add(pool.submit(attempt));
+        }
+        start.countDown();
+        long winners = 0;
+        for (Future<Optional<Lease>> f : results) {
+          // A lost insert race must be "not acquired", never an exception.
+          if (f.get(30, TimeUnit.SECONDS).isPresent()) {
+            winners++;
+          }
+        }
+        assertThat(winners).as("winners of round %d", round).isEqualTo(1);
+      } finally {
+        pool.shutdownNow();
+      }
+    }
+  }
+
+  @Test
+  void aProcessClockAnHourAheadCannotStealALiveLease() {
+    LeaseStore honest = store();
+    LeaseStore ahead = createStore(Clock.offset(Clock.systemUTC(), Duration.ofHours(1)));
+    String name = uniqueName("skew-ahead");
+    honest.tryAcquire(name, "a", Duration.ofMinutes(1)).orElseThrow();
+
+    assertThat(ahead.tryAcquire(name, "b", LONG)).isEmpty();
+    assertThat(Duration.between(Instant.now(), ahead.now()).abs())
+        .as("the store's now() is the database's clock, not the skewed process clock")
+        .isLessThan(Duration.ofMinutes(5));
+  }
+
+  @Test
+  void aProcessClockAnHourBehindCannotKeepAnExpiredLease() {
+    LeaseStore behind = createStore(Clock.offset(Clock.systemUTC(), Duration.ofHours(-1)));
+    LeaseStore honest = store();
+    String name = uniqueName("skew-behind");
+    Lease lease = behind.tryAcquire(name, "a", SHORT).orElseThrow();
+
+    assertThat(Duration.between(honest.now(), lease.expiresAt()))
+        .as("expiry is set on the database clock")
+        .isLessThanOrEqualTo(SHORT.plusSeconds(5));
+    Lease taken = await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+        .until(() -> honest.tryAcquire(name, "b", LONG), Optional::isPresent).orElseThrow();
+    assertThat(taken.epoch()).isGreaterThan(lease.epoch());
+    assertThatThrownBy(() -> behind.renew(lease, LONG)).isInstanceOf(LeaseLostException.class);
+  }
+
+  @Test
+  void readAndListShowWhatTheStoreHolds() {
+    LeaseStore store = store();
+    String prefix = "tck-list-" + UUID.randomUUID().toString().substring(0, 8);
+    Lease p0 = store.tryAcquire(prefix + "#0", "a", LONG).orElseThrow();
+    store.tryAcquire(prefix + "#1", "b", LONG).orElseThrow();
+    store.commit(p0, position(3));
+    store.tryAcquire(uniqueName("other"), "c", LONG).orElseThrow();
+
+    List<LeaseRecord> records = store.list(prefix);
+
+    assertThat(records).extracting(LeaseRecord::name).containsExactly(prefix + "#0", prefix + "#1");
+    assertThat(records.get(0).checkpoint()).isEqualTo(position(3));
+    assertThat(records.get(1).owner()).isEqualTo("b");
+    assertThat(store.read(uniqueName("never"))).isEmpty();
+  }
+}

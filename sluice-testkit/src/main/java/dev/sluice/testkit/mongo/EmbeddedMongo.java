@@ -1,0 +1,90 @@
+package dev.sluice.testkit.mongo;
+
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import de.bwaldvogel.mongo.MongoServer;
+import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+import java.net.InetSocketAddress;
+import java.time.Clock;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The in-JVM MongoDB for tests and the demo: mongo-java-server with its memory backend, bound to
+ * a random local port, oplog enabled so change streams work.
+ *
+ * <p>It is a low-fidelity wire-protocol server (see {@code shared/embedded-servers.md}): no
+ * sessions, no transactions, no pipeline updates, no history loss, no invalidate events. Code
+ * under test must target real MongoDB; behaviour only a replica set shows is tested with driver
+ * fakes.
+ *
+ * <pre>{@code
+ * try (EmbeddedMongo mongo = EmbeddedMongo.start();
+ *     MongoClient client = mongo.client()) { ... }
+ * }</pre>
+ */
+public final class EmbeddedMongo implements AutoCloseable {
+
+  private final MongoServer server;
+  private final String connectionString;
+
+  private EmbeddedMongo(MongoServer server, String connectionString) {
+    this.server = server;
+    this.connectionString = connectionString;
+  }
+
+  /** Starts a server whose clock is the system clock. */
+  public static EmbeddedMongo start() {
+    return start(Clock.systemUTC());
+  }
+
+  /**
+   * Starts a server whose clock is {@code serverClock}: what {@code $currentDate} writes and what
+   * {@code isMaster} reports as {@code localTime}. Lets tests move the database's clock
+   * independently of the process clock.
+   */
+  public static EmbeddedMongo start(Clock serverClock) {
+    Objects.requireNonNull(serverClock, "serverClock");
+    MemoryBackend backend = new MemoryBackend(serverClock);
+    MongoServer server = new MongoServer(backend);
+    server.enableOplog();
+    InetSocketAddress address = server.bind();
+    String cs = "mongodb://" + address.getHostString() + ":" + address.getPort();
+    return new EmbeddedMongo(server, cs);
+  }
+
+  /** {@code mongodb://host:port} of this server. */
+  public String connectionString() {
+    return connectionString;
+  }
+
+  /**
+   * A new client with timeouts suited to tests: a dead server fails an operation within seconds
+   * instead of the driver's default 30 s. The caller closes it.
+   */
+  public MongoClient client() {
+    return MongoClients.create(clientSettings().build());
+  }
+
+  /** The settings {@link #client()} uses, for callers that want to adjust them. */
+  public MongoClientSettings.Builder clientSettings() {
+    return MongoClientSettings.builder()
+        .applyConnectionString(new ConnectionString(connectionString))
+        .applyToClusterSettings(b -> b.serverSelectionTimeout(5, TimeUnit.SECONDS))
+        .applyToSocketSettings(
+            b -> b.connectTimeout(2, TimeUnit.SECONDS).readTimeout(10, TimeUnit.SECONDS))
+        .applyToConnectionPoolSettings(b -> b.maxWaitTime(5, TimeUnit.SECONDS));
+  }
+
+  @Override
+  public void close() {
+    server.shutdownNow();
+  }
+
+  @Override
+  public String toString() {
+    return "EmbeddedMongo[" + connectionString + "]";
+  }
+}
