@@ -127,11 +127,31 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
         Future<RecordMetadata> f =
             producer().send(new ProducerRecord<>(target, null, key, m.body(), headers));
         pending.sends.add(new Sent(m, target, f));
+        if (f.isDone()) {
+          failedAlready(f, m, pending);
+        }
       } catch (KafkaException | IllegalStateException e) {
         // Not the change's fault (metadata timeout, producer closed): fail the flush, not the
         // change, so an outage pauses delivery instead of parking changes.
         pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + e, e);
       }
+    }
+  }
+
+  /**
+   * The producer reports a metadata timeout (broker unreachable) as an already failed future
+   * after blocking up to max.block.ms; stop sending the rest of the batch at once instead of
+   * blocking once per record.
+   */
+  private static void failedAlready(Future<RecordMetadata> f, OutboundMessage<?> m, Pending pending) {
+    try {
+      f.get();
+    } catch (ExecutionException e) {
+      if (!isRejection(e.getCause())) {
+        pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + e.getCause(), e.getCause());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
@@ -148,7 +168,9 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     long deadline = System.nanoTime() + flushTimeout.toNanos();
     int unacknowledged = 0;
     for (Sent s : sends) {
-      if (failure != null && failure.getCause() instanceof TimeoutException) {
+      if (failure != null && !s.future.isDone()) {
+        // The batch failed already and the producer is about to be replaced: do not wait, but
+        // still look at completed sends below for records the broker refused for good.
         unacknowledged++;
         continue;
       }
