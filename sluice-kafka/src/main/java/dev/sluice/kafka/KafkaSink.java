@@ -38,6 +38,26 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 public interface KafkaSink<D> extends Handler<D>, AutoCloseable {
 
   /** Closes the producer, waiting up to the flush timeout for records in flight. */
+  /**
+   * Publishes the change's messages asynchronously.
+   *
+   * @throws dev.sluice.sink.MessageEncodingException if the change cannot be encoded (or is too
+   *     large); the listener's failure policy retries and parks it
+   * @throws dev.sluice.sink.MessageRejectedException if the broker refused this change for good
+   *     on an earlier delivery
+   */
+  @Override
+  void handle(dev.sluice.feed.ChangeEvent<D> event, dev.sluice.listener.Fence fence);
+
+  /**
+   * Waits until the broker acknowledged every message published for {@code fence.lease()}.
+   *
+   * @throws dev.sluice.sink.SinkException if any was not acknowledged in time or refused; the
+   *     listener then redelivers from its last checkpoint
+   */
+  @Override
+  void flush(dev.sluice.listener.Fence fence);
+
   @Override
   void close();
 

@@ -85,8 +85,13 @@ public final class EmbeddedKafka implements AutoCloseable {
 
   /** Creates a topic with replication factor 1 and waits until it exists. */
   public void createTopic(String name, int partitions) {
+    createTopic(name, partitions, Map.of());
+  }
+
+  /** Creates a topic with topic-level configs (such as {@code max.message.bytes}). */
+  public void createTopic(String name, int partitions, Map<String, String> configs) {
     try (Admin admin = admin()) {
-      admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get();
+      admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
     } catch (Exception e) {
       throw new SluiceException("Cannot create topic " + name + ": " + e, e);
     }
