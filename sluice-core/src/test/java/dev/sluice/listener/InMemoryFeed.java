@@ -38,6 +38,15 @@ final class InMemoryFeed implements ChangeFeed<String> {
     notifyAll();
   }
 
+  /** Appends a change the feed cannot decode (it still has a position). */
+  synchronized void appendUndecodable(String key, String reason) {
+    int offset = log.size();
+    Position p = new Position(Integer.toString(offset + 1), Instant.ofEpochSecond(1_700_000_000L + offset));
+    log.add(new ChangeEvent<>("ev-" + offset, stream, p, Operation.OTHER, key, key, null, p.time(),
+        new dev.sluice.feed.UndecodableChange(reason, "raw bytes")));
+    notifyAll();
+  }
+
   synchronized int size() {
     return log.size();
   }

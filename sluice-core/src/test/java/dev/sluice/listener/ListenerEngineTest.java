@@ -313,6 +313,23 @@ class ListenerEngineTest {
   }
 
   @Test
+  void anUndecodableChangeIsParkedWithoutReachingTheHandlerWhileOtherKeysFlow() {
+    feed.append("ok", "v0");
+    feed.appendUndecodable("broken", "field 'amount' is not a number");
+    feed.append("broken", "v2");
+    feed.append("ok", "v3");
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    Recorder rec = new Recorder();
+    start(builder(rec).onFailure(FailurePolicy.park(RetryPolicy.attempts(2, Duration.ofMillis(5), Duration.ofMillis(10)), dlq)));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 2 && dlq.entries.size() == 2);
+    assertThat(rec.values()).containsExactly("v0", "v3");
+    List<ParkedChange<String>> parked = dlq.listKey("orders", "broken");
+    assertThat(parked.get(0).error()).contains("Undecodable change").contains("'amount' is not a number");
+    assertThat(parked.get(1).event().document()).isEqualTo("v2");
+  }
+
+  @Test
   void aFailedFlushRedeliversFromTheLastCheckpointSoNothingIsLost() {
     write(0, 30);
     List<String> acked = new CopyOnWriteArrayList<>();

@@ -9,6 +9,8 @@ import dev.sluice.feed.HistoryLostException;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
+import dev.sluice.feed.UndecodableChange;
+import dev.sluice.feed.UndecodableChangeException;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.listener.FailurePolicy;
@@ -387,6 +389,9 @@ final class PartitionWorker<D> implements Runnable {
     while (true) {
       long start = System.nanoTime();
       try {
+        if (event.raw() instanceof UndecodableChange undecodable) {
+          throw new UndecodableChangeException(event, undecodable);
+        }
         config.handler().handle(event, fence);
         processed.incrementAndGet();
         observer.delivered(event, System.nanoTime() - start);

@@ -1,0 +1,195 @@
+package dev.sluice.app.config;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.sluice.ConfigurationException;
+import dev.sluice.app.config.SluiceConfig.ListenerSection;
+import dev.sluice.listener.BootstrapPolicy;
+import dev.sluice.listener.CheckpointPolicy;
+import dev.sluice.listener.HistoryLostPolicy;
+import dev.sluice.listener.RetryPolicy;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.List;
+import java.util.Locale;
+import java.util.stream.Collectors;
+
+/**
+ * Reads and validates a YAML configuration. Every problem is reported with the path of the value
+ * ({@code listeners[0].checkpoint.every}); unknown keys are errors, not silently ignored.
+ */
+public final class ConfigLoader {
+  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory())
+      .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+      .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
+
+  private ConfigLoader() {}
+
+  public static SluiceConfig load(Path file) {
+    String text;
+    try {
+      text = Files.readString(file);
+    } catch (NoSuchFileException e) {
+      throw new ConfigurationException("Configuration file " + file + " does not exist");
+    } catch (IOException e) {
+      throw new ConfigurationException("Cannot read configuration file " + file + ": " + e.getMessage());
+    }
+    return parse(text, file.toString());
+  }
+
+  public static SluiceConfig parse(String yaml, String source) {
+    if (yaml == null || yaml.isBlank()) {
+      throw new ConfigException(source, "the file is empty");
+    }
+    SluiceConfig config;
+    try {
+      config = YAML.readValue(yaml, SluiceConfig.class);
+    } catch (JsonMappingException e) {
+      String path = e.getPath().stream()
+          .map(r -> r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]")
+          .collect(Collectors.joining()).replaceFirst("^\\.", "");
+      throw new ConfigException(source + ": " + (path.isEmpty() ? "(top level)" : path),
+          e.getOriginalMessage().replaceAll(" \\(class [^)]*\\)", "").split("\n")[0]
+              + (e.getLocation() != null ? " (line " + e.getLocation().getLineNr() + ")" : ""));
+    } catch (JsonProcessingException e) {
+      throw new ConfigException(source, "not valid YAML: " + e.getOriginalMessage()
+          + (e.getLocation() != null ? " at line " + e.getLocation().getLineNr() : ""));
+    }
+    if (config == null) {
+      throw new ConfigException(source, "the file is empty");
+    }
+    validate(config, source);
+    return config;
+  }
+
+  private static void validate(SluiceConfig c, String source) {
+    require(c.mongodb() != null, source + ": mongodb", "is required");
+    require(notBlank(c.mongodb().uri()), source + ": mongodb.uri", "is required (mongodb://...)");
+    require(c.mongodb().uri().startsWith("mongodb://") || c.mongodb().uri().startsWith("mongodb+srv://"),
+        source + ": mongodb.uri", "must start with mongodb:// or mongodb+srv://, but was '" + c.mongodb().uri() + "'");
+    require(notBlank(c.mongodb().database()), source + ": mongodb.database", "is required");
+    require(c.listeners() != null && !c.listeners().isEmpty(), source + ": listeners", "must list at least one listener");
+    for (int i = 0; i < c.listeners().size(); i++) {
+      ListenerSection l = c.listeners().get(i);
+      String at = source + ": listeners[" + i + "]";
+      require(l != null, at, "is empty");
+      require(notBlank(l.collection()), at + ".collection", "is required");
+      require(l.partitions() == null || l.partitions() >= 1, at + ".partitions", "must be >= 1, but was " + l.partitions());
+      require(l.sink() != null, at + ".sink", "is required (kafka or amqp)");
+      int sinks = (l.sink().kafka() != null ? 1 : 0) + (l.sink().amqp() != null ? 1 : 0);
+      require(sinks == 1, at + ".sink", "must configure exactly one of kafka, amqp, but had " + sinks);
+      if (l.sink().kafka() != null) {
+        require(notBlank(l.sink().kafka().bootstrapServers()), at + ".sink.kafka.bootstrapServers", "is required");
+        require(notBlank(l.sink().kafka().topic()), at + ".sink.kafka.topic", "is required");
+      }
+      if (l.sink().amqp() != null) {
+        require(notBlank(l.sink().amqp().uri()), at + ".sink.amqp.uri", "is required (amqp://...)");
+        require(notBlank(l.sink().amqp().exchange()), at + ".sink.amqp.exchange", "is required");
+      }
+      if (l.sink().publish() != null) {
+        String mode = lower(l.sink().publish().mode());
+        require(mode == null || mode.equals("changes") || mode.equals("domain-events"), at + ".sink.publish.mode",
+            "must be changes or domain-events, but was '" + l.sink().publish().mode() + "'");
+        require(!"domain-events".equals(mode) || notBlank(l.sink().publish().field()), at + ".sink.publish.field",
+            "is required for domain-events");
+      }
+      // Building the policies validates them and names the value.
+      leaseDuration(l, at);
+      checkpoint(l, at);
+      bootstrap(l, at);
+      historyLost(l, at);
+      retry(l, at);
+      String failure = lower(l.onFailure());
+      require(failure == null || failure.equals("block") || failure.equals("park"), at + ".onFailure",
+          "must be block or park, but was '" + l.onFailure() + "'");
+    }
+  }
+
+  public static Duration leaseDuration(ListenerSection l, String at) {
+    Duration d = Durations.parse(l.leaseDuration(), at + ".leaseDuration");
+    require(d == null || (!d.isNegative() && !d.isZero()), at + ".leaseDuration", "must be positive, but was " + d);
+    return d == null ? Duration.ofSeconds(10) : d;
+  }
+
+  public static CheckpointPolicy checkpoint(ListenerSection l, String at) {
+    if (l.checkpoint() == null) {
+      return CheckpointPolicy.defaults();
+    }
+    int every = l.checkpoint().every() == null ? 100 : l.checkpoint().every();
+    Duration maxDelay = Durations.parse(l.checkpoint().maxDelay(), at + ".checkpoint.maxDelay");
+    try {
+      return CheckpointPolicy.every(every, maxDelay == null ? Duration.ofSeconds(1) : maxDelay);
+    } catch (ConfigurationException e) {
+      throw new ConfigException(at + ".checkpoint", e.getMessage());
+    }
+  }
+
+  public static BootstrapPolicy bootstrap(ListenerSection l, String at) {
+    String b = l.bootstrap();
+    if (b == null || b.equalsIgnoreCase("oldest")) {
+      return BootstrapPolicy.oldest();
+    }
+    if (b.equalsIgnoreCase("latest")) {
+      return BootstrapPolicy.latest();
+    }
+    try {
+      return BootstrapPolicy.at(Instant.parse(b));
+    } catch (DateTimeParseException e) {
+      throw new ConfigException(at + ".bootstrap",
+          "must be oldest, latest or an ISO-8601 instant such as 2026-01-01T00:00:00Z, but was '" + b + "'");
+    }
+  }
+
+  public static HistoryLostPolicy historyLost(ListenerSection l, String at) {
+    String h = lower(l.onHistoryLost());
+    if (h == null || h.equals("stop")) {
+      return HistoryLostPolicy.STOP;
+    }
+    if (h.equals("skip-to-latest")) {
+      return HistoryLostPolicy.SKIP_TO_LATEST;
+    }
+    throw new ConfigException(at + ".onHistoryLost", "must be stop or skip-to-latest, but was '" + l.onHistoryLost() + "'");
+  }
+
+  public static RetryPolicy retry(ListenerSection l, String at) {
+    if (l.retry() == null) {
+      return RetryPolicy.defaults();
+    }
+    RetryPolicy d = RetryPolicy.defaults();
+    Duration initial = Durations.parse(l.retry().initialDelay(), at + ".retry.initialDelay");
+    Duration max = Durations.parse(l.retry().maxDelay(), at + ".retry.maxDelay");
+    try {
+      return RetryPolicy.attempts(l.retry().attempts() == null ? d.maxAttempts() : l.retry().attempts(),
+          initial == null ? d.initialDelay() : initial, max == null ? d.maxDelay() : max);
+    } catch (ConfigurationException e) {
+      throw new ConfigException(at + ".retry", e.getMessage());
+    }
+  }
+
+  private static String lower(String s) {
+    return s == null ? null : s.trim().toLowerCase(Locale.ROOT);
+  }
+
+  private static boolean notBlank(String s) {
+    return s != null && !s.isBlank();
+  }
+
+  private static void require(boolean ok, String path, String problem) {
+    if (!ok) {
+      throw new ConfigException(path, problem);
+    }
+  }
+
+  /** Every listener section with its path, for callers that build from it. */
+  public static List<ListenerSection> listeners(SluiceConfig c) {
+    return c.listeners();
+  }
+}

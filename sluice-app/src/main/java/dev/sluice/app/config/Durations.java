@@ -1,0 +1,35 @@
+package dev.sluice.app.config;
+
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** Parses durations written as {@code 500ms}, {@code 10s}, {@code 2m}, {@code 1h} or ISO-8601 {@code PT10S}. */
+final class Durations {
+  private static final Pattern SHORT = Pattern.compile("(\\d+)\\s*(ms|s|m|h)");
+
+  private Durations() {}
+
+  static Duration parse(String text, String path) {
+    if (text == null) {
+      return null;
+    }
+    String t = text.trim();
+    Matcher m = SHORT.matcher(t);
+    if (m.matches()) {
+      long n = Long.parseLong(m.group(1));
+      return switch (m.group(2)) {
+        case "ms" -> Duration.ofMillis(n);
+        case "s" -> Duration.ofSeconds(n);
+        case "m" -> Duration.ofMinutes(n);
+        default -> Duration.ofHours(n);
+      };
+    }
+    try {
+      return Duration.parse(t);
+    } catch (DateTimeParseException e) {
+      throw new ConfigException(path, "'" + text + "' is not a duration (examples: 500ms, 10s, 2m, PT10S)");
+    }
+  }
+}

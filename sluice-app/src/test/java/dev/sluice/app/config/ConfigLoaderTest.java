@@ -1,0 +1,79 @@
+package dev.sluice.app.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.ConfigurationException;
+import dev.sluice.listener.HistoryLostPolicy;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class ConfigLoaderTest {
+  private static final String VALID = """
+      mongodb:
+        uri: mongodb://localhost:27017
+        database: shop
+      listeners:
+        - collection: orders
+          partitions: 2
+          leaseDuration: 5s
+          checkpoint: { every: 50, maxDelay: 500ms }
+          onHistoryLost: skip-to-latest
+          onFailure: park
+          retry: { attempts: 3, initialDelay: 100ms, maxDelay: 2s }
+          sink:
+            kafka: { bootstrapServers: "localhost:9092", topic: orders }
+      """;
+
+  @Test
+  void aValidFileGivesTheConfiguredPolicies() {
+    SluiceConfig c = ConfigLoader.parse(VALID, "sluice.yaml");
+    SluiceConfig.ListenerSection l = c.listeners().get(0);
+    assertThat(ConfigLoader.checkpoint(l, "x").maxChanges()).isEqualTo(50);
+    assertThat(ConfigLoader.checkpoint(l, "x").maxDelay()).isEqualTo(Duration.ofMillis(500));
+    assertThat(ConfigLoader.leaseDuration(l, "x")).isEqualTo(Duration.ofSeconds(5));
+    assertThat(ConfigLoader.historyLost(l, "x")).isEqualTo(HistoryLostPolicy.SKIP_TO_LATEST);
+    assertThat(ConfigLoader.retry(l, "x").maxAttempts()).isEqualTo(3);
+  }
+
+  @Test
+  void anUnknownKeyIsAnErrorNamingItsPath() {
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("every: 50", "evry: 50"), "sluice.yaml"))
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("sluice.yaml")
+        .hasMessageContaining("listeners[0].checkpoint")
+        .hasMessageContaining("evry");
+  }
+
+  @Test
+  void aBadValueIsAnErrorNamingThePathAndTheValue() {
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("every: 50", "every: 0"), "sluice.yaml"))
+        .hasMessageContaining("listeners[0].checkpoint").hasMessageContaining("maxChanges").hasMessageContaining("0");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("500ms", "half a second"), "sluice.yaml"))
+        .hasMessageContaining("listeners[0].checkpoint.maxDelay").hasMessageContaining("'half a second'");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("skip-to-latest", "ignore"), "sluice.yaml"))
+        .hasMessageContaining("listeners[0].onHistoryLost").hasMessageContaining("'ignore'");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: two"), "sluice.yaml"))
+        .hasMessageContaining("listeners[0].partitions");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("mongodb://localhost:27017", "localhost"), "sluice.yaml"))
+        .hasMessageContaining("mongodb.uri").hasMessageContaining("'localhost'");
+  }
+
+  @Test
+  void missingOrDoubleSinksAreRejected() {
+    String noSink = VALID.substring(0, VALID.indexOf("    sink:"));
+    assertThatThrownBy(() -> ConfigLoader.parse(noSink, "s.yaml")).hasMessageContaining("listeners[0].sink").hasMessageContaining("required");
+    String two = VALID + "      amqp: { uri: amqp://localhost, exchange: orders }\n";
+    assertThatThrownBy(() -> ConfigLoader.parse(two, "s.yaml")).hasMessageContaining("exactly one");
+  }
+
+  @Test
+  void brokenYamlAndMissingFilesGiveClearErrors() {
+    assertThatThrownBy(() -> ConfigLoader.parse("mongodb: [unclosed", "s.yaml"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("s.yaml");
+    assertThatThrownBy(() -> ConfigLoader.parse("", "s.yaml")).hasMessageContaining("empty");
+    assertThatThrownBy(() -> ConfigLoader.load(Path.of("/nonexistent/sluice.yaml")))
+        .hasMessageContaining("/nonexistent/sluice.yaml").hasMessageContaining("does not exist");
+  }
+}

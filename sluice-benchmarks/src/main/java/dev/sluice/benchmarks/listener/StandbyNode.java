@@ -1,0 +1,38 @@
+package dev.sluice.benchmarks.listener;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import dev.sluice.lease.Lease;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.ListenerObserver;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import org.bson.BsonDocument;
+
+/**
+ * A listener with the library's default settings (lease 10 s, renew and acquire every 3.3 s,
+ * checkpoint every 100 changes or 1 s) that prints each delivery: one side of the failover
+ * benchmark. Arguments: connection string, database, collection, owner.
+ */
+public final class StandbyNode {
+  private StandbyNode() {}
+
+  public static void main(String[] args) throws Exception {
+    MongoClient client = MongoClients.create(args[0]);
+    Listener<BsonDocument> listener = Listener.builder(
+            MongoChangeFeed.builder(client, args[1], args[2]).build(),
+            MongoLeaseStore.builder(client.getDatabase(args[1])).build())
+        .owner(args[3])
+        .handler((change, fence) -> System.out.println("DELIVERED " + change.document().getInt32("n").getValue()))
+        .observer(new ListenerObserver() {
+          @Override
+          public void acquired(Lease lease) {
+            System.out.println("ACQUIRED " + args[3]);
+          }
+        })
+        .build();
+    listener.start();
+    System.out.println("READY " + args[3]);
+    Thread.currentThread().join();
+  }
+}

@@ -1,0 +1,114 @@
+package dev.sluice.benchmarks.listener;
+
+import com.mongodb.client.MongoChangeStreamCursor;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.InsertManyOptions;
+import com.mongodb.client.model.changestream.ChangeStreamDocument;
+import com.mongodb.client.model.changestream.FullDocument;
+import dev.sluice.listener.CheckpointPolicy;
+import dev.sluice.listener.Listener;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.bson.BsonDocument;
+import org.bson.BsonTimestamp;
+import org.bson.Document;
+
+/**
+ * Changes per second through one listener on the embedded server with a no-op handler: checkpoint
+ * after every change versus the default batching (100 changes or 1 s), against the baseline of
+ * draining the same change stream with the bare driver. Each variant gets a fresh embedded server
+ * with the same pre-written changes, all in one run; the ratios are what to compare.
+ */
+public final class ThroughputBenchmark {
+  private ThroughputBenchmark() {}
+
+  public static void main(String[] args) throws Exception {
+    int changes = args.length > 0 ? Integer.parseInt(args[0]) : 10_000;
+    int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 2;
+    double[] drain = new double[rounds];
+    double[] perChange = new double[rounds];
+    double[] batched = new double[rounds];
+    for (int r = 0; r < rounds; r++) {
+      drain[r] = drainBaseline(changes);
+      perChange[r] = listener(changes, CheckpointPolicy.everyChange());
+      batched[r] = listener(changes, CheckpointPolicy.defaults());
+      System.out.printf("round %d: drain %.0f/s, per-change checkpoint %.0f/s, batched %.0f/s%n",
+          r + 1, drain[r], perChange[r], batched[r]);
+    }
+    double d = best(drain);
+    double p = best(perChange);
+    double b = best(batched);
+    System.out.printf("%nchanges=%d, best of %d rounds%n", changes, rounds);
+    System.out.printf("drain (bare driver, no processing): %8.0f changes/s  ratio 1.00%n", d);
+    System.out.printf("listener, checkpoint every change: %8.0f changes/s  ratio %.2f%n", p, p / d);
+    System.out.printf("listener, batched (100 / 1 s):     %8.0f changes/s  ratio %.2f%n", b, b / d);
+    System.out.printf("batched / per-change:              ratio %.2f%n", b / p);
+  }
+
+  private static double best(double[] xs) {
+    double m = 0;
+    for (double x : xs) {
+      m = Math.max(m, x);
+    }
+    return m;
+  }
+
+  private static void prewrite(MongoClient client, int changes) {
+    MongoCollection<Document> docs = client.getDatabase("bench").getCollection("events");
+    List<Document> batch = new ArrayList<>();
+    for (int i = 0; i < changes; i++) {
+      batch.add(new Document("_id", i).append("n", i).append("payload", "x".repeat(100)));
+      if (batch.size() == 1000) {
+        docs.insertMany(batch, new InsertManyOptions().ordered(true));
+        batch.clear();
+      }
+    }
+    if (!batch.isEmpty()) {
+      docs.insertMany(batch);
+    }
+  }
+
+  private static double drainBaseline(int changes) {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
+      prewrite(client, changes);
+      long start = System.nanoTime();
+      int seen = 0;
+      try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor = client.getDatabase("bench")
+          .getCollection("events").watch().fullDocument(FullDocument.UPDATE_LOOKUP)
+          .startAtOperationTime(new BsonTimestamp(0, 0)).batchSize(500).cursor()) {
+        while (seen < changes) {
+          if (cursor.tryNext() != null) {
+            seen++;
+          }
+        }
+      }
+      return changes / ((System.nanoTime() - start) / 1e9);
+    }
+  }
+
+  private static double listener(int changes, CheckpointPolicy policy) throws InterruptedException {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
+      prewrite(client, changes);
+      CountDownLatch done = new CountDownLatch(changes);
+      long start = System.nanoTime();
+      try (Listener<BsonDocument> l = Listener.builder(
+              MongoChangeFeed.builder(client, "bench", "events").build(),
+              MongoLeaseStore.builder(client.getDatabase("bench")).build())
+          .checkpoint(policy)
+          .handler((change, fence) -> done.countDown())
+          .build().start()) {
+        if (!done.await(10, TimeUnit.MINUTES)) {
+          throw new IllegalStateException("listener did not finish: " + done.getCount() + " left");
+        }
+        return changes / ((System.nanoTime() - start) / 1e9);
+      }
+    }
+  }
+}
