@@ -133,5 +133,13 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
     assertThat(d.getLong("epoch")).isEqualTo(l.epoch());
     assertThat(d.get("checkpoint", Document.class).getString("token")).isEqualTo("tok");
     assertThat(d.getDate("touchedAt")).isNotNull();
+    assertThat(database.getCollection("shape").listIndexes())
+        .as("the optional clean-up is a TTL index on touchedAt")
+        .anySatisfy(
+            index -> {
+              assertThat(index.get("key", Document.class)).containsKey("touchedAt");
+              assertThat(index.get("expireAfterSeconds", Number.class).longValue())
+                  .isEqualTo(Duration.ofDays(7).toSeconds());
+            });
   }
 }
