@@ -236,6 +236,27 @@ class MongoChangeFeedTest {
   }
 
   @Test
+  void extraPipelineStagesFilterOnTheServer() {
+    String c = freshCollection();
+    MongoChangeFeed onlyInserts =
+        MongoChangeFeed.builder(client, DB, c)
+            .pipeline(List.of(com.mongodb.client.model.Aggregates.match(
+                Filters.eq("operationType", "insert"))))
+            .build();
+    try (FeedCursor<BsonDocument> cursor =
+        onlyInserts.open(PartitionSpec.single(), StartPoint.latest())) {
+      insert(c, "a");
+      collection(c).updateOne(Filters.eq("_id", "a"), Updates.set("v", 1));
+      collection(c).deleteOne(Filters.eq("_id", "a"));
+      insert(c, "b");
+      List<ChangeEvent<BsonDocument>> events = read(cursor, 2);
+      assertThat(events).extracting(ChangeEvent::operation)
+          .containsExactly(Operation.INSERT, Operation.INSERT);
+      assertThat(keys(events)).containsExactly("a", "b");
+    }
+  }
+
+  @Test
   void partitionsSplitTheKeysDisjointlyAndCompletelyAndAllAdvance() {
     String c = freshCollection();
     int partitions = 3;
