@@ -45,9 +45,10 @@ final class DriverStreamSource implements StreamSource {
             .watch(pipeline, BsonDocument.class)
             .batchSize(settings.batchSize)
             .fullDocument(settings.fullDocument)
-            // Each tryNext is one getMore; a real server holds it up to this long when idle, so
-            // a poll never blocks much longer than its own back-off would.
-            .maxAwaitTime(settings.maxBackoff.toMillis(), TimeUnit.MILLISECONDS);
+            // Each tryNext is one getMore; a real server holds an idle one this long. Kept at
+            // the shortest back-off so that poll(maxWait) never overruns maxWait by more than
+            // that; the back-off between empty getMores bounds the load instead.
+            .maxAwaitTime(settings.minBackoff.toMillis(), TimeUnit.MILLISECONDS);
     stream =
         start.resumeAfter() != null
             ? stream.resumeAfter(start.resumeAfter())
