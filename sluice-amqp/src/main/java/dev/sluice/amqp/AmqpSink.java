@@ -1,0 +1,119 @@
+package dev.sluice.amqp;
+
+import com.rabbitmq.client.ConnectionFactory;
+import dev.sluice.ConfigurationException;
+import dev.sluice.amqp.internal.AmqpSinkImpl;
+import dev.sluice.listener.Handler;
+import dev.sluice.sink.MessageEncoder;
+import dev.sluice.sink.OutboundMessage;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.function.Function;
+
+/**
+ * A {@link Handler} that publishes changes to an AMQP 0-9-1 exchange (RabbitMQ, Qpid), at least
+ * once and in order per partition. Messages are persistent ({@code delivery-mode 2}) and
+ * mandatory; the channel is in publisher-confirm mode. {@link #handle} publishes; {@link #flush}
+ * waits until the broker confirmed every message published so far, so the listener's checkpoint
+ * never passes an unconfirmed change. A negative confirm, an unroutable (returned) message, a
+ * timeout or a lost connection make {@code flush} throw {@link dev.sluice.sink.SinkException}:
+ * the listener redelivers from the last checkpoint; delivery pauses while the broker is down and
+ * nothing is lost. Duplicates are possible: consumers de-duplicate on the message id.
+ *
+ * <pre>{@code
+ * ConnectionFactory amqp = new ConnectionFactory();
+ * amqp.setUri("amqp://guest:guest@localhost:5672");
+ * AmqpSink<BsonDocument> sink = AmqpSink.builder(amqp, "orders",
+ *         MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build())
+ *     .build();
+ * Listener.builder(feed, leases).handler(sink).build().start();
+ * }</pre>
+ *
+ * <p>Message properties: {@code message-id} = the envelope id, {@code type} = the kind, {@code
+ * content-type application/json}, headers as in {@link dev.sluice.sink.Envelope}. The sink does
+ * not declare the exchange or queues: topology belongs to the application (an undeclared
+ * exchange fails every flush with a clear error, an unbound routing key is reported as
+ * unroutable).
+ *
+ * <p>Thread-safe: each partition ({@link dev.sluice.listener.Fence#lease()}) gets its own channel
+ * on one shared connection; the sink reconnects on the next change after a failed flush.
+ */
+public interface AmqpSink<D> extends Handler<D>, AutoCloseable {
+
+  /**
+   * Publishes the change's messages asynchronously.
+   *
+   * @throws dev.sluice.sink.MessageEncodingException if the change cannot be encoded (or is too
+   *     large); the listener's failure policy retries and parks it
+   * @throws dev.sluice.sink.MessageRejectedException if the broker refused this change for good
+   *     on an earlier delivery
+   */
+  @Override
+  void handle(dev.sluice.feed.ChangeEvent<D> event, dev.sluice.listener.Fence fence);
+
+  /**
+   * Waits until the broker acknowledged every message published for {@code fence.lease()}.
+   *
+   * @throws dev.sluice.sink.SinkException if any was not acknowledged in time or refused; the
+   *     listener then redelivers from its last checkpoint
+   */
+  @Override
+  void flush(dev.sluice.listener.Fence fence);
+
+  @Override
+  void close();
+
+  static <D> Builder<D> builder(
+      ConnectionFactory connectionFactory, String exchange, MessageEncoder<D> encoder) {
+    return new Builder<>(connectionFactory, exchange, encoder);
+  }
+
+  /** Builder. Every setter validates and throws {@link ConfigurationException}. */
+  final class Builder<D> {
+    private final ConnectionFactory connectionFactory;
+    private final String exchange;
+    private final MessageEncoder<D> encoder;
+    private Function<? super OutboundMessage<D>, String> routingKey =
+        m -> m.source().stream() + "." + m.source().operation().name().toLowerCase(Locale.ROOT);
+    private Duration flushTimeout = Duration.ofSeconds(30);
+    private int maxMessageBytes = 16 * 1024 * 1024;
+
+    private Builder(ConnectionFactory connectionFactory, String exchange, MessageEncoder<D> encoder) {
+      this.connectionFactory = ConfigurationException.requireNonNull(connectionFactory, "connectionFactory");
+      this.exchange = ConfigurationException.requireNonNull(exchange, "exchange");
+      this.encoder = ConfigurationException.requireNonNull(encoder, "encoder");
+    }
+
+    /**
+     * The routing key per message. Default: {@code <stream>.<operation>} in lower case, such
+     * as {@code shop.orders.update}.
+     */
+    public Builder<D> routingKey(Function<? super OutboundMessage<D>, String> routingKey) {
+      this.routingKey = ConfigurationException.requireNonNull(routingKey, "routingKey");
+      return this;
+    }
+
+    /** How long {@code flush} waits for publisher confirms before failing. Default 30 s. */
+    public Builder<D> flushTimeout(Duration flushTimeout) {
+      ConfigurationException.requireNonNull(flushTimeout, "flushTimeout");
+      ConfigurationException.require(
+          !flushTimeout.isNegative() && !flushTimeout.isZero(), "flushTimeout", flushTimeout, "must be positive");
+      this.flushTimeout = flushTimeout;
+      return this;
+    }
+
+    /**
+     * Largest message body; a larger one fails its change (parked by the failure policy)
+     * instead of making the broker close the channel. Default 16 MiB.
+     */
+    public Builder<D> maxMessageBytes(int maxMessageBytes) {
+      ConfigurationException.require(maxMessageBytes > 0, "maxMessageBytes", maxMessageBytes, "must be positive");
+      this.maxMessageBytes = maxMessageBytes;
+      return this;
+    }
+
+    public AmqpSink<D> build() {
+      return new AmqpSinkImpl<>(connectionFactory, exchange, encoder, routingKey, flushTimeout, maxMessageBytes);
+    }
+  }
+}

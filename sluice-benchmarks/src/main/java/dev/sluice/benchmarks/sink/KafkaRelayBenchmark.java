@@ -1,0 +1,146 @@
+package dev.sluice.benchmarks.sink;
+
+import com.mongodb.client.MongoChangeStreamCursor;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.changestream.ChangeStreamDocument;
+import com.mongodb.client.model.changestream.FullDocument;
+import dev.sluice.feed.Position;
+import dev.sluice.kafka.KafkaSink;
+import dev.sluice.listener.CheckpointPolicy;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.ListenerObserver;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.sink.DocumentMapper;
+import dev.sluice.sink.MessageEncoder;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.bson.BsonDocument;
+import org.bson.BsonTimestamp;
+import org.bson.Document;
+
+/**
+ * Changes per second relayed from a MongoDB change stream to Kafka, end to end: the clock stops
+ * when the listener has committed a checkpoint covering every change, which it only does after
+ * Kafka acknowledged all of them ({@code acks=all}). Three variants, all in one run, each on a
+ * fresh embedded MongoDB with the same pre-written changes and a fresh topic on one embedded
+ * Kafka broker:
+ *
+ * <ol>
+ *   <li>drain: the bare driver reads the change stream, no processing (upper bound here);
+ *   <li>relay, checkpoint after every change (each change waits for its ack), with the sink's
+ *       default {@code linger.ms=5} and with {@code linger.ms=0};
+ *   <li>relay, default batching (checkpoint every 100 changes or 1 s).
+ * </ol>
+ *
+ * <p>Arguments: changes (default 3000), rounds (default 2). Results: {@code docs/benchmarks.md}.
+ */
+public final class KafkaRelayBenchmark {
+  private KafkaRelayBenchmark() {}
+
+  public static void main(String[] args) throws Exception {
+    int changes = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
+    int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 2;
+    double drain = 0;
+    double perChange = 0;
+    double batched = 0;
+    double perChangeNoLinger = 0;
+    try (EmbeddedKafka kafka = EmbeddedKafka.start()) {
+      for (int r = 1; r <= rounds; r++) {
+        double d = drain(changes);
+        double p = relay(kafka, "per-change-" + r, changes, CheckpointPolicy.everyChange(), 5);
+        double p0 = relay(kafka, "per-change-linger0-" + r, changes, CheckpointPolicy.everyChange(), 0);
+        double b = relay(kafka, "batched-" + r, changes, CheckpointPolicy.defaults(), 5);
+        System.out.printf("round %d: drain %.0f/s, relay per-change checkpoint %.0f/s (linger.ms=0: %.0f/s), "
+            + "relay batched %.0f/s%n", r, d, p, p0, b);
+        perChangeNoLinger = Math.max(perChangeNoLinger, p0);
+        drain = Math.max(drain, d);
+        perChange = Math.max(perChange, p);
+        batched = Math.max(batched, b);
+      }
+    }
+    System.out.printf("%nchanges=%d, best of %d rounds%n", changes, rounds);
+    System.out.printf("drain change stream, no processing:     %8.0f changes/s  ratio 1.00%n", drain);
+    System.out.printf("relay to Kafka, checkpoint every change: %8.0f changes/s  ratio %.3f%n", perChange, perChange / drain);
+    System.out.printf("  same, producer linger.ms=0:            %8.0f changes/s  ratio %.3f%n",
+        perChangeNoLinger, perChangeNoLinger / drain);
+    System.out.printf("relay to Kafka, batched (100 / 1 s):     %8.0f changes/s  ratio %.3f%n", batched, batched / drain);
+    System.out.printf("batched / per-change:                    ratio %.1f%n", batched / perChange);
+  }
+
+  private static void prewrite(MongoClient client, int changes) {
+    MongoCollection<Document> docs = client.getDatabase("bench").getCollection("orders");
+    List<Document> batch = new ArrayList<>();
+    for (int i = 0; i < changes; i++) {
+      batch.add(new Document("_id", i).append("n", i).append("payload", "x".repeat(100)));
+      if (batch.size() == 1000) {
+        docs.insertMany(batch);
+        batch.clear();
+      }
+    }
+    if (!batch.isEmpty()) {
+      docs.insertMany(batch);
+    }
+  }
+
+  private static double drain(int changes) {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
+      prewrite(client, changes);
+      long start = System.nanoTime();
+      int seen = 0;
+      try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor = client.getDatabase("bench")
+          .getCollection("orders").watch().fullDocument(FullDocument.UPDATE_LOOKUP)
+          .startAtOperationTime(new BsonTimestamp(0, 0)).batchSize(500).cursor()) {
+        while (seen < changes) {
+          if (cursor.tryNext() != null) {
+            seen++;
+          }
+        }
+      }
+      return changes / ((System.nanoTime() - start) / 1e9);
+    }
+  }
+
+  private static double relay(
+      EmbeddedKafka kafka, String topic, int changes, CheckpointPolicy policy, int lingerMs)
+      throws InterruptedException {
+    kafka.createTopic(topic, 3);
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
+      prewrite(client, changes);
+      CountDownLatch done = new CountDownLatch(1);
+      AtomicLong committed = new AtomicLong();
+      try (KafkaSink<BsonDocument> sink = KafkaSink.builder(kafka.bootstrapServers(), topic,
+                  MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build())
+              .producerProperty("linger.ms", lingerMs)
+              .build()) {
+        long start = System.nanoTime();
+        try (Listener<BsonDocument> l = Listener.builder(
+                MongoChangeFeed.builder(client, "bench", "orders").build(),
+                MongoLeaseStore.builder(client.getDatabase("bench")).build())
+            .checkpoint(policy)
+            .handler(sink)
+            .observer(new ListenerObserver() {
+              @Override
+              public void committed(String lease, long epoch, Position position, int n) {
+                if (committed.addAndGet(n) >= changes) {
+                  done.countDown();
+                }
+              }
+            })
+            .build().start()) {
+          if (!done.await(10, TimeUnit.MINUTES)) {
+            throw new IllegalStateException("relay did not finish: " + committed.get() + " of " + changes);
+          }
+          return changes / ((System.nanoTime() - start) / 1e9);
+        }
+      }
+    }
+  }
+}

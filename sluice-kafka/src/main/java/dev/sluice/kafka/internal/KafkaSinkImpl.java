@@ -1,0 +1,265 @@
+package dev.sluice.kafka.internal;
+
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.kafka.KafkaSink;
+import dev.sluice.listener.Fence;
+import dev.sluice.sink.MessageEncoder;
+import dev.sluice.sink.MessageEncodingException;
+import dev.sluice.sink.MessageRejectedException;
+import dev.sluice.sink.OutboundMessage;
+import dev.sluice.sink.SinkException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.InvalidRecordException;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.RecordBatchTooLargeException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** See {@link KafkaSink}; decisions in {@code docs/adr/0041-sink-acknowledgement.md}. */
+public final class KafkaSinkImpl<D> implements KafkaSink<D> {
+  private static final Logger LOG = LoggerFactory.getLogger(KafkaSink.class);
+  private static final int RECORD_OVERHEAD = 128;
+  private static final int REMEMBERED_REJECTIONS = 10_000;
+
+  private final MessageEncoder<D> encoder;
+  private final Function<? super OutboundMessage<D>, String> topic;
+  private final Duration flushTimeout;
+  private final Map<String, Object> config;
+  private final int maxRequestSize;
+  private final Map<String, Pending> pendingByLease = new ConcurrentHashMap<>();
+  private final Map<String, MessageRejectedException> rejected =
+      Collections.synchronizedMap(
+          new LinkedHashMap<>() {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, MessageRejectedException> e) {
+              return size() > REMEMBERED_REJECTIONS;
+            }
+          });
+  private final Object producerLock = new Object();
+  private Producer<byte[], byte[]> producer;
+  private volatile boolean closed;
+
+  public KafkaSinkImpl(
+      MessageEncoder<D> encoder,
+      Function<? super OutboundMessage<D>, String> topic,
+      Duration flushTimeout,
+      Map<String, Object> userConfig) {
+    this.encoder = encoder;
+    this.topic = topic;
+    this.flushTimeout = flushTimeout;
+    Map<String, Object> c = new HashMap<>(userConfig);
+    c.put(ProducerConfig.ACKS_CONFIG, "all");
+    c.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    c.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5);
+    c.put(ProducerConfig.RETRIES_CONFIG, Integer.MAX_VALUE);
+    c.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    c.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    c.putIfAbsent(ProducerConfig.MAX_BLOCK_MS_CONFIG, flushTimeout.toMillis());
+    this.config = Map.copyOf(c);
+    this.maxRequestSize =
+        Integer.parseInt(String.valueOf(c.getOrDefault(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, 1_048_576)));
+  }
+
+  @Override
+  public void handle(ChangeEvent<D> event, Fence fence) {
+    if (closed) {
+      throw new SinkException("Kafka sink is closed");
+    }
+    MessageRejectedException rejection = rejected.get(event.id());
+    if (rejection != null) {
+      throw rejection;
+    }
+    List<OutboundMessage<D>> messages = encoder.encode(event, fence);
+    Pending pending = pendingByLease.computeIfAbsent(fence.lease(), l -> new Pending());
+    for (OutboundMessage<D> m : messages) {
+      String target;
+      try {
+        target = topic.apply(m);
+      } catch (RuntimeException e) {
+        throw new MessageEncodingException(event, "the topic function threw", e);
+      }
+      if (target == null || target.isBlank()) {
+        throw new MessageEncodingException(event, "the topic function returned no topic", null);
+      }
+      byte[] key = m.key().getBytes(StandardCharsets.UTF_8);
+      RecordHeaders headers = new RecordHeaders();
+      int size = key.length + m.body().length + RECORD_OVERHEAD;
+      for (Map.Entry<String, String> h : m.headers().entrySet()) {
+        byte[] v = h.getValue().getBytes(StandardCharsets.UTF_8);
+        headers.add(new RecordHeader(h.getKey(), v));
+        size += h.getKey().length() + v.length;
+      }
+      if (size > maxRequestSize) {
+        throw new MessageEncodingException(
+            event,
+            "message " + m.id() + " is about " + size + " bytes, more than max.request.size " + maxRequestSize,
+            null);
+      }
+      if (pending.failure != null) {
+        continue; // the batch already failed; flush reports it and the listener redelivers
+      }
+      try {
+        Future<RecordMetadata> f =
+            producer().send(new ProducerRecord<>(target, null, key, m.body(), headers));
+        pending.sends.add(new Sent(m, target, f));
+        if (f.isDone()) {
+          failedAlready(f, m, pending);
+        }
+      } catch (KafkaException | IllegalStateException e) {
+        // Not the change's fault (metadata timeout, producer closed): fail the flush, not the
+        // change, so an outage pauses delivery instead of parking changes.
+        pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + e, e);
+      }
+    }
+  }
+
+  /**
+   * The producer reports a metadata timeout (broker unreachable) as an already failed future
+   * after blocking up to max.block.ms; stop sending the rest of the batch at once instead of
+   * blocking once per record.
+   */
+  private static void failedAlready(Future<RecordMetadata> f, OutboundMessage<?> m, Pending pending) {
+    try {
+      f.get();
+    } catch (ExecutionException e) {
+      if (!isRejection(e.getCause())) {
+        pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + e.getCause(), e.getCause());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public void flush(Fence fence) {
+    Pending pending = pendingByLease.get(fence.lease());
+    if (pending == null) {
+      return;
+    }
+    List<Sent> sends = new ArrayList<>(pending.sends);
+    SinkException failure = pending.failure;
+    pending.sends.clear();
+    pending.failure = null;
+    long deadline = System.nanoTime() + flushTimeout.toNanos();
+    int unacknowledged = 0;
+    for (Sent s : sends) {
+      if (failure != null && !s.future.isDone()) {
+        // The batch failed already and the producer is about to be replaced: do not wait, but
+        // still look at completed sends below for records the broker refused for good.
+        unacknowledged++;
+        continue;
+      }
+      try {
+        s.future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      } catch (TimeoutException e) {
+        unacknowledged++;
+        if (failure == null) {
+          failure = new SinkException(
+              "Kafka did not acknowledge " + describe(s.message) + " within " + flushTimeout, e);
+        }
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        unacknowledged++;
+        if (isRejection(cause)) {
+          rejected.put(
+              s.message.source().id(),
+              new MessageRejectedException(s.message.source(), "topic " + s.topic + ": " + cause, cause));
+        }
+        if (failure == null) {
+          failure = new SinkException("Kafka rejected " + describe(s.message) + ": " + cause, cause);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        resetProducer();
+        throw new SinkException("Interrupted while waiting for Kafka acknowledgements", e);
+      }
+    }
+    if (failure != null) {
+      LOG.warn("Kafka flush failed for {} ({} of {} records unacknowledged): {}",
+          fence.lease(), unacknowledged, sends.size(), failure.getMessage());
+      // A fresh producer drops whatever the old one still buffers, so records the listener is
+      // about to redeliver are not preceded by late retries of the old ones.
+      resetProducer();
+      throw failure;
+    }
+  }
+
+  private static boolean isRejection(Throwable cause) {
+    return cause instanceof RecordTooLargeException
+        || cause instanceof RecordBatchTooLargeException
+        || cause instanceof InvalidTopicException
+        || cause instanceof InvalidRecordException;
+  }
+
+  private Producer<byte[], byte[]> producer() {
+    synchronized (producerLock) {
+      if (closed) {
+        throw new IllegalStateException("Kafka sink is closed");
+      }
+      if (producer == null) {
+        producer = new KafkaProducer<>(config);
+      }
+      return producer;
+    }
+  }
+
+  private void resetProducer() {
+    Producer<byte[], byte[]> old;
+    synchronized (producerLock) {
+      old = producer;
+      producer = null;
+    }
+    if (old != null) {
+      old.close(Duration.ZERO);
+    }
+  }
+
+  @Override
+  public void close() {
+    Producer<byte[], byte[]> old;
+    synchronized (producerLock) {
+      closed = true;
+      old = producer;
+      producer = null;
+    }
+    if (old != null) {
+      old.close(flushTimeout);
+    }
+  }
+
+  private static String describe(OutboundMessage<?> m) {
+    return "message " + m.id() + " of change " + m.source();
+  }
+
+  private static final class Pending {
+    final List<Sent> sends = new ArrayList<>();
+    SinkException failure;
+  }
+
+  private record Sent(OutboundMessage<?> message, String topic, Future<RecordMetadata> future) {}
+}

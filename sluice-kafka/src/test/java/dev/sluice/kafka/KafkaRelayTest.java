@@ -1,0 +1,315 @@
+package dev.sluice.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.Updates;
+import dev.sluice.deadletter.DeadLetters;
+import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.StartPoint;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.listener.CheckpointPolicy;
+import dev.sluice.listener.FailurePolicy;
+import dev.sluice.listener.Fence;
+import dev.sluice.listener.Handler;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.RetryPolicy;
+import dev.sluice.mongodb.deadletter.MongoDeadLetterStore;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.sink.DocumentMapper;
+import dev.sluice.sink.Envelope;
+import dev.sluice.sink.MessageEncoder;
+import dev.sluice.sink.Publication;
+import dev.sluice.sink.Replay;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.bson.BsonDocument;
+import org.bson.BsonInt32;
+import org.bson.BsonString;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The listener engine relaying a MongoDB change stream to a real Kafka broker. */
+class KafkaRelayTest {
+  private static final AtomicInteger TOPICS = new AtomicInteger();
+  private static EmbeddedKafka kafka;
+
+  private EmbeddedMongo mongo;
+  private MongoClient client;
+  private MongoCollection<BsonDocument> orders;
+  private final List<AutoCloseable> toClose = new ArrayList<>();
+
+  @BeforeAll
+  static void startKafka() {
+    kafka = EmbeddedKafka.start();
+  }
+
+  @AfterAll
+  static void stopKafka() {
+    if (kafka != null) {
+      kafka.close();
+    }
+  }
+
+  @BeforeEach
+  void startMongo() {
+    mongo = EmbeddedMongo.start();
+    client = mongo.client();
+    orders = client.getDatabase("shop").getCollection("orders", BsonDocument.class);
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    for (int i = toClose.size() - 1; i >= 0; i--) {
+      toClose.get(i).close();
+    }
+    client.close();
+    mongo.close();
+  }
+
+  private String topic() {
+    String t = "relay-" + TOPICS.incrementAndGet();
+    kafka.createTopic(t, 3);
+    return t;
+  }
+
+  private MongoChangeFeed feed() {
+    return MongoChangeFeed.builder(client, "shop", "orders").batchSize(200).build();
+  }
+
+  private LeaseStore leases() {
+    return MongoLeaseStore.builder(client.getDatabase("shop")).build();
+  }
+
+  private KafkaSink<BsonDocument> sink(String topic, MessageEncoder<BsonDocument> encoder) {
+    KafkaSink<BsonDocument> sink =
+        KafkaSink.builder(kafka.bootstrapServers(), topic, encoder)
+            .flushTimeout(Duration.ofSeconds(2))
+            .producerProperty("request.timeout.ms", 2000)
+            .build();
+    toClose.add(sink);
+    return sink;
+  }
+
+  private static MessageEncoder.Builder<BsonDocument> encoder() {
+    return MessageEncoder.builder(DocumentMapper.<BsonDocument>bson());
+  }
+
+  /** Counts failed flushes of the sink it wraps, so a test can wait for the outage to bite. */
+  private static final class CountingFlushes implements Handler<BsonDocument> {
+    final Handler<BsonDocument> delegate;
+    final AtomicInteger failures = new AtomicInteger();
+
+    CountingFlushes(Handler<BsonDocument> delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public void handle(ChangeEvent<BsonDocument> event, Fence fence) throws Exception {
+      delegate.handle(event, fence);
+    }
+
+    @Override
+    public void flush(Fence fence) throws Exception {
+      try {
+        delegate.flush(fence);
+      } catch (Exception e) {
+        failures.incrementAndGet();
+        throw e;
+      }
+    }
+  }
+
+  private Listener<BsonDocument> listener(Handler<BsonDocument> sink, FailurePolicy failure) {
+    Listener<BsonDocument> l =
+        Listener.builder(feed(), leases())
+            .handler(sink)
+            .leaseDuration(Duration.ofSeconds(3))
+            .pollWait(Duration.ofMillis(50))
+            .checkpoint(CheckpointPolicy.every(50, Duration.ofMillis(200)))
+            .onFailure(failure)
+            .build()
+            .start();
+    toClose.add(l);
+    return l;
+  }
+
+  /** The feed's own order of change ids per key: what the broker must reproduce. */
+  private Map<String, List<String>> feedOrderPerKey(int expected) {
+    Map<String, List<String>> perKey = new LinkedHashMap<>();
+    int[] seen = {0};
+    try (FeedCursor<BsonDocument> cursor = feed().open(PartitionSpec.single(), StartPoint.oldest())) {
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        for (ChangeEvent<BsonDocument> e : cursor.poll(Duration.ofMillis(100))) {
+          perKey.computeIfAbsent(e.key(), k -> new ArrayList<>()).add(e.id());
+          seen[0]++;
+        }
+        return seen[0] >= expected;
+      });
+    }
+    return perKey;
+  }
+
+  private static Map<String, List<String>> firstDeliveriesPerKey(List<ConsumerRecord<byte[], byte[]>> records) {
+    Map<String, List<String>> perKey = new HashMap<>();
+    java.util.Set<String> seen = new java.util.HashSet<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      String id = header(r, Envelope.HEADER_ID);
+      if (seen.add(id)) {
+        perKey.computeIfAbsent(new String(r.key(), StandardCharsets.UTF_8), k -> new ArrayList<>()).add(id);
+      }
+    }
+    return perKey;
+  }
+
+  private static String header(ConsumerRecord<byte[], byte[]> r, String name) {
+    return new String(r.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
+  }
+
+  private static long distinctIds(List<ConsumerRecord<byte[], byte[]>> records) {
+    return records.stream().map(r -> header(r, Envelope.HEADER_ID)).distinct().count();
+  }
+
+  private void write(int keys, int from, int to) {
+    for (int v = from; v <= to; v++) {
+      for (int k = 0; k < keys; k++) {
+        if (v == 1) {
+          orders.insertOne(new BsonDocument("_id", new BsonString("order-" + k)).append("v", new BsonInt32(1)));
+        } else {
+          orders.updateOne(Filters.eq("_id", "order-" + k), Updates.set("v", v));
+        }
+      }
+    }
+  }
+
+  @Test
+  void relaysEveryChangeInFeedOrderPerKeyAcrossABrokerRestart() {
+    String topic = topic();
+    CountingFlushes sink = new CountingFlushes(sink(topic, encoder().build()));
+    listener(sink, FailurePolicy.block(RetryPolicy.defaults()));
+    LeaseStore leases = leases();
+    int keys = 6;
+    write(keys, 1, 15);
+    await().atMost(Duration.ofSeconds(30))
+        .until(() -> distinctIds(kafka.readAll(topic, keys * 15, Duration.ofSeconds(2))) == keys * 15);
+
+    kafka.stopBroker();
+    try {
+      write(keys, 16, 30); // the listener keeps reading; its flushes fail; nothing is committed
+      await().atMost(Duration.ofSeconds(30)).until(() -> sink.failures.get() >= 1);
+      Position stuck = leases.read("shop.orders#0").orElseThrow().checkpoint();
+      int failed = sink.failures.get();
+      await().atMost(Duration.ofSeconds(30)).until(() -> sink.failures.get() > failed);
+      assertThat(leases.read("shop.orders#0").orElseThrow().checkpoint()).isEqualTo(stuck);
+    } finally {
+      kafka.startBroker();
+    }
+    write(keys, 31, 40);
+
+    int total = keys * 40;
+    await().atMost(Duration.ofSeconds(60))
+        .until(() -> distinctIds(kafka.readAll(topic, total, Duration.ofSeconds(2))) == total);
+    List<ConsumerRecord<byte[], byte[]>> records = kafka.readAll(topic, total, Duration.ofSeconds(10));
+    assertThat(firstDeliveriesPerKey(records)).isEqualTo(new HashMap<>(feedOrderPerKey(total)));
+  }
+
+  @Test
+  void aPoisonChangeIsParkedOtherKeysFlowAndLaterChangesOfItsKeyWaitBehindIt() {
+    String topic = topic();
+    MongoDeadLetterStore dlq = MongoDeadLetterStore.create(client.getDatabase("shop"), "deadletters");
+    MessageEncoder<BsonDocument> events =
+        encoder().publication(Publication.domainEvents("lastEvent", "id")).build();
+    listener(sink(topic, events),
+        FailurePolicy.park(RetryPolicy.attempts(2, Duration.ofMillis(10), Duration.ofMillis(20)), dlq));
+
+    orders.insertOne(order("a", new BsonDocument("id", new BsonString("a-1"))));
+    orders.insertOne(order("p", new BsonDocument("type", new BsonString("NoIdHere"))));
+    await().atMost(Duration.ofSeconds(20)).until(() -> dlq.count("shop.orders") == 1);
+    orders.updateOne(Filters.eq("_id", "p"), Updates.set("lastEvent", new BsonDocument("id", new BsonString("p-2"))));
+    orders.insertOne(order("b", new BsonDocument("id", new BsonString("b-1"))));
+    orders.updateOne(Filters.eq("_id", "a"), Updates.set("lastEvent", new BsonDocument("id", new BsonString("a-2"))));
+
+    await().atMost(Duration.ofSeconds(20))
+        .until(() -> distinctIds(kafka.readAll(topic, 3, Duration.ofSeconds(1))) == 3 && dlq.count("shop.orders") == 2);
+    assertThat(kafka.readAll(topic, 3, Duration.ofSeconds(5)))
+        .extracting(r -> header(r, Envelope.HEADER_ID))
+        .containsExactlyInAnyOrder("a-1", "b-1", "a-2");
+    List<ParkedChange<BsonDocument>> parked = dlq.listKey("shop.orders", "p");
+    assertThat(parked).hasSize(2);
+    assertThat(parked.get(0).error()).contains("no id field 'id'").contains(parked.get(0).event().id());
+    assertThat(parked.get(0).attempts()).isEqualTo(2);
+    assertThat(parked.get(1).error()).contains("parked behind");
+    assertThat(parked.get(1).event().document().getDocument("lastEvent").getString("id").getValue()).isEqualTo("p-2");
+
+    // The operator discards the poison change and replays the rest of the key to Kafka.
+    DeadLetters<BsonDocument> ops = DeadLetters.of(dlq);
+    assertThat(ops.discard("shop.orders", parked.get(0).event().id())).isTrue();
+    DeadLetters.ReplayResult result =
+        ops.replayKey("shop.orders", "p", sink(topic, events), Replay.fence("shop.orders"));
+    assertThat(result.complete()).isTrue();
+    assertThat(result.replayed()).isEqualTo(1);
+    assertThat(dlq.count("shop.orders")).isZero();
+    assertThat(kafka.readAll(topic, 4, Duration.ofSeconds(10)))
+        .extracting(r -> header(r, Envelope.HEADER_ID))
+        .contains("p-2");
+  }
+
+  @Test
+  void replaysARangeAndTheCurrentStateToAnotherTopicWithoutMovingTheCheckpoint() {
+    String live = topic();
+    String replay = topic();
+    Listener<BsonDocument> listener = listener(sink(live, encoder().build()), FailurePolicy.block(RetryPolicy.defaults()));
+    write(4, 1, 5);
+    await().atMost(Duration.ofSeconds(30))
+        .until(() -> distinctIds(kafka.readAll(live, 20, Duration.ofSeconds(1))) == 20);
+    await().atMost(Duration.ofSeconds(10)).until(() -> listener.status().get(0).committed() != null);
+    LeaseStore leases = leases();
+    var before = leases.read("shop.orders#0").orElseThrow().checkpoint();
+
+    Replay.Result range =
+        Replay.range(feed(), StartPoint.oldest(), null, Duration.ofMillis(500), 7, sink(replay, encoder().build()));
+
+    assertThat(range.changes()).isEqualTo(20);
+    List<ConsumerRecord<byte[], byte[]>> replayed = kafka.readAll(replay, 20, Duration.ofSeconds(10));
+    assertThat(replayed).hasSize(20);
+    assertThat(replayed).allSatisfy(r -> assertThat(header(r, Envelope.HEADER_FENCE_EPOCH)).isEqualTo("0"));
+    assertThat(firstDeliveriesPerKey(replayed)).isEqualTo(firstDeliveriesPerKey(kafka.readAll(live, 20, Duration.ofSeconds(5))));
+    assertThat(leases.read("shop.orders#0").orElseThrow().checkpoint()).isEqualTo(before);
+
+    Replay.Result state =
+        Replay.currentState("shop.orders", "replay-1", orders.find(),
+            d -> MongoChangeFeed.keyOf(d.get("_id")), d -> new BsonDocument("_id", d.get("_id")),
+            100, sink(replay, encoder().build()));
+    assertThat(state.changes()).isEqualTo(4);
+    List<ConsumerRecord<byte[], byte[]>> all = kafka.readAll(replay, 24, Duration.ofSeconds(10));
+    assertThat(all).hasSize(24);
+    assertThat(all.stream().filter(r -> header(r, Envelope.HEADER_OPERATION).equals("SNAPSHOT"))
+            .map(r -> Envelope.parse(r.value()).document().get("v").asInt()))
+        .containsOnly(5)
+        .hasSize(4);
+  }
+
+  private static BsonDocument order(String id, BsonDocument lastEvent) {
+    return new BsonDocument("_id", new BsonString(id)).append("lastEvent", lastEvent);
+  }
+}

@@ -1,0 +1,185 @@
+package dev.sluice.mongodb.deadletter;
+
+import com.mongodb.ErrorCategory;
+import com.mongodb.MongoWriteException;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.MongoDatabase;
+import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.FindOneAndUpdateOptions;
+import com.mongodb.client.model.IndexOptions;
+import com.mongodb.client.model.Indexes;
+import com.mongodb.client.model.ReturnDocument;
+import com.mongodb.client.model.Sorts;
+import com.mongodb.client.model.Updates;
+import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.Position;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import org.bson.BsonDateTime;
+import org.bson.BsonDocument;
+import org.bson.BsonInt32;
+import org.bson.BsonInt64;
+import org.bson.BsonNull;
+import org.bson.BsonObjectId;
+import org.bson.BsonString;
+import org.bson.BsonValue;
+import org.bson.conversions.Bson;
+
+final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
+  private final MongoCollection<BsonDocument> entries;
+  private final MongoCollection<BsonDocument> counters;
+  private final String name;
+
+  MongoDeadLetterStoreImpl(MongoDatabase database, String collection) {
+    this.name = collection;
+    this.entries = database.getCollection(collection, BsonDocument.class);
+    this.counters = database.getCollection(collection + "_seq", BsonDocument.class);
+    entries.createIndex(
+        Indexes.ascending("stream", "eventId"), new IndexOptions().unique(true).name("stream_eventId"));
+    entries.createIndex(Indexes.ascending("stream", "key", "seq"), new IndexOptions().name("stream_key_seq"));
+    entries.createIndex(Indexes.ascending("stream", "seq"), new IndexOptions().name("stream_seq"));
+  }
+
+  @Override
+  public void park(ParkedChange<BsonDocument> change) {
+    ChangeEvent<BsonDocument> e = change.event();
+    if (entries.find(Filters.and(Filters.eq("stream", e.stream()), Filters.eq("eventId", e.id())))
+            .limit(1)
+            .first()
+        != null) {
+      return; // idempotent: parked before (a redelivery after a crash)
+    }
+    BsonDocument doc =
+        new BsonDocument("_id", new BsonObjectId())
+            .append("stream", new BsonString(e.stream()))
+            .append("eventId", new BsonString(e.id()))
+            .append("key", new BsonString(e.key()))
+            .append("partition", new BsonInt32(change.partition()))
+            .append("seq", new BsonInt64(nextSeq()))
+            .append("error", new BsonString(change.error()))
+            .append("attempts", new BsonInt32(change.attempts()))
+            .append("parkedAt", new BsonDateTime(change.parkedAt().toEpochMilli()))
+            .append("event", encode(e));
+    try {
+      entries.insertOne(doc);
+    } catch (MongoWriteException ex) {
+      if (ex.getError().getCategory() != ErrorCategory.DUPLICATE_KEY) {
+        throw ex;
+      }
+      // lost a race against a concurrent park of the same change: one entry is kept
+    }
+  }
+
+  private long nextSeq() {
+    BsonDocument counter =
+        counters.findOneAndUpdate(
+            Filters.eq("_id", name),
+            Updates.inc("seq", 1L),
+            new FindOneAndUpdateOptions().upsert(true).returnDocument(ReturnDocument.AFTER));
+    return counter.get("seq").asNumber().longValue();
+  }
+
+  @Override
+  public Set<String> parkedKeys(String stream, int partition) {
+    Set<String> keys = new LinkedHashSet<>();
+    for (BsonDocument d :
+        entries
+            .find(Filters.and(Filters.eq("stream", stream), Filters.eq("partition", partition)))
+            .projection(new BsonDocument("key", new BsonInt32(1)))
+            .sort(Sorts.ascending("seq"))) {
+      keys.add(d.getString("key").getValue());
+    }
+    return keys;
+  }
+
+  @Override
+  public List<ParkedChange<BsonDocument>> list(String stream, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("limit must be >= 1, but was " + limit);
+    }
+    return read(Filters.eq("stream", stream), limit);
+  }
+
+  @Override
+  public List<ParkedChange<BsonDocument>> listKey(String stream, String key) {
+    return read(Filters.and(Filters.eq("stream", stream), Filters.eq("key", key)), 0);
+  }
+
+  @Override
+  public boolean remove(String stream, String eventId) {
+    return entries
+            .deleteOne(Filters.and(Filters.eq("stream", stream), Filters.eq("eventId", eventId)))
+            .getDeletedCount()
+        == 1;
+  }
+
+  @Override
+  public long count(String stream) {
+    return entries.countDocuments(Filters.eq("stream", stream));
+  }
+
+  private List<ParkedChange<BsonDocument>> read(Bson filter, int limit) {
+    List<ParkedChange<BsonDocument>> out = new ArrayList<>();
+    for (BsonDocument d : entries.find(filter).sort(Sorts.ascending("seq")).limit(limit)) {
+      out.add(
+          new ParkedChange<>(
+              decode(d.getDocument("event")),
+              d.getInt32("partition").getValue(),
+              d.getString("error").getValue(),
+              d.getInt32("attempts").getValue(),
+              Instant.ofEpochMilli(d.getDateTime("parkedAt").getValue())));
+    }
+    return out;
+  }
+
+  private static BsonDocument encode(ChangeEvent<BsonDocument> e) {
+    BsonDocument position = new BsonDocument("token", new BsonString(e.position().token()));
+    position.append("time", time(e.position().time()));
+    return new BsonDocument("id", new BsonString(e.id()))
+        .append("stream", new BsonString(e.stream()))
+        .append("position", position)
+        .append("operation", new BsonString(e.operation().name()))
+        .append("key", new BsonString(e.key()))
+        .append("documentKey", orNull(e.documentKey()))
+        .append("document", orNull(e.document()))
+        .append("time", time(e.time()))
+        .append("raw", e.raw() instanceof BsonDocument raw ? raw : BsonNull.VALUE);
+  }
+
+  private static ChangeEvent<BsonDocument> decode(BsonDocument d) {
+    BsonDocument p = d.getDocument("position");
+    return new ChangeEvent<>(
+        d.getString("id").getValue(),
+        d.getString("stream").getValue(),
+        new Position(p.getString("token").getValue(), instant(p.get("time"))),
+        Operation.valueOf(d.getString("operation").getValue()),
+        d.getString("key").getValue(),
+        doc(d.get("documentKey")),
+        doc(d.get("document")),
+        instant(d.get("time")),
+        doc(d.get("raw")));
+  }
+
+  private static BsonValue time(Instant t) {
+    // ISO-8601 string, not a BSON date: a date would cut the instant to milliseconds and the
+    // replayed change would not be identical to the parked one.
+    return t == null ? BsonNull.VALUE : new BsonString(t.toString());
+  }
+
+  private static Instant instant(BsonValue v) {
+    return v == null || v.isNull() ? null : Instant.parse(v.asString().getValue());
+  }
+
+  private static BsonValue orNull(BsonDocument d) {
+    return d == null ? BsonNull.VALUE : d;
+  }
+
+  private static BsonDocument doc(BsonValue v) {
+    return v == null || v.isNull() ? null : v.asDocument();
+  }
+}

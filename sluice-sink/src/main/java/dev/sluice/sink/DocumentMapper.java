@@ -1,0 +1,34 @@
+package dev.sluice.sink;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.ConfigurationException;
+import dev.sluice.sink.internal.BsonDocumentMapper;
+
+/**
+ * Turns a backend's document (the {@code D} of {@link dev.sluice.feed.ChangeEvent}) into JSON
+ * for the envelope.
+ *
+ * @param <D> the backend's document type
+ */
+@FunctionalInterface
+public interface DocumentMapper<D> {
+
+  /** The JSON form of {@code document}; never called with {@code null}. */
+  JsonNode toJson(D document) throws Exception;
+
+  /**
+   * For MongoDB documents ({@code org.bson.BsonDocument}): relaxed extended JSON, so numbers and
+   * strings stay plain and ObjectIds, dates and decimals keep their type as {@code {"$oid": ..}},
+   * {@code {"$date": ..}}, {@code {"$numberDecimal": ..}}. Needs {@code org.mongodb:bson}.
+   */
+  static <B extends org.bson.BsonDocument> DocumentMapper<B> bson() {
+    return BsonDocumentMapper.instance();
+  }
+
+  /** Any type Jackson can convert ({@code Map}, POJOs, {@code JsonNode}). */
+  static <D> DocumentMapper<D> jackson(ObjectMapper mapper) {
+    ConfigurationException.requireNonNull(mapper, "mapper");
+    return mapper::valueToTree;
+  }
+}

@@ -1,0 +1,178 @@
+package dev.sluice.testkit.kafka;
+
+import dev.sluice.SluiceException;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.UUID;
+import kafka.server.BrokerServer;
+import kafka.testkit.KafkaClusterTestKit;
+import kafka.testkit.TestKitNodes;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.server.common.MetadataVersion;
+
+/**
+ * A real Kafka KRaft cluster inside the JVM: one controller and one broker, on a fixed port so
+ * that {@link #stopBroker()} and {@link #startBroker()} simulate an outage that clients recover
+ * from. Data is kept on disk across a broker restart. Always {@link #close()} it: its threads are
+ * not daemons.
+ */
+public final class EmbeddedKafka implements AutoCloseable {
+  private final KafkaClusterTestKit cluster;
+  private final int port;
+  private final int brokerId;
+
+  private EmbeddedKafka(KafkaClusterTestKit cluster, int port, int brokerId) {
+    this.cluster = cluster;
+    this.port = port;
+    this.brokerId = brokerId;
+  }
+
+  /** Formats and starts a one-broker cluster (about 2-3 s). */
+  public static EmbeddedKafka start() {
+    int port = freePort();
+    KafkaClusterTestKit cluster = null;
+    try {
+      TestKitNodes nodes =
+          new TestKitNodes.Builder()
+              .setCombined(false)
+              .setNumBrokerNodes(1)
+              .setNumControllerNodes(1)
+              .setBootstrapMetadataVersion(MetadataVersion.latestProduction())
+              .build();
+      int brokerId = nodes.brokerNodes().firstKey();
+      nodes =
+          new TestKitNodes.Builder()
+              .setCombined(false)
+              .setNumBrokerNodes(1)
+              .setNumControllerNodes(1)
+              .setBootstrapMetadataVersion(MetadataVersion.latestProduction())
+              .setPerServerProperties(
+                  Map.of(brokerId, Map.of("listeners", "EXTERNAL://localhost:" + port)))
+              .build();
+      cluster =
+          new KafkaClusterTestKit.Builder(nodes)
+              .setConfigProp("offsets.topic.replication.factor", "1")
+              .setConfigProp("transaction.state.log.replication.factor", "1")
+              .setConfigProp("transaction.state.log.min.isr", "1")
+              .setConfigProp("group.initial.rebalance.delay.ms", "0")
+              .setConfigProp("auto.create.topics.enable", "false")
+              .build();
+      cluster.format();
+      cluster.startup();
+      cluster.waitForReadyBrokers();
+      return new EmbeddedKafka(cluster, port, brokerId);
+    } catch (Exception e) {
+      closeQuietly(cluster);
+      throw new SluiceException("Cannot start the embedded Kafka cluster: " + e, e);
+    }
+  }
+
+  public String bootstrapServers() {
+    return "localhost:" + port;
+  }
+
+  /** Creates a topic with replication factor 1 and waits until it exists. */
+  public void createTopic(String name, int partitions) {
+    createTopic(name, partitions, Map.of());
+  }
+
+  /** Creates a topic with topic-level configs (such as {@code max.message.bytes}). */
+  public void createTopic(String name, int partitions, Map<String, String> configs) {
+    try (Admin admin = admin()) {
+      admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
+    } catch (Exception e) {
+      throw new SluiceException("Cannot create topic " + name + ": " + e, e);
+    }
+  }
+
+  public Admin admin() {
+    Properties p = new Properties();
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
+    return Admin.create(p);
+  }
+
+  /** A consumer reading from the earliest offset, in a fresh group; byte[] keys and values. */
+  public KafkaConsumer<byte[], byte[]> consumer() {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
+    p.put(ConsumerConfig.GROUP_ID_CONFIG, "test-" + UUID.randomUUID());
+    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    return new KafkaConsumer<>(p);
+  }
+
+  /**
+   * Reads {@code topic} from the beginning until {@code count} records arrived or {@code
+   * timeout} passed; returns what arrived, in partition order.
+   */
+  public List<ConsumerRecord<byte[], byte[]>> readAll(String topic, int count, Duration timeout) {
+    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
+      consumer.subscribe(Set.of(topic));
+      long deadline = System.nanoTime() + timeout.toNanos();
+      while (out.size() < count && System.nanoTime() < deadline) {
+        consumer.poll(Duration.ofMillis(100)).forEach(out::add);
+      }
+    }
+    return out;
+  }
+
+  /** Stops the broker (the controller keeps running); clients see the broker unreachable. */
+  public void stopBroker() {
+    BrokerServer broker = cluster.brokers().get(brokerId);
+    broker.shutdown();
+    broker.awaitShutdown();
+  }
+
+  /** Starts the broker again on the same port and data directory. */
+  public void startBroker() {
+    try {
+      cluster.brokers().get(brokerId).startup();
+      cluster.waitForReadyBrokers();
+    } catch (Exception e) {
+      throw new SluiceException("Cannot restart the embedded Kafka broker: " + e, e);
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      cluster.close();
+    } catch (Exception e) {
+      throw new SluiceException("Cannot stop the embedded Kafka cluster: " + e, e);
+    }
+  }
+
+  private static void closeQuietly(KafkaClusterTestKit cluster) {
+    if (cluster != null) {
+      try {
+        cluster.close();
+      } catch (Exception ignored) {
+        // already failing
+      }
+    }
+  }
+
+  private static int freePort() {
+    try (ServerSocket s = new ServerSocket(0)) {
+      s.setReuseAddress(true);
+      return s.getLocalPort();
+    } catch (IOException e) {
+      throw new SluiceException("No free port: " + e, e);
+    }
+  }
+}
