@@ -88,7 +88,7 @@ class SluiceServiceTest {
       String listed = out.toString(StandardCharsets.UTF_8);
       assertThat(code).isZero();
       assertThat(listed).contains("1 parked change(s) in shop.orders").contains("key=huge").contains("attempts=2")
-          .containsIgnoringCase("too large");
+          .contains("MessageEncodingException").contains("more than max.request.size");
     }
   }
 }
