@@ -44,8 +44,6 @@ class MongoChangeFeedTest {
   @RegisterExtension
   static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
-
-
   private static String freshCollection() {
     return "c" + COLLECTIONS.incrementAndGet();
   }

@@ -27,8 +27,6 @@ class FencedWritesTest {
   @RegisterExtension
   static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
-
-
   private static MongoCollection<Document> fresh() {
     return MONGO.client().getDatabase("fence").getCollection("t" + COLLECTIONS.incrementAndGet());
   }

@@ -48,8 +48,6 @@ class ListenerOnMongoTest {
   private final List<Listener<?>> listeners = new ArrayList<>();
   private final String db = "listener" + DATABASES.incrementAndGet();
 
-
-
   @AfterEach
   void cleanUp() {
     listeners.forEach(Listener::close);

@@ -13,8 +13,6 @@ class MongoLockFuzzAndCrashTest extends LockFuzzAndCrash {
   @RegisterExtension
   static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
-
-
   @Override
   protected Class<? extends LockTestBackend> backendClass() {
     return MongoLockTestBackend.class;

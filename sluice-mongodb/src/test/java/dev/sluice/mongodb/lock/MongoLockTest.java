@@ -11,8 +11,6 @@ class MongoLockTest extends LockContract {
   @RegisterExtension
   static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
-
-
   @Override
   protected LeaseStore createLeaseStore() {
     return MongoLeaseStore.builder(MONGO.client().getDatabase("locks")).collection("lock_contract")
