@@ -42,8 +42,9 @@ class ViewListenerEndToEndTest {
     SourceWriter writer = new SourceWriter(db, 42, 30, 6);
     writer.write(100); // before any listener ran: the bootstrap at the oldest entry covers them
     ExecutorService background = Executors.newSingleThreadExecutor();
-    try (ViewNode first = new ViewNode(mongo.client(), dbName, "first", Duration.ofSeconds(2))) {
-      first.start();
+    ViewNode first = new ViewNode(mongo.client(), dbName, "first", Duration.ofSeconds(2)).start();
+    ViewNode second = null;
+    try {
       CompletableFuture<Integer> writes =
           CompletableFuture.supplyAsync(() -> writer.write(300), background);
       List<MaterializedView> views = views();
@@ -51,12 +52,14 @@ class ViewListenerEndToEndTest {
       writes.get(60, TimeUnit.SECONDS);
       first.close(); // hands its leases over at once (released)
 
-      try (ViewNode second =
-          new ViewNode(mongo.client(), dbName, "second", Duration.ofSeconds(2)).start()) {
-        writer.write(100);
-        awaitConvergence(views);
-      }
+      second = new ViewNode(mongo.client(), dbName, "second", Duration.ofSeconds(2)).start();
+      writer.write(100);
+      awaitConvergence(views);
     } finally {
+      first.close();
+      if (second != null) {
+        second.close();
+      }
       background.shutdownNow();
     }
   }
