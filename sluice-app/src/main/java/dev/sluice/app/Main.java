@@ -1,8 +1,6 @@
 package dev.sluice.app;
 
 import dev.sluice.app.demo.DemoCommand;
-import dev.sluice.app.demo.views.EnrolmentDemoCommand;
-import dev.sluice.app.demo.views.ViewsDemoCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -12,9 +10,7 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "sluice 0.1.0-SNAPSHOT",
     description = "Reliable change-data processing: listeners with leases, fencing and checkpoints.",
-    subcommands = {
-      DemoCommand.class, StatusCommand.class, ViewsDemoCommand.class, EnrolmentDemoCommand.class
-    })
+    subcommands = {DemoCommand.class, StatusCommand.class})
 public final class Main implements Runnable {
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
