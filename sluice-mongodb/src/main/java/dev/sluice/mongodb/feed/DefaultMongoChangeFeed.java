@@ -3,6 +3,7 @@ package dev.sluice.mongodb.feed;
 import com.mongodb.MongoException;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
+import dev.sluice.feed.HistoryLostException;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
@@ -55,6 +56,19 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   public FeedCursor<BsonDocument> open(PartitionSpec partition, StartPoint start) {
     Objects.requireNonNull(partition, "partition");
     Objects.requireNonNull(start, "start");
+    if (start instanceof StartPoint.Oldest) {
+      try {
+        return openAt(partition, start);
+      } catch (HistoryLostException e) {
+        // The oldest entry can roll off a busy oplog between reading it and opening the stream;
+        // the new oldest one is then the right start. A second loss is reported.
+        return openAt(partition, start);
+      }
+    }
+    return openAt(partition, start);
+  }
+
+  private FeedCursor<BsonDocument> openAt(PartitionSpec partition, StartPoint start) {
     StreamStart streamStart;
     Position initial;
     if (start instanceof StartPoint.After after) {

@@ -70,11 +70,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   @Override
   public List<ChangeEvent<BsonDocument>> poll(Duration maxWait) {
     if (failure != null) {
-      throw new FeedException(
-          "MongoDB change stream '" + stream + "' cursor already failed; open a new one at the"
-              + " last checkpoint: " + failure.getMessage(),
-          failure,
-          failure.retryable());
+      // A failed cursor keeps failing with the same cause; it never pretends to be idle.
+      throw failure;
     }
     List<ChangeEvent<BsonDocument>> out = new ArrayList<>();
     if (ended || driver == null) {
@@ -85,17 +82,29 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     while (true) {
       RawBsonDocument raw;
       try {
-        raw = driver.tryNext();
-      } catch (MongoChangeStreamException e) {
-        // The driver found an event without a resume token (for example a pipeline stage
-        // removed _id): it cannot resume past it.
-        throw undecodable("the event has no resume token (_id): " + e.getMessage(), null, e);
-      } catch (MongoException e) {
-        throw fail(e);
+        try {
+          raw = driver.tryNext();
+        } catch (MongoChangeStreamException e) {
+          // The driver found an event without a resume token (for example a pipeline stage
+          // removed _id): it cannot resume past it.
+          throw undecodable("the event has no resume token (_id): " + e.getMessage(), null, e);
+        } catch (MongoException e) {
+          throw fail(e);
+        }
+        if (raw != null) {
+          accept(raw, out);
+        }
+      } catch (FeedException e) {
+        // Hand out the changes read before the failure first, so they can be processed and
+        // committed; the failure (recorded in `failure`) comes with the next poll, naming the
+        // position right after them.
+        if (out.isEmpty()) {
+          throw e;
+        }
+        return out;
       }
       if (raw != null) {
         backoff = minBackoffNanos;
-        accept(raw, out);
         if (ended || out.size() >= batchSize) {
           return out;
         }

@@ -256,6 +256,42 @@ class MongoChangeFeedTest {
   }
 
   @Test
+  void aCheckpointThatFellOffTheOplogIsHistoryLostNotASilentGap() {
+    // Its own server: trimming the oplog affects every stream on it.
+    try (EmbeddedMongo trimmed = EmbeddedMongo.start();
+        MongoClient c = trimmed.client()) {
+      MongoCollection<BsonDocument> col = c.getDatabase(DB).getCollection("t", BsonDocument.class);
+      for (int i = 1; i <= 5; i++) {
+        col.insertOne(new BsonDocument("_id", new BsonString("d" + i)));
+      }
+      MongoChangeFeed feed = MongoChangeFeed.builder(c, DB, "t").build();
+      List<ChangeEvent<BsonDocument>> events;
+      try (FeedCursor<BsonDocument> cursor = feed.open(PartitionSpec.single(), StartPoint.oldest())) {
+        events = read(cursor, 5);
+      }
+      Position checkpointOfD1 = events.get(0).position();
+      Position checkpointOfD3 = events.get(2).position();
+      // The oplog rolls over: entries of d1..d3 are gone, d4 is the oldest retained change.
+      org.bson.BsonTimestamp d4 = ((BsonDocument) events.get(3).raw()).getTimestamp("clusterTime");
+      assertThat(trimmed.trimOplogBefore(d4)).isEqualTo(3);
+
+      assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.after(checkpointOfD1)))
+          .isInstanceOfSatisfying(
+              dev.sluice.feed.HistoryLostException.class,
+              e -> {
+                assertThat(e.lostFrom()).isEqualTo(checkpointOfD1);
+                assertThat(e.reason()).contains("286");
+                assertThat(e.oldestAvailable()).isEqualTo(Instant.ofEpochSecond(d4.getTime()));
+              });
+      // A checkpoint at the last trimmed change lost nothing: resuming after it still works.
+      try (FeedCursor<BsonDocument> cursor =
+          feed.open(PartitionSpec.single(), StartPoint.after(checkpointOfD3))) {
+        assertThat(keys(read(cursor, 2))).containsExactly("d4", "d5");
+      }
+    }
+  }
+
+  @Test
   void anIdlePollReturnsNothingAndTheStreamNameDefaultsToTheNamespace() {
     String c = freshCollection();
     MongoChangeFeed feed = feed(c);

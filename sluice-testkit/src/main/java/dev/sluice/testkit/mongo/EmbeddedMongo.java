@@ -5,7 +5,6 @@ import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import de.bwaldvogel.mongo.MongoServer;
-import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.util.Objects;
@@ -16,7 +15,8 @@ import java.util.concurrent.TimeUnit;
  * a random local port, oplog enabled so change streams work.
  *
  * <p>It is a low-fidelity wire-protocol server (see {@code shared/embedded-servers.md}): no
- * sessions, no transactions, no pipeline updates, no history loss, no invalidate events. Code
+ * sessions, no transactions, no pipeline updates, no invalidate events, and history is lost only
+ * when a test asks for it ({@link #trimOplogBefore}). Code
  * under test must target real MongoDB; behaviour only a replica set shows is tested with driver
  * fakes.
  *
@@ -28,10 +28,12 @@ import java.util.concurrent.TimeUnit;
 public final class EmbeddedMongo implements AutoCloseable {
 
   private final MongoServer server;
+  private final TrimmableMemoryBackend backend;
   private final String connectionString;
 
-  private EmbeddedMongo(MongoServer server, String connectionString) {
+  private EmbeddedMongo(MongoServer server, TrimmableMemoryBackend backend, String connectionString) {
     this.server = server;
+    this.backend = backend;
     this.connectionString = connectionString;
   }
 
@@ -47,12 +49,12 @@ public final class EmbeddedMongo implements AutoCloseable {
    */
   public static EmbeddedMongo start(Clock serverClock) {
     Objects.requireNonNull(serverClock, "serverClock");
-    MemoryBackend backend = new MemoryBackend(serverClock);
+    TrimmableMemoryBackend backend = new TrimmableMemoryBackend(serverClock);
     MongoServer server = new MongoServer(backend);
     server.enableOplog();
     InetSocketAddress address = server.bind();
     String cs = "mongodb://" + address.getHostString() + ":" + address.getPort();
-    return new EmbeddedMongo(server, cs);
+    return new EmbeddedMongo(server, backend, cs);
   }
 
   /** {@code mongodb://host:port} of this server. */
@@ -76,6 +78,20 @@ public final class EmbeddedMongo implements AutoCloseable {
         .applyToSocketSettings(
             b -> b.connectTimeout(2, TimeUnit.SECONDS).readTimeout(10, TimeUnit.SECONDS))
         .applyToConnectionPoolSettings(b -> b.maxWaitTime(5, TimeUnit.SECONDS));
+  }
+
+  /**
+   * Loses history the way a real replica set's capped oplog does: deletes every oplog entry older
+   * than {@code operationTime}. Opening a change stream before the retained history afterwards
+   * fails with error 286 (ChangeStreamHistoryLost), as on a real server; without this the
+   * embedded server never loses history and would silently skip the deleted changes.
+   *
+   * @return the number of entries deleted
+   */
+  public int trimOplogBefore(org.bson.BsonTimestamp operationTime) {
+    return backend
+        .oplog()
+        .trimBefore(new de.bwaldvogel.mongo.bson.BsonTimestamp(operationTime.getValue()));
   }
 
   @Override

@@ -1,0 +1,287 @@
+package dev.sluice.benchmarks.lock;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoDatabase;
+import dev.sluice.jdbc.lease.SqlLeaseStore;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.lock.LockProvider;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.sql.EmbeddedMariaDb;
+import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+import net.javacrumbs.shedlock.core.LockConfiguration;
+import net.javacrumbs.shedlock.core.SimpleLock;
+import net.javacrumbs.shedlock.provider.jdbctemplate.JdbcTemplateLockProvider;
+import net.javacrumbs.shedlock.provider.mongo.MongoLockProvider;
+
+/**
+ * Plain main-based harness (not JMH: each measurement needs three embedded servers and both
+ * libraries in one process, and the figures are milliseconds of I/O, not nanoseconds of CPU).
+ * Per backend, on the same server and the same connection pool / client:
+ *
+ * <ul>
+ *   <li>uncontended: one thread, acquire + release of one name, {@value #ITERATIONS} timed
+ *       iterations after {@value #WARMUP} warm-up ones; median and p99;
+ *   <li>contended: {@value #THREADS} threads try-acquire + release one name for
+ *       {@value #CONTENDED_SECONDS} s; successful acquisitions per second.
+ * </ul>
+ *
+ * Each measurement runs twice, in the order Sluice, ShedLock and then ShedLock, Sluice, to even
+ * out drift on a shared machine; the samples of both rounds are pooled.
+ */
+public final class LockBenchmark {
+  static final int WARMUP = 300;
+  static final int ITERATIONS = 1500;
+  static final int THREADS = 8;
+  static final int CONTENDED_SECONDS = 4;
+  private static final Duration AT_MOST = Duration.ofSeconds(30);
+
+  /** One library's lock on one backend, reduced to what is measured. */
+  interface Contender {
+    String label();
+
+    /** Acquire; empty if held elsewhere. The returned action releases. */
+    Optional<Runnable> tryLock(String name);
+  }
+
+  record Result(String backend, String library, double medianMs, double p99Ms, double perSecond,
+      double attemptsPerSecond) {}
+
+  public static void main(String[] args) throws Exception {
+    List<Result> results = new ArrayList<>();
+    String version = System.getProperty("java.version");
+
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
+      MongoDatabase db = client.getDatabase("bench");
+      LockProvider sluice = LockProvider.on(MongoLeaseStore.builder(db).collection("sluice_leases")
+          .build()).leaseDuration(AT_MOST).build();
+      MongoLockProvider shed = new MongoLockProvider(db);
+      results.addAll(compare("MongoDB (mongo-java-server 1.47)", sluice(sluice), shedlock(shed)));
+      sluice.close();
+    }
+
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.start();
+    try {
+      DataSource ds = pg.dataSource("bench");
+      execute(ds, "CREATE TABLE IF NOT EXISTS shedlock(name VARCHAR(64) NOT NULL, lock_until "
+          + "TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, "
+          + "PRIMARY KEY (name))");
+      results.addAll(compareSql("PostgreSQL 17", ds));
+    } finally {
+      pg.close();
+    }
+
+    EmbeddedMariaDb maria = EmbeddedMariaDb.start();
+    try {
+      DataSource ds = maria.dataSource("bench");
+      execute(ds, "CREATE TABLE IF NOT EXISTS shedlock(name VARCHAR(64) NOT NULL, lock_until "
+          + "TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+          + "locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))");
+      results.addAll(compareSql("MariaDB 11.4", ds));
+    } finally {
+      maria.close();
+    }
+
+    String table = table(results, version);
+    System.out.println(table);
+    Path out = Path.of("target", "lock-benchmark.md");
+    try {
+      Files.createDirectories(out.getParent());
+      Files.writeString(out, table);
+    } catch (IOException e) {
+      System.err.println("Could not write " + out + ": " + e);
+    }
+    System.exit(0);
+  }
+
+  private static List<Result> compareSql(String backend, DataSource ds)
+      throws InterruptedException {
+    LeaseStore store = SqlLeaseStore.builder(ds).table("sluice_lease").build();
+    LockProvider sluice = LockProvider.on(store).leaseDuration(AT_MOST).build();
+    // usingDbTime(): like Sluice, judge expiry on the database's clock.
+    JdbcTemplateLockProvider shed = new JdbcTemplateLockProvider(JdbcTemplateLockProvider
+        .Configuration.builder().withJdbcTemplate(new org.springframework.jdbc.core.JdbcTemplate(ds))
+        .usingDbTime().build());
+    try {
+      return compare(backend, sluice(sluice), shedlock(shed));
+    } finally {
+      sluice.close();
+    }
+  }
+
+  private static Contender sluice(LockProvider p) {
+    return new Contender() {
+      @Override
+      public String label() {
+        return "Sluice";
+      }
+
+      @Override
+      public Optional<Runnable> tryLock(String name) {
+        return p.tryAcquire(name).map(l -> l::close);
+      }
+    };
+  }
+
+  private static Contender shedlock(net.javacrumbs.shedlock.core.LockProvider p) {
+    return new Contender() {
+      @Override
+      public String label() {
+        return "ShedLock";
+      }
+
+      @Override
+      public Optional<Runnable> tryLock(String name) {
+        Optional<SimpleLock> l =
+            p.lock(new LockConfiguration(Instant.now(), name, AT_MOST, Duration.ZERO));
+        return l.map(s -> s::unlock);
+      }
+    };
+  }
+
+  private static List<Result> compare(String backend, Contender sluice, Contender shed)
+      throws InterruptedException {
+    long[][] latency = new long[2][];
+    double[][] rates = new double[2][2];
+    for (int round = 0; round < 2; round++) {
+      Contender[] order = round == 0 ? new Contender[] {sluice, shed}
+          : new Contender[] {shed, sluice};
+      for (Contender c : order) {
+        int i = c == sluice ? 0 : 1;
+        long[] samples = uncontended(c, "uc-" + c.label() + "-" + round);
+        latency[i] = latency[i] == null ? samples : concat(latency[i], samples);
+        double[] r = contended(c, "ct-" + c.label() + "-" + round);
+        rates[i][0] += r[0] / 2;
+        rates[i][1] += r[1] / 2;
+        System.out.printf(Locale.ROOT, "%s %s round %d: median %.3f ms, %.0f acq/s%n", backend,
+            c.label(), round, median(samples) / 1e6, r[0]);
+      }
+    }
+    return List.of(
+        new Result(backend, "Sluice", median(latency[0]) / 1e6, p99(latency[0]) / 1e6,
+            rates[0][0], rates[0][1]),
+        new Result(backend, "ShedLock", median(latency[1]) / 1e6, p99(latency[1]) / 1e6,
+            rates[1][0], rates[1][1]));
+  }
+
+  private static long[] uncontended(Contender c, String name) {
+    for (int i = 0; i < WARMUP; i++) {
+      c.tryLock(name).orElseThrow(() -> new IllegalStateException("uncontended lock not granted"))
+          .run();
+    }
+    long[] samples = new long[ITERATIONS];
+    for (int i = 0; i < ITERATIONS; i++) {
+      long start = System.nanoTime();
+      c.tryLock(name).orElseThrow(() -> new IllegalStateException("uncontended lock not granted"))
+          .run();
+      samples[i] = System.nanoTime() - start;
+    }
+    return samples;
+  }
+
+  /** Returns {successful acquisitions per second, attempts per second}. */
+  private static double[] contended(Contender c, String name) throws InterruptedException {
+    AtomicLong acquired = new AtomicLong();
+    AtomicLong attempts = new AtomicLong();
+    AtomicLong errors = new AtomicLong();
+    CountDownLatch start = new CountDownLatch(1);
+    long[] window = new long[2];
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < THREADS; t++) {
+      Thread thread = new Thread(() -> {
+        try {
+          start.await();
+        } catch (InterruptedException e) {
+          return;
+        }
+        while (System.nanoTime() < window[1]) {
+          try {
+            Optional<Runnable> lock = c.tryLock(name);
+            attempts.incrementAndGet();
+            if (lock.isPresent()) {
+              acquired.incrementAndGet();
+              lock.get().run();
+            }
+          } catch (RuntimeException e) {
+            errors.incrementAndGet();
+          }
+        }
+      });
+      threads.add(thread);
+      thread.start();
+    }
+    window[0] = System.nanoTime();
+    window[1] = window[0] + Duration.ofSeconds(CONTENDED_SECONDS).toNanos();
+    start.countDown();
+    for (Thread t : threads) {
+      t.join();
+    }
+    double seconds = (System.nanoTime() - window[0]) / 1e9;
+    if (errors.get() > 0) {
+      System.out.printf("%s: %d errors under contention%n", c.label(), errors.get());
+    }
+    return new double[] {acquired.get() / seconds, attempts.get() / seconds};
+  }
+
+  private static void execute(DataSource ds, String sql) throws SQLException {
+    try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+      st.execute(sql);
+    }
+  }
+
+  private static long[] concat(long[] a, long[] b) {
+    long[] r = Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, r, a.length, b.length);
+    return r;
+  }
+
+  private static double median(long[] samples) {
+    long[] s = samples.clone();
+    Arrays.sort(s);
+    return s[s.length / 2];
+  }
+
+  private static double p99(long[] samples) {
+    long[] s = samples.clone();
+    Arrays.sort(s);
+    return s[(int) Math.min(s.length - 1, Math.round(s.length * 0.99))];
+  }
+
+  private static String table(List<Result> results, String javaVersion) {
+    StringBuilder b = new StringBuilder();
+    b.append(String.format(Locale.ROOT, "Java %s, %d cores; %d x acquire+release uncontended, "
+        + "%d threads x %d s contended (pooled over 2 rounds)%n%n", javaVersion,
+        Runtime.getRuntime().availableProcessors(), 2 * ITERATIONS, THREADS, CONTENDED_SECONDS));
+    b.append("| backend | library | uncontended median (ms) | p99 (ms) | contended acquisitions/s "
+        + "(8 threads) | attempts/s | Sluice/ShedLock latency | Sluice/ShedLock throughput |\n");
+    b.append("|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < results.size(); i += 2) {
+      Result s = results.get(i);
+      Result h = results.get(i + 1);
+      for (Result r : List.of(s, h)) {
+        b.append(String.format(Locale.ROOT, "| %s | %s | %.3f | %.3f | %.0f | %.0f | %s | %s |%n",
+            r.backend(), r.library(), r.medianMs(), r.p99Ms(), r.perSecond(),
+            r.attemptsPerSecond(),
+            r == s ? String.format(Locale.ROOT, "%.2f", s.medianMs() / h.medianMs()) : "",
+            r == s ? String.format(Locale.ROOT, "%.2f", s.perSecond() / h.perSecond()) : ""));
+      }
+    }
+    return b.toString();
+  }
+}

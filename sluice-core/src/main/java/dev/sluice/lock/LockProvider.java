@@ -1,0 +1,156 @@
+package dev.sluice.lock;
+
+import dev.sluice.ConfigurationException;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.lock.internal.LeaseLockProvider;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * Distributed locks with fencing tokens, on top of any {@link LeaseStore} (MongoDB, PostgreSQL,
+ * MariaDB/MySQL): a lock <em>is</em> a lease named {@code namePrefix + name}, its fencing token is
+ * the lease epoch, and it is extended by renewing the lease. Expiry is judged on the store's
+ * clock. See {@code docs/locks.md} and {@code docs/adr/0020-locks-are-leases.md}.
+ *
+ * <pre>{@code
+ * LockProvider locks = LockProvider.on(leaseStore).leaseDuration(Duration.ofSeconds(30)).build();
+ * try (Lock lock = locks.acquire("invoice-42", Duration.ofSeconds(10))) {
+ *   reportingSystem.update(resource, lock.token()); // the target rejects tokens lower than seen
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safe. Close the provider when the application stops: it releases the locks it still
+ * holds and stops extending them.
+ */
+public interface LockProvider extends AutoCloseable {
+
+  /** Starts configuring a provider whose locks are leases in {@code store}. */
+  static Builder on(LeaseStore store) {
+    return new Builder(ConfigurationException.requireNonNull(store, "store"));
+  }
+
+  /**
+   * Acquires {@code name}, waiting with exponential back-off and jitter while someone else holds
+   * it.
+   *
+   * @throws LockTimeoutException if {@code maxWait} passed without acquiring it; names the lock,
+   *     the wait and the current holder if known
+   * @throws dev.sluice.SluiceException if interrupted while waiting (the interrupt flag is kept)
+   */
+  Lock acquire(String name, Duration maxWait);
+
+  /** One attempt: the lock, or empty if someone else holds it. */
+  Optional<Lock> tryAcquire(String name);
+
+  /** Releases every lock this provider still holds and stops extending them. Idempotent. */
+  @Override
+  void close();
+
+  /** Configuration of a {@link LockProvider}; every setter rejects bad values at once. */
+  final class Builder {
+    private final LeaseStore store;
+    private Duration leaseDuration = Duration.ofSeconds(30);
+    private Duration extendEvery;
+    private Duration initialBackoff = Duration.ofMillis(50);
+    private Duration maxBackoff = Duration.ofSeconds(1);
+    private Clock clock = Clock.systemUTC();
+    private LockLostListener onLost;
+    private String namePrefix = "lock:";
+    private String ownerId;
+
+    private Builder(LeaseStore store) {
+      this.store = store;
+    }
+
+    /**
+     * How long a lock outlives its holder's last extension: the time others wait after a holder
+     * crashed. Default 30 s. At least 100 ms.
+     */
+    public Builder leaseDuration(Duration leaseDuration) {
+      ConfigurationException.requireNonNull(leaseDuration, "leaseDuration");
+      ConfigurationException.require(leaseDuration.compareTo(Duration.ofMillis(100)) >= 0,
+          "leaseDuration", leaseDuration, "must be at least 100 ms");
+      this.leaseDuration = leaseDuration;
+      return this;
+    }
+
+    /**
+     * How often a held lock is extended. Must be positive and less than half the lease duration,
+     * so one failed extension still leaves time for another. Default: a third of the lease.
+     */
+    public Builder extendEvery(Duration extendEvery) {
+      ConfigurationException.requireNonNull(extendEvery, "extendEvery");
+      ConfigurationException.require(!extendEvery.isNegative() && !extendEvery.isZero(),
+          "extendEvery", extendEvery, "must be positive");
+      this.extendEvery = extendEvery;
+      return this;
+    }
+
+    /**
+     * Back-off between attempts of {@link LockProvider#acquire}: starts at {@code initial},
+     * doubles up to {@code max}; each wait is drawn at random from the upper half of the current
+     * back-off so that waiters do not retry in lock-step. Defaults 50 ms and 1 s.
+     */
+    public Builder backoff(Duration initial, Duration max) {
+      ConfigurationException.requireNonNull(initial, "backoff.initial");
+      ConfigurationException.requireNonNull(max, "backoff.max");
+      ConfigurationException.require(initial.toMillis() >= 1, "backoff.initial", initial,
+          "must be at least 1 ms");
+      ConfigurationException.require(max.compareTo(initial) >= 0, "backoff.max", max,
+          "must be at least backoff.initial (" + initial + ")");
+      this.initialBackoff = initial;
+      this.maxBackoff = max;
+      return this;
+    }
+
+    /**
+     * The process clock, used only to measure elapsed time (acquire deadlines, how long the last
+     * extension stays valid). Expiry itself is always judged on the store's clock, so a process
+     * clock that is off by a constant does no harm. Default {@link Clock#systemUTC()}.
+     */
+    public Builder clock(Clock clock) {
+      this.clock = ConfigurationException.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** Called when a held lock is lost. Default: log a warning. */
+    public Builder onLost(LockLostListener onLost) {
+      this.onLost = ConfigurationException.requireNonNull(onLost, "onLost");
+      return this;
+    }
+
+    /**
+     * Prefix of the lease names, keeping locks apart from listener leases ({@code stream#partition})
+     * in the same store. Default {@code lock:}.
+     */
+    public Builder namePrefix(String namePrefix) {
+      ConfigurationException.requireNonNull(namePrefix, "namePrefix");
+      ConfigurationException.require(!namePrefix.isBlank(), "namePrefix", "'" + namePrefix + "'",
+          "must not be blank");
+      this.namePrefix = namePrefix;
+      return this;
+    }
+
+    /**
+     * Identifies this process in the store (shown as the holder in timeouts and status tools).
+     * Each acquisition appends its own sequence number. Default: host name, pid and a random id.
+     */
+    public Builder ownerId(String ownerId) {
+      ConfigurationException.requireNonNull(ownerId, "ownerId");
+      ConfigurationException.require(!ownerId.isBlank() && ownerId.length() <= 200, "ownerId",
+          "'" + ownerId + "'", "must be 1..200 characters, not blank");
+      this.ownerId = ownerId;
+      return this;
+    }
+
+    /** Validates the combination and builds the provider. */
+    public LockProvider build() {
+      Duration every = extendEvery != null ? extendEvery : leaseDuration.dividedBy(3);
+      ConfigurationException.require(every.multipliedBy(2).compareTo(leaseDuration) < 0,
+          "extendEvery", every, "must be less than half of leaseDuration (" + leaseDuration + ")");
+      return new LeaseLockProvider(store, leaseDuration, every, initialBackoff, maxBackoff, clock,
+          onLost, namePrefix, ownerId);
+    }
+  }
+}

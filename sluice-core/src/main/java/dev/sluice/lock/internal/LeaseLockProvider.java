@@ -1,0 +1,195 @@
+package dev.sluice.lock.internal;
+
+import dev.sluice.ConfigurationException;
+import dev.sluice.SluiceException;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.lock.Lock;
+import dev.sluice.lock.LockLostListener;
+import dev.sluice.lock.LockProvider;
+import dev.sluice.lock.LockTimeoutException;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The one lock implementation: a lock is a lease; see {@code docs/adr/0020-locks-are-leases.md}. */
+public final class LeaseLockProvider implements LockProvider {
+  private static final Logger LOG = LoggerFactory.getLogger(LeaseLockProvider.class);
+  private static final AtomicInteger PROVIDERS = new AtomicInteger();
+  /** Lease names are stored in VARCHAR(255) columns by the SQL store. */
+  static final int MAX_LEASE_NAME = 255;
+
+  final LeaseStore store;
+  final Duration leaseDuration;
+  final Duration extendEvery;
+  private final Duration initialBackoff;
+  private final Duration maxBackoff;
+  final Clock clock;
+  private final LockLostListener onLost;
+  private final String namePrefix;
+  private final String ownerBase;
+  private final AtomicLong acquisitions = new AtomicLong();
+  final ScheduledThreadPoolExecutor extender;
+  private final Set<HeldLock> held = ConcurrentHashMap.newKeySet();
+  private volatile boolean closed;
+
+  public LeaseLockProvider(LeaseStore store, Duration leaseDuration, Duration extendEvery,
+      Duration initialBackoff, Duration maxBackoff, Clock clock, LockLostListener onLost,
+      String namePrefix, String ownerId) {
+    this.store = store;
+    this.leaseDuration = leaseDuration;
+    this.extendEvery = extendEvery;
+    this.initialBackoff = initialBackoff;
+    this.maxBackoff = maxBackoff;
+    this.clock = clock;
+    this.onLost = onLost != null ? onLost : (lock, cause) -> LOG.warn(
+        "Lock '{}' (token {}) was lost: {}", lock.name(), lock.token(), cause.getMessage());
+    this.namePrefix = namePrefix;
+    this.ownerBase = ownerId != null ? ownerId : defaultOwnerId();
+    int n = PROVIDERS.incrementAndGet();
+    AtomicInteger threads = new AtomicInteger();
+    // One small daemon pool per provider extends all its locks; daemon so a forgotten provider
+    // never keeps the JVM alive (its locks then simply expire).
+    this.extender = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, "sluice-lock-extender-" + n + "-" + threads.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+    this.extender.setRemoveOnCancelPolicy(true);
+    this.extender.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+  }
+
+  private static String defaultOwnerId() {
+    String host;
+    try {
+      host = InetAddress.getLocalHost().getHostName();
+    } catch (Exception e) {
+      host = "unknown-host";
+    }
+    String pid = Long.toString(ProcessHandle.current().pid());
+    return host + "/" + pid + "/" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  @Override
+  public Optional<Lock> tryAcquire(String name) {
+    String leaseName = leaseName(name);
+    requireOpen();
+    // A unique owner per acquisition: two threads of one process must exclude each other too.
+    String owner = ownerBase + "#" + acquisitions.incrementAndGet();
+    long sentAt = clock.millis();
+    Optional<Lease> lease = store.tryAcquire(leaseName, owner, leaseDuration);
+    if (lease.isEmpty()) {
+      return Optional.empty();
+    }
+    HeldLock lock = new HeldLock(this, name, lease.get(), sentAt + leaseDuration.toMillis());
+    held.add(lock);
+    if (closed) {
+      // Raced with close(): do not leave a lock behind that nobody extends or releases.
+      lock.close();
+      requireOpen();
+    }
+    lock.startExtending();
+    return Optional.of(lock);
+  }
+
+  @Override
+  public Lock acquire(String name, Duration maxWait) {
+    ConfigurationException.requireNonNull(maxWait, "maxWait");
+    ConfigurationException.require(!maxWait.isNegative(), "maxWait", maxWait,
+        "must not be negative");
+    String leaseName = leaseName(name);
+    long start = clock.millis();
+    long deadline = start + maxWait.toMillis();
+    long backoff = initialBackoff.toMillis();
+    while (true) {
+      Optional<Lock> lock = tryAcquire(name);
+      if (lock.isPresent()) {
+        return lock.get();
+      }
+      long left = deadline - clock.millis();
+      if (left <= 0) {
+        throw timeout(name, leaseName, maxWait);
+      }
+      long pause = Math.min(left, ThreadLocalRandom.current().nextLong(backoff / 2, backoff + 1));
+      try {
+        Thread.sleep(Math.max(1, pause));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new SluiceException("Interrupted while waiting for lock '" + name + "'", e);
+      }
+      backoff = Math.min(maxBackoff.toMillis(), backoff * 2);
+    }
+  }
+
+  private LockTimeoutException timeout(String name, String leaseName, Duration maxWait) {
+    Optional<LeaseRecord> record;
+    try {
+      record = store.read(leaseName).filter(LeaseRecord::isHeld);
+    } catch (RuntimeException e) {
+      LOG.debug("Could not read the holder of lock '{}' for the timeout message", name, e);
+      record = Optional.empty();
+    }
+    return record
+        .map(r -> new LockTimeoutException(name, maxWait, r.owner(), r.epoch(), r.expiresAt()))
+        .orElseGet(() -> new LockTimeoutException(name, maxWait, null, null, null));
+  }
+
+  private String leaseName(String name) {
+    ConfigurationException.requireNonNull(name, "name");
+    ConfigurationException.require(!name.isBlank(), "name", "'" + name + "'",
+        "must not be blank");
+    ConfigurationException.require(namePrefix.length() + name.length() <= MAX_LEASE_NAME, "name",
+        "'" + name + "'", "must be at most " + (MAX_LEASE_NAME - namePrefix.length())
+            + " characters");
+    return namePrefix + name;
+  }
+
+  private void requireOpen() {
+    if (closed) {
+      throw new SluiceException("LockProvider is closed");
+    }
+  }
+
+  void forget(HeldLock lock) {
+    held.remove(lock);
+  }
+
+  void notifyLost(HeldLock lock, SluiceException cause) {
+    try {
+      onLost.lockLost(lock, cause);
+    } catch (RuntimeException e) {
+      LOG.error("onLost callback for lock '{}' threw", lock.name(), e);
+    }
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (HeldLock lock : List.copyOf(held)) {
+      lock.close();
+    }
+    extender.shutdownNow();
+    try {
+      extender.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

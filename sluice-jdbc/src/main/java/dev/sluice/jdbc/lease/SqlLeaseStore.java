@@ -1,0 +1,486 @@
+package dev.sluice.jdbc.lease;
+
+import dev.sluice.ConfigurationException;
+import dev.sluice.SluiceException;
+import dev.sluice.feed.Position;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseLostException;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStore;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+
+/**
+ * {@link LeaseStore} on PostgreSQL or MariaDB/MySQL: one row per lease, taken with the
+ * compare-and-swap of {@code seeds/002} under REPEATABLE READ (read the row, update it only if its
+ * {@code version} is still the one read, commit; zero rows, a serialization failure, a failed
+ * commit or a lost insert race all mean "not acquired"). Expiry is judged with the database's
+ * clock ({@code now()} / {@code UTC_TIMESTAMP(6)}), never the JVM's. See
+ * {@code docs/adr/0021-sql-lease-compare-and-swap.md} and the DDL in {@code postgresql.sql} /
+ * {@code mariadb.sql} next to this class (run on first use).
+ *
+ * <pre>{@code
+ * LeaseStore store = SqlLeaseStore.builder(dataSource).table("sluice_lease").build();
+ * }</pre>
+ *
+ * <p>Thread-safe; borrows one connection per operation, so give it a pooled DataSource.
+ */
+public final class SqlLeaseStore implements LeaseStore {
+  private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}"
+      + "(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
+  /** Bounded: only our own concurrent commit/renew can make a held row's CAS fail. */
+  private static final int FENCED_WRITE_ATTEMPTS = 10;
+  private static final String COLUMNS =
+      "t.name, t.owner, t.epoch, t.expires_at, t.version, t.checkpoint, t.checkpoint_time";
+
+  /** Which SQL database the store talks to. */
+  public enum Dialect {
+    POSTGRESQL(SqlDialect.POSTGRESQL),
+    /** MariaDB and MySQL with InnoDB. */
+    MARIADB(SqlDialect.MARIADB);
+
+    private final SqlDialect sql;
+
+    Dialect(SqlDialect sql) {
+      this.sql = sql;
+    }
+  }
+
+  private final DataSource dataSource;
+  private final String table;
+  private final boolean createTable;
+  private volatile SqlDialect dialect;
+  private volatile boolean tableReady;
+
+  private SqlLeaseStore(Builder b) {
+    this.dataSource = b.dataSource;
+    this.table = b.table;
+    this.createTable = b.createTable;
+    this.dialect = b.dialect == null ? null : b.dialect.sql;
+  }
+
+  /** Starts configuring a store over {@code dataSource} (pooled, please). */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(ConfigurationException.requireNonNull(dataSource, "dataSource"));
+  }
+
+  /** Configuration of a {@link SqlLeaseStore}. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private String table = "sluice_lease";
+    private Dialect dialect;
+    private boolean createTable = true;
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = dataSource;
+    }
+
+    /** Table name, optionally schema-qualified; default {@code sluice_lease}. */
+    public Builder table(String table) {
+      ConfigurationException.requireNonNull(table, "table");
+      ConfigurationException.require(TABLE.matcher(table).matches(), "table", "'" + table + "'",
+          "must be an unquoted SQL identifier, optionally schema-qualified");
+      this.table = table;
+      return this;
+    }
+
+    /** The database; default: detected from the connection's metadata on first use. */
+    public Builder dialect(Dialect dialect) {
+      this.dialect = ConfigurationException.requireNonNull(dialect, "dialect");
+      return this;
+    }
+
+    /**
+     * Whether to run {@code CREATE TABLE IF NOT EXISTS} on first use (default true). Turn off
+     * where the application's database user may not create tables; then run the documented DDL.
+     */
+    public Builder createTable(boolean createTable) {
+      this.createTable = createTable;
+      return this;
+    }
+
+    public SqlLeaseStore build() {
+      return new SqlLeaseStore(this);
+    }
+  }
+
+  private record Row(String name, String owner, long epoch, Instant expiresAt, long version,
+      Position checkpoint, Instant now) {
+    boolean heldBySomeoneAt() {
+      return owner != null && expiresAt != null && expiresAt.isAfter(now);
+    }
+
+    boolean matches(Lease lease) {
+      return lease.owner().equals(owner) && lease.epoch() == epoch;
+    }
+
+    LeaseRecord toRecord() {
+      return new LeaseRecord(name, owner, epoch, expiresAt, checkpoint, now);
+    }
+  }
+
+  @FunctionalInterface
+  private interface Tx<T> {
+    T run(Connection c, SqlDialect d) throws SQLException;
+  }
+
+  /** Thrown inside a transaction to roll back and report "did not win the CAS". */
+  private static final class CasFailed extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    CasFailed() {
+      super(null, null, false, false);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Override
+  public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
+    requireName(name);
+    ConfigurationException.requireNonNull(owner, "owner");
+    requireDuration(duration);
+    try {
+      return Optional.of(casTransaction("tryAcquire", name, (c, d) -> {
+        Row row = select(c, d, name);
+        Instant expiresAt = expiry(row.now(), duration);
+        if (row.name() == null) {
+          try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + table
+              + " (name, owner, epoch, expires_at, version, checkpoint, checkpoint_time)"
+              + " VALUES (?, ?, 1, ?, 1, NULL, NULL)")) {
+            ps.setString(1, name);
+            ps.setString(2, owner);
+            d.setTime(ps, 3, expiresAt);
+            ps.executeUpdate();
+          }
+          return new Lease(name, owner, 1, expiresAt, null);
+        }
+        if (row.heldBySomeoneAt() && !owner.equals(row.owner())) {
+          return null;
+        }
+        long epoch = row.epoch() + 1;
+        casUpdate(c, "owner = ?, epoch = ?, expires_at = ?", row, ps -> {
+          ps.setString(1, owner);
+          ps.setLong(2, epoch);
+          d.setTime(ps, 3, expiresAt);
+          return 4;
+        });
+        return new Lease(name, owner, epoch, expiresAt, row.checkpoint());
+      }));
+    } catch (CasFailed e) {
+      return Optional.empty();
+    }
+  }
+
+  @Override
+  public Lease renew(Lease lease, Duration duration) {
+    requireDuration(duration);
+    return fencedWrite("renew", lease, (c, d) -> {
+      Row row = selectMatching(c, d, lease);
+      Instant expiresAt = expiry(row.now(), duration);
+      casUpdate(c, "expires_at = ?", row, ps -> {
+        d.setTime(ps, 1, expiresAt);
+        return 2;
+      });
+      return new Lease(lease.name(), lease.owner(), lease.epoch(), expiresAt, row.checkpoint());
+    });
+  }
+
+  @Override
+  public Lease commit(Lease lease, Position checkpoint) {
+    ConfigurationException.requireNonNull(checkpoint, "checkpoint");
+    Position stored = new Position(checkpoint.token(),
+        checkpoint.time() == null ? null : checkpoint.time().truncatedTo(ChronoUnit.MICROS));
+    return fencedWrite("commit", lease, (c, d) -> {
+      Row row = selectMatching(c, d, lease);
+      casUpdate(c, "checkpoint = ?, checkpoint_time = ?", row, ps -> {
+        ps.setString(1, stored.token());
+        d.setTime(ps, 2, stored.time());
+        return 3;
+      });
+      return new Lease(lease.name(), lease.owner(), lease.epoch(), row.expiresAt(), stored);
+    });
+  }
+
+  @Override
+  public boolean release(Lease lease) {
+    try {
+      fencedWrite("release", lease, (c, d) -> {
+        Row row = selectMatching(c, d, lease);
+        casUpdate(c, "owner = NULL, expires_at = NULL", row, ps -> 1);
+        return lease;
+      });
+      return true;
+    } catch (LeaseLostException e) {
+      return false;
+    }
+  }
+
+  @Override
+  public Optional<LeaseRecord> read(String name) {
+    requireName(name);
+    return query("read", (c, d) -> {
+      Row row = select(c, d, name);
+      return row.name() == null ? Optional.<LeaseRecord>empty() : Optional.of(row.toRecord());
+    });
+  }
+
+  @Override
+  public List<LeaseRecord> list(String prefix) {
+    ConfigurationException.requireNonNull(prefix, "prefix");
+    String pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%";
+    return query("list", (c, d) -> {
+      List<LeaseRecord> records = new ArrayList<>();
+      try (PreparedStatement ps = c.prepareStatement("SELECT " + COLUMNS + ", " + d.now
+          + " FROM " + table + " t WHERE t.name LIKE ? ESCAPE '!'")) {
+        ps.setString(1, pattern);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            records.add(row(rs, d).toRecord());
+          }
+        }
+      }
+      // Sorted here: the databases' collations disagree on order; Java's is the contract's.
+      records.sort(Comparator.comparing(LeaseRecord::name));
+      return records;
+    });
+  }
+
+  @Override
+  public Instant now() {
+    return query("now", (c, d) -> {
+      try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT " + d.now)) {
+        rs.next();
+        return d.getTime(rs, 1);
+      }
+    });
+  }
+
+  @Override
+  public String toString() {
+    return "SqlLeaseStore[" + table + ", " + dialect + "]";
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private static Instant expiry(Instant dbNow, Duration duration) {
+    // Truncated to what both databases store, so the lease we return equals the stored row.
+    return dbNow.plus(duration).truncatedTo(ChronoUnit.MICROS);
+  }
+
+  /** The row (name null if absent) and the database's clock, in one round trip. */
+  private Row select(Connection c, SqlDialect d, String name) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT " + COLUMNS + ", " + d.now
+        + " FROM (SELECT 1 AS one) o LEFT JOIN " + table + " t ON t.name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return row(rs, d);
+      }
+    }
+  }
+
+  private static Row row(ResultSet rs, SqlDialect d) throws SQLException {
+    String token = rs.getString(6);
+    Position checkpoint = token == null ? null : new Position(token, d.getTime(rs, 7));
+    return new Row(rs.getString(1), rs.getString(2), rs.getLong(3), d.getTime(rs, 4),
+        rs.getLong(5), checkpoint, d.getTime(rs, 8));
+  }
+
+  /** The row if it is still this lease's (owner and epoch); otherwise the lease is lost. */
+  private Row selectMatching(Connection c, SqlDialect d, Lease lease) throws SQLException {
+    Row row = select(c, d, lease.name());
+    if (row.name() == null) {
+      throw new LeaseLostException(lease.name(), lease.epoch(), "no lease row");
+    }
+    if (!row.matches(lease)) {
+      throw new LeaseLostException(lease.name(), lease.epoch(),
+          row.owner() == null ? "released (now epoch " + row.epoch() + ")"
+              : "now held by " + row.owner() + " with epoch " + row.epoch());
+    }
+    return row;
+  }
+
+  @FunctionalInterface
+  private interface Binder {
+    /** Binds the SET parameters and returns the index of the first WHERE parameter. */
+    int bind(PreparedStatement ps) throws SQLException;
+  }
+
+  /**
+   * The compare-and-swap: updates the row only if its version is still the one read in this
+   * transaction. Under REPEATABLE READ, PostgreSQL raises a serialization failure if the row
+   * changed since the snapshot; InnoDB re-reads the latest version for the UPDATE and matches
+   * zero rows. Both mean someone else wrote first.
+   */
+  private void casUpdate(Connection c, String set, Row row, Binder binder)
+      throws SQLException, CasFailed {
+    try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + " SET " + set
+        + ", version = version + 1 WHERE name = ? AND version = ?")) {
+      int i = binder.bind(ps);
+      ps.setString(i, row.name());
+      ps.setLong(i + 1, row.version());
+      if (ps.executeUpdate() != 1) {
+        throw new CasFailed();
+      }
+    }
+  }
+
+  /** Renew/commit/release: retried while only the CAS (not owner or epoch) failed. */
+  private <T> T fencedWrite(String op, Lease lease, CasTx<T> body) {
+    ConfigurationException.requireNonNull(lease, "lease");
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return casTransaction(op, lease.name(), body);
+      } catch (CasFailed e) {
+        if (attempt >= FENCED_WRITE_ATTEMPTS) {
+          throw new SluiceException("SqlLeaseStore " + op + " of '" + lease.name()
+              + "' lost " + attempt + " compare-and-swap races in a row; giving up");
+        }
+      }
+    }
+  }
+
+  @FunctionalInterface
+  private interface CasTx<T> {
+    T run(Connection c, SqlDialect d) throws SQLException, CasFailed;
+  }
+
+  /**
+   * Runs {@code body} in a REPEATABLE READ transaction and commits. A null result, a failed CAS,
+   * a lost insert race, a serialization failure or a failed commit roll back and throw CasFailed.
+   */
+  private <T> T casTransaction(String op, String name, CasTx<T> body) throws CasFailed {
+    try (Connection c = dataSource.getConnection()) {
+      SqlDialect d = ready(c);
+      boolean autoCommit = c.getAutoCommit();
+      int isolation = c.getTransactionIsolation();
+      c.setAutoCommit(false);
+      c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+      try {
+        T result = body.run(c, d);
+        if (result == null) {
+          throw new CasFailed();
+        }
+        try {
+          c.commit();
+        } catch (SQLException e) {
+          // Seed 002: a commit that fails means someone else changed the row first.
+          throw new CasFailed();
+        }
+        return result;
+      } catch (CasFailed | RuntimeException e) {
+        rollbackQuietly(c);
+        throw e;
+      } catch (SQLException e) {
+        rollbackQuietly(c);
+        if (d.isDuplicateKey(e) || d.isConcurrentUpdate(e)) {
+          throw new CasFailed();
+        }
+        throw e;
+      } finally {
+        restore(c, autoCommit, isolation);
+      }
+    } catch (SQLException e) {
+      throw failure(op, name, e);
+    }
+  }
+
+  private <T> T query(String op, Tx<T> body) {
+    try (Connection c = dataSource.getConnection()) {
+      SqlDialect d = ready(c);
+      return body.run(c, d);
+    } catch (SQLException e) {
+      throw failure(op, null, e);
+    }
+  }
+
+  private SluiceException failure(String op, String name, SQLException e) {
+    return new SluiceException("SqlLeaseStore " + op + (name == null ? "" : " of '" + name + "'")
+        + " on table " + table + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState()
+        + ", error " + e.getErrorCode() + ")", e);
+  }
+
+  private static void rollbackQuietly(Connection c) {
+    try {
+      c.rollback();
+    } catch (SQLException ignored) {
+      // The connection is broken; closing it is all that is left to do.
+    }
+  }
+
+  private static void restore(Connection c, boolean autoCommit, int isolation) {
+    try {
+      c.setTransactionIsolation(isolation);
+      c.setAutoCommit(autoCommit);
+    } catch (SQLException ignored) {
+      // Broken connection: the pool discards it.
+    }
+  }
+
+  /** Detects the dialect and creates the table, once. */
+  private SqlDialect ready(Connection c) throws SQLException {
+    SqlDialect d = dialect;
+    if (d == null) {
+      String product = c.getMetaData().getDatabaseProductName();
+      d = SqlDialect.detect(product);
+      if (d == null) {
+        throw new ConfigurationException("SqlLeaseStore supports PostgreSQL and MariaDB/MySQL, "
+            + "but the DataSource is " + product + "; set dialect(...) if it is compatible");
+      }
+      dialect = d;
+    }
+    if (!tableReady && createTable) {
+      createTable(c, d);
+    }
+    tableReady = true;
+    return d;
+  }
+
+  private synchronized void createTable(Connection c, SqlDialect d) throws SQLException {
+    if (tableReady) {
+      return;
+    }
+    String ddl = d.ddl(table);
+    try (Statement st = c.createStatement()) {
+      st.execute(ddl);
+    } catch (SQLException first) {
+      // Two processes creating the table at once: PostgreSQL's IF NOT EXISTS can still fail
+      // on its catalog's unique index. The table exists then; a second attempt proves it.
+      try (Statement st = c.createStatement()) {
+        st.execute(ddl);
+      } catch (SQLException second) {
+        second.addSuppressed(first);
+        throw second;
+      }
+    }
+    if (!c.getAutoCommit()) {
+      c.commit();
+    }
+  }
+
+  private static void requireName(String name) {
+    ConfigurationException.requireNonNull(name, "name");
+    ConfigurationException.require(!name.isBlank() && name.length() <= 255, "name",
+        "'" + name + "'", "must be 1..255 characters, not blank");
+  }
+
+  private static void requireDuration(Duration duration) {
+    ConfigurationException.requireNonNull(duration, "duration");
+    ConfigurationException.require(duration.toMillis() >= 1, "duration", duration,
+        "must be at least 1 ms");
+  }
+
+}

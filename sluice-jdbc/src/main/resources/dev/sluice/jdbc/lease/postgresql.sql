@@ -1,0 +1,12 @@
+-- Sluice lease/lock table for PostgreSQL. SqlLeaseStore runs this on first use (table name
+-- substituted for sluice_lease); run it yourself if the application may not create tables.
+-- Expiry is judged with the database's clock (now()), never the application's.
+CREATE TABLE IF NOT EXISTS sluice_lease (
+  name            VARCHAR(255) NOT NULL PRIMARY KEY, -- lock:<name> or <stream>#<partition>
+  owner           VARCHAR(255),                      -- NULL once released
+  epoch           BIGINT       NOT NULL,             -- fencing token, +1 per acquisition
+  expires_at      TIMESTAMP WITH TIME ZONE,          -- NULL once released
+  version         BIGINT       NOT NULL,             -- compare-and-swap counter, +1 per write
+  checkpoint      TEXT,                              -- listener checkpoint (Position.token)
+  checkpoint_time TIMESTAMP WITH TIME ZONE           -- Position.time
+)

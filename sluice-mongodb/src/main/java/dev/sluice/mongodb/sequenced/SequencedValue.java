@@ -1,0 +1,42 @@
+package dev.sluice.mongodb.sequenced;
+
+import com.mongodb.client.MongoCollection;
+import dev.sluice.ConfigurationException;
+import java.util.Optional;
+import org.bson.BsonDocument;
+import org.bson.BsonValue;
+
+/**
+ * The scalar form of {@link SequencedSet}: a last-writer-wins field where "last" means the highest
+ * sequence number, not the latest arrival. Layout: {@code {_id, <field>: {seq: <long>, value:
+ * <any>}}}, written by one conditional upsert guarded by {@code seq < newSeq}.
+ *
+ * <pre>{@code
+ * SequencedValue email = SequencedValue.of(users, "email");
+ * email.set(userId, new BsonString("b@x"), 7);
+ * email.set(userId, new BsonString("a@x"), 5); // SUPERSEDED
+ * email.get(userId);                           // b@x
+ * }</pre>
+ */
+public interface SequencedValue {
+
+  static SequencedValue of(MongoCollection<BsonDocument> collection, String field) {
+    ConfigurationException.requireNonNull(collection, "collection");
+    ConfigurationException.requireNonNull(field, "field");
+    ConfigurationException.require(
+        !field.isEmpty() && !field.contains(".") && !field.startsWith("$") && !field.equals("_id"),
+        "field",
+        "'" + field + "'",
+        "must be a non-empty top-level field name other than _id (no '.', no leading '$')");
+    return new MongoSequencedValue(collection, field);
+  }
+
+  /** Stores {@code value} (may be BsonNull) if {@code seq} is higher than the stored one. */
+  Outcome set(BsonValue id, BsonValue value, long seq);
+
+  /** The stored value, empty if the document or the field does not exist. */
+  Optional<BsonValue> get(BsonValue id);
+
+  /** The sequence number of the stored value, empty if none. */
+  Optional<Long> sequence(BsonValue id);
+}

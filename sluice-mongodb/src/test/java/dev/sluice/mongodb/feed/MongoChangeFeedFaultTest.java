@@ -1,0 +1,252 @@
+package dev.sluice.mongodb.feed;
+
+import static dev.sluice.mongodb.feed.FakeChangeStreamCursor.change;
+import static dev.sluice.mongodb.feed.FakeChangeStreamCursor.serverError;
+import static dev.sluice.mongodb.feed.FakeChangeStreamCursor.token;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.mongodb.MongoSocketReadException;
+import com.mongodb.ServerAddress;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.StartPoint;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import org.bson.BsonDocument;
+import org.bson.BsonInt32;
+import org.bson.BsonString;
+import org.bson.BsonTimestamp;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Behaviour only a real replica set shows, driven through {@link FakeChangeStreamCursor} (a
+ * driver-level fake; no available server produces these).
+ */
+class MongoChangeFeedFaultTest {
+
+  private static final Duration WAIT = Duration.ofMillis(20);
+
+  private final FakeStreamSource source = new FakeStreamSource();
+
+  private DefaultMongoChangeFeed feed(boolean split) {
+    return new DefaultMongoChangeFeed(
+        "d.c", source, 100, Duration.ofMillis(1), Duration.ofMillis(2), split);
+  }
+
+  private static Position positionAfter(int n) {
+    return StreamStart.after(token(n)).toPosition(Instant.ofEpochSecond(1_700_000_000 + n));
+  }
+
+  @ParameterizedTest
+  @CsvSource({"286, ChangeStreamHistoryLost", "280, ChangeStreamFatalError", "260, InvalidResumeToken"})
+  void historyLostWhileReadingNamesTheLostPositionAndTheOldestAvailable(int code, String name) {
+    FakeChangeStreamCursor cursor =
+        new FakeChangeStreamCursor().event(change(1, "insert", "a")).fail(serverError(code, name));
+    source.willOpen(cursor);
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.oldest());
+    List<ChangeEvent<BsonDocument>> first = c.poll(WAIT);
+    assertThat(first).extracting(ChangeEvent::key).containsExactly("a");
+
+    // The event before the error was delivered; the error surfaces on the next poll.
+    assertThatThrownBy(() -> c.poll(WAIT))
+        .isInstanceOfSatisfying(
+            HistoryLostException.class,
+            e -> {
+              assertThat(e.lostFrom()).isEqualTo(positionAfter(1));
+              assertThat(e.oldestAvailable()).isEqualTo(Instant.ofEpochSecond(1_600_000_000));
+              assertThat(e.reason()).contains(String.valueOf(code)).contains(name);
+              assertThat(e.retryable()).isFalse();
+            })
+        .hasMessageContaining(positionAfter(1).token());
+    assertThat(cursor.closed()).isTrue();
+  }
+
+  @Test
+  void historyLostWhenOpeningAtACheckpointNamesTheCheckpoint() {
+    source.willFailToOpen(serverError(286, "ChangeStreamHistoryLost"));
+    Position checkpoint = positionAfter(7);
+    assertThatThrownBy(
+            () -> feed(false).open(PartitionSpec.single(), StartPoint.after(checkpoint)))
+        .isInstanceOfSatisfying(
+            HistoryLostException.class, e -> assertThat(e.lostFrom()).isEqualTo(checkpoint));
+    assertThat(source.openedAt).containsExactly(StreamStart.after(token(7)));
+  }
+
+  @Test
+  void oldestRetriesOnceWhenTheOldestEntryRollsOffWhileOpening() {
+    source.willFailToOpen(serverError(286, "ChangeStreamHistoryLost"));
+    source.willOpen(new FakeChangeStreamCursor().event(change(1, "insert", "a")));
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.oldest());
+    assertThat(c.poll(WAIT)).extracting(ChangeEvent::key).containsExactly("a");
+    assertThat(source.openedAt).hasSize(2);
+
+    source.willFailToOpen(serverError(286, "ChangeStreamHistoryLost"));
+    source.willFailToOpen(serverError(286, "ChangeStreamHistoryLost"));
+    assertThatThrownBy(() -> feed(false).open(PartitionSpec.single(), StartPoint.oldest()))
+        .isInstanceOf(HistoryLostException.class);
+  }
+
+  @Test
+  void invalidateEndsTheStreamAfterTheChangesBeforeIt() {
+    BsonDocument invalidate =
+        new BsonDocument("_id", token(3))
+            .append("operationType", new BsonString("invalidate"))
+            .append("clusterTime", new BsonTimestamp(1_700_000_003, 1));
+    source.willOpen(
+        new FakeChangeStreamCursor()
+            .event(change(1, "insert", "a"))
+            .event(change(2, "drop", null))
+            .event(invalidate)
+            .event(change(4, "insert", "never")));
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.latest());
+    List<ChangeEvent<BsonDocument>> events = c.poll(WAIT);
+    assertThat(events).extracting(ChangeEvent::operation)
+        .containsExactly(Operation.INSERT, Operation.OTHER);
+    assertThat(c.ended()).isTrue();
+    assertThat(c.position()).isEqualTo(positionAfter(2));
+    assertThat(c.poll(WAIT)).isEmpty();
+  }
+
+  @Test
+  void anOversizedEventIsAClearNonRetryableErrorNamingThePosition() {
+    source.willOpen(
+        new FakeChangeStreamCursor()
+            .event(change(1, "insert", "a"))
+            .fail(serverError(10334, "BSONObjectTooLarge")));
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.latest());
+    c.poll(WAIT);
+    assertThatThrownBy(() -> c.poll(WAIT))
+        .isInstanceOfSatisfying(FeedException.class, e -> assertThat(e.retryable()).isFalse())
+        .isNotInstanceOf(HistoryLostException.class)
+        .hasMessageContaining("10334")
+        .hasMessageContaining("16 MB")
+        .hasMessageContaining("splitLargeEvents")
+        .hasMessageContaining(positionAfter(1).token());
+    // A failed cursor keeps failing instead of pretending to be idle.
+    assertThatThrownBy(() -> c.poll(WAIT)).isInstanceOf(FeedException.class);
+  }
+
+  @Test
+  void splitFragmentsAreReassembledIntoOneChange() {
+    BsonDocument whole = change(2, "update", "big");
+    BsonDocument first =
+        new BsonDocument("_id", token(21))
+            .append("splitEvent", new BsonDocument("fragment", new BsonInt32(1)).append("of", new BsonInt32(2)))
+            .append("operationType", whole.get("operationType"))
+            .append("clusterTime", whole.get("clusterTime"))
+            .append("documentKey", whole.get("documentKey"));
+    BsonDocument second =
+        new BsonDocument("_id", token(22))
+            .append("splitEvent", new BsonDocument("fragment", new BsonInt32(2)).append("of", new BsonInt32(2)))
+            .append("fullDocument", whole.get("fullDocument"));
+    source.willOpen(
+        new FakeChangeStreamCursor()
+            .event(change(1, "insert", "a"))
+            .event(first)
+            .emptyBatch(token(21))
+            .event(second));
+    FeedCursor<BsonDocument> c = feed(true).open(PartitionSpec.single(), StartPoint.latest());
+
+    assertThat(c.poll(WAIT)).extracting(ChangeEvent::key).containsExactly("a");
+    assertThat(c.position())
+        .as("never a position inside a split event, even with a post-batch token there")
+        .isEqualTo(positionAfter(1));
+    List<ChangeEvent<BsonDocument>> big = c.poll(WAIT);
+    assertThat(big).hasSize(1);
+    assertThat(big.get(0).operation()).isEqualTo(Operation.UPDATE);
+    assertThat(big.get(0).key()).isEqualTo("big");
+    assertThat(big.get(0).document()).isEqualTo(whole.getDocument("fullDocument"));
+    assertThat(big.get(0).position().token()).isEqualTo(StreamStart.after(token(22)).toPosition(null).token());
+    assertThat(c.position()).isEqualTo(big.get(0).position());
+  }
+
+  @Test
+  void aSplitFragmentWithoutTheOptionIsAClearError() {
+    BsonDocument fragment =
+        change(5, "update", "big")
+            .append("splitEvent", new BsonDocument("fragment", new BsonInt32(1)).append("of", new BsonInt32(3)));
+    source.willOpen(new FakeChangeStreamCursor().event(fragment));
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.latest());
+    assertThatThrownBy(() -> c.poll(WAIT))
+        .isInstanceOf(FeedException.class)
+        .hasMessageContaining("splitLargeEvents(true)");
+  }
+
+  @Test
+  void aNetworkErrorIsRetryableAndAnAuthorizationErrorIsNot() {
+    source.willOpen(
+        new FakeChangeStreamCursor()
+            .fail(new MongoSocketReadException("connection reset", new ServerAddress("fake", 1))));
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.latest());
+    assertThatThrownBy(() -> c.poll(WAIT))
+        .isInstanceOfSatisfying(FeedException.class, e -> assertThat(e.retryable()).isTrue())
+        .hasMessageContaining("connection reset");
+
+    source.willFailToOpen(serverError(13, "Unauthorized"));
+    assertThatThrownBy(() -> feed(false).open(PartitionSpec.single(), StartPoint.latest()))
+        .isInstanceOfSatisfying(FeedException.class, e -> assertThat(e.retryable()).isFalse())
+        .hasMessageContaining("Unauthorized");
+
+    source.willOpen(new FakeChangeStreamCursor().fail(serverError(10107, "NotWritablePrimary")));
+    FeedCursor<BsonDocument> failover = feed(false).open(PartitionSpec.single(), StartPoint.latest());
+    assertThatThrownBy(() -> failover.poll(WAIT))
+        .isInstanceOfSatisfying(FeedException.class, e -> assertThat(e.retryable()).isTrue());
+  }
+
+  @Test
+  void aChangeWithoutResumeTokenOrDocumentKeyStopsTheCursorNamingThePosition() {
+    BsonDocument noToken = change(2, "insert", "b");
+    noToken.remove("_id");
+    source.willOpen(new FakeChangeStreamCursor().event(change(1, "insert", "a")).event(noToken));
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.latest());
+    // The good change comes first; the bad one is an error on the next poll.
+    assertThat(c.poll(WAIT)).extracting(ChangeEvent::key).containsExactly("a");
+    assertThatThrownBy(() -> c.poll(WAIT))
+        .isInstanceOfSatisfying(FeedException.class, e -> assertThat(e.retryable()).isFalse())
+        .hasMessageContaining("no resume token")
+        .hasMessageContaining(positionAfter(1).token());
+
+    BsonDocument noKey = change(3, "update", null);
+    source.willOpen(new FakeChangeStreamCursor().event(noKey));
+    FeedCursor<BsonDocument> c2 =
+        feed(false).open(PartitionSpec.single(), StartPoint.after(positionAfter(2)));
+    assertThatThrownBy(() -> c2.poll(WAIT))
+        .isInstanceOf(FeedException.class)
+        .hasMessageContaining("no document _id")
+        .hasMessageContaining(positionAfter(2).token());
+  }
+
+  @Test
+  void aPostBatchResumeTokenAdvancesAnIdlePartition() {
+    source.willOpen(new FakeChangeStreamCursor().emptyBatch(token(9)));
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.latest());
+    Position start = c.position();
+    assertThat(start.token()).contains("startAtOperationTime");
+    assertThat(c.poll(WAIT)).isEmpty();
+    assertThat(c.position().token()).isEqualTo(StreamStart.after(token(9)).toPosition(null).token());
+  }
+
+  @Test
+  void oldestStartsAtTheOldestOplogEntryOrNowWhenTheOplogIsEmpty() {
+    source.willOpen(new FakeChangeStreamCursor());
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.oldest());
+    assertThat(source.openedAt).containsExactly(StreamStart.at(new BsonTimestamp(1_600_000_000, 1)));
+    assertThat(c.position().time()).isEqualTo(Instant.ofEpochSecond(1_600_000_000));
+    assertThat(StreamStart.fromPosition(c.position()))
+        .isEqualTo(StreamStart.at(new BsonTimestamp(1_600_000_000, 1)));
+
+    source.oldest = null;
+    source.willOpen(new FakeChangeStreamCursor());
+    feed(false).open(PartitionSpec.single(), StartPoint.oldest());
+    assertThat(source.openedAt.get(1)).isEqualTo(StreamStart.at(new BsonTimestamp(1_800_000_000, 1)));
+  }
+}

@@ -1,0 +1,239 @@
+package dev.sluice.testkit.lease;
+
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseLostException;
+import dev.sluice.lease.LeaseStore;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A lease fuzz tester for any {@link LeaseStore}, run in several JVMs at once: each JVM runs
+ * threads that contend for one lease name for a while and append every interval during which
+ * the store guaranteed them the lease to a ledger file. {@link #verify} then checks the merged
+ * ledgers: epochs unique and strictly increasing in time, and no two intervals overlap.
+ *
+ * <p>Usage (one process per JVM, typically through {@code ChildJvm}):
+ *
+ * <pre>
+ * LeaseFuzz &lt;factory class&gt; &lt;ledger file&gt; &lt;jvm id&gt; &lt;threads&gt; &lt;run ms&gt;
+ *           &lt;lease name&gt; &lt;lease ms&gt; [factory args...]
+ * </pre>
+ *
+ * <p>The factory class implements {@link StoreFactory} and has a public no-argument constructor.
+ *
+ * <p>Intervals use only the store's clock. {@code heldFrom} is the store's time read
+ * <em>after</em> the acquisition returned (the grant was in force by then). {@code heldTo} is
+ * what the store last promised: the expiry of the last successful acquisition or renewal, or,
+ * for a holder that releases early, the store's time read before the release. A holder that
+ * paused past its lease and then fails to renew records only up to the last promise. A correct
+ * store grants the lease to someone else only after that promise ended, so any overlap is a real
+ * violation of "one owner at a time" (a store that steals live leases is caught).
+ */
+public final class LeaseFuzz {
+
+  /** Creates the store under test in the fuzzing JVM. */
+  public interface StoreFactory {
+    LeaseStore create(List<String> args) throws Exception;
+  }
+
+  /** One ledger line: {@code owner} held the lease with {@code epoch} from..to (store clock). */
+  public record Entry(String owner, long epoch, Instant heldFrom, Instant heldTo) {
+    static Entry parse(String line) {
+      String[] f = line.split(",");
+      if (f.length != 4) {
+        throw new IllegalArgumentException("bad ledger line: " + line);
+      }
+      return new Entry(
+          f[0],
+          Long.parseLong(f[1]),
+          Instant.ofEpochMilli(Long.parseLong(f[2])),
+          Instant.ofEpochMilli(Long.parseLong(f[3])));
+    }
+
+    String format() {
+      return owner + "," + epoch + "," + heldFrom.toEpochMilli() + "," + heldTo.toEpochMilli();
+    }
+  }
+
+  /** What {@link #verify} found. */
+  public record Summary(int intervals, int owners, long firstEpoch, long lastEpoch) {}
+
+  private LeaseFuzz() {}
+
+  public static void main(String[] args) throws Exception {
+    if (args.length < 7) {
+      System.err.println(
+          "usage: LeaseFuzz <factory class> <ledger file> <jvm id> <threads> <run ms>"
+              + " <lease name> <lease ms> [factory args...]");
+      System.exit(2);
+    }
+    StoreFactory factory =
+        (StoreFactory) Class.forName(args[0]).getDeclaredConstructor().newInstance();
+    Path ledger = Path.of(args[1]);
+    String jvm = args[2];
+    int threads = Integer.parseInt(args[3]);
+    long runMillis = Long.parseLong(args[4]);
+    String name = args[5];
+    Duration lease = Duration.ofMillis(Long.parseLong(args[6]));
+    List<String> factoryArgs = Arrays.asList(args).subList(7, args.length);
+
+    LeaseStore store = factory.create(factoryArgs);
+    AtomicInteger held = new AtomicInteger();
+    AtomicInteger lost = new AtomicInteger();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    try (BufferedWriter out = Files.newBufferedWriter(ledger, StandardCharsets.UTF_8)) {
+      System.out.println("READY " + jvm);
+      long deadline = System.nanoTime() + Duration.ofMillis(runMillis).toNanos();
+      List<Thread> workers = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        String owner = jvm + "-t" + t;
+        Thread w =
+            new Thread(
+                () -> {
+                  try {
+                    contend(store, name, owner, lease, deadline, out, held, lost);
+                  } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                  }
+                },
+                owner);
+        workers.add(w);
+        w.start();
+      }
+      for (Thread w : workers) {
+        w.join();
+      }
+    }
+    if (failure.get() != null) {
+      System.out.println("FAILED " + failure.get());
+      failure.get().printStackTrace(System.out);
+      System.exit(1);
+    }
+    System.out.println("DONE " + jvm + " held=" + held.get() + " lost=" + lost.get());
+    System.exit(0);
+  }
+
+  private static void contend(
+      LeaseStore store,
+      String name,
+      String owner,
+      Duration lease,
+      long deadline,
+      BufferedWriter out,
+      AtomicInteger held,
+      AtomicInteger lost)
+      throws Exception {
+    ThreadLocalRandom random = ThreadLocalRandom.current();
+    long leaseMillis = lease.toMillis();
+    while (System.nanoTime() < deadline) {
+      Optional<Lease> acquired = store.tryAcquire(name, owner, lease);
+      if (acquired.isEmpty()) {
+        Thread.sleep(random.nextLong(1, Math.max(2, leaseMillis / 10)));
+        continue;
+      }
+      Lease current = acquired.get();
+      // Read after the grant returned: no later than any instant the grant was in force.
+      Instant heldFrom = store.now();
+      // What the store promised: the lease is ours until this instant unless we release it.
+      Instant promisedUntil = current.expiresAt();
+      int renewals = 1 + random.nextInt(3);
+      boolean pauseBeyondLease = random.nextInt(10) == 0;
+      boolean stillHeld = true;
+      try {
+        for (int r = 0; r < renewals; r++) {
+          // Simulated work; sometimes longer than the lease, as a GC pause would be.
+          Thread.sleep(
+              pauseBeyondLease && r == renewals - 1
+                  ? leaseMillis + random.nextLong(1, leaseMillis)
+                  : random.nextLong(0, Math.max(1, leaseMillis / 4)));
+          current = store.renew(current, lease);
+          promisedUntil = current.expiresAt();
+        }
+      } catch (LeaseLostException e) {
+        // Lost after a pause: the store's last promise still stands, nothing after it.
+        lost.incrementAndGet();
+        stillHeld = false;
+      }
+      Instant heldTo = promisedUntil;
+      if (stillHeld && random.nextBoolean()) {
+        // Give it up early: held until a store time read before the release.
+        Instant now = store.now();
+        heldTo = now.isBefore(promisedUntil) ? now : promisedUntil;
+        store.release(current);
+      }
+      if (!heldTo.isBefore(heldFrom)) {
+        synchronized (out) {
+          out.write(new Entry(owner, current.epoch(), heldFrom, heldTo).format());
+          out.newLine();
+        }
+        held.incrementAndGet();
+      }
+    }
+  }
+
+  /** Reads ledgers written by {@link #main}. */
+  public static List<Entry> read(List<Path> ledgers) {
+    List<Entry> all = new ArrayList<>();
+    for (Path p : ledgers) {
+      try {
+        for (String line : Files.readAllLines(p, StandardCharsets.UTF_8)) {
+          if (!line.isBlank()) {
+            all.add(Entry.parse(line));
+          }
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read ledger " + p, e);
+      }
+    }
+    return all;
+  }
+
+  /**
+   * Checks the merged ledger: every epoch granted once, and ordered by epoch, each interval ends
+   * no later than the next one begins (store clock, millisecond precision), unless both belong
+   * to the same owner, whose re-acquisition legitimately replaces its own earlier grant.
+   *
+   * @throws AssertionError naming the first violation
+   */
+  public static Summary verify(List<Entry> entries) {
+    if (entries.isEmpty()) {
+      throw new AssertionError("empty ledger: nobody ever held the lease");
+    }
+    List<Entry> byEpoch = new ArrayList<>(entries);
+    byEpoch.sort(Comparator.comparingLong(Entry::epoch));
+    for (int i = 1; i < byEpoch.size(); i++) {
+      Entry prev = byEpoch.get(i - 1);
+      Entry next = byEpoch.get(i);
+      if (prev.epoch() == next.epoch()) {
+        throw new AssertionError("epoch " + next.epoch() + " granted twice: " + prev + " and " + next);
+      }
+      // The same owner re-acquiring ends its own previous incarnation (the new epoch fences
+      // it); the store only promises exclusion between different owners.
+      if (next.heldFrom().isBefore(prev.heldTo()) && !next.owner().equals(prev.owner())) {
+        throw new AssertionError(
+            "overlap: " + prev + " still held the lease when " + next + " got it (or epochs"
+                + " do not increase in time)");
+      }
+    }
+    long owners = entries.stream().map(Entry::owner).distinct().count();
+    return new Summary(
+        entries.size(),
+        (int) owners,
+        byEpoch.get(0).epoch(),
+        byEpoch.get(byEpoch.size() - 1).epoch());
+  }
+}

@@ -1,0 +1,469 @@
+package dev.sluice.testkit.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.ConfigurationException;
+import dev.sluice.SluiceException;
+import dev.sluice.feed.Position;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseLostException;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.lock.Lock;
+import dev.sluice.lock.LockProvider;
+import dev.sluice.lock.LockTimeoutException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Conformance suite for distributed locks on a {@link LeaseStore}: every backend (MongoDB,
+ * PostgreSQL, MariaDB) extends it with a store over its real server. Never skips.
+ *
+ * <p>A holder that "dies" or "is paused" is simulated here inside one JVM (a lease taken
+ * directly in the store that nobody extends; a store whose renewals are cut off, as by a network
+ * partition). The real SIGKILL/SIGSTOP of a holder process is in {@code LockFuzzAndCrash}.
+ */
+public abstract class LockContract {
+
+  /** Long enough to never lapse by accident on a loaded 2-core machine. */
+  protected static final Duration LEASE = Duration.ofSeconds(3);
+  protected static final Duration EXTEND = Duration.ofMillis(400);
+  /** For tests that wait for an expiry. */
+  protected static final Duration SHORT_LEASE = Duration.ofMillis(1200);
+
+  private final List<LockProvider> providers = new CopyOnWriteArrayList<>();
+
+  /** A store over the shared real server; may be a new instance per call. */
+  protected abstract LeaseStore createLeaseStore();
+
+  @AfterEach
+  void closeProviders() {
+    providers.forEach(LockProvider::close);
+  }
+
+  protected LockProvider provider(LeaseStore store, Duration lease, Duration extend, Clock clock) {
+    LockProvider p = LockProvider.on(store).leaseDuration(lease).extendEvery(extend).clock(clock)
+        .backoff(Duration.ofMillis(10), Duration.ofMillis(100)).build();
+    providers.add(p);
+    return p;
+  }
+
+  protected LockProvider provider() {
+    return provider(createLeaseStore(), LEASE, EXTEND, Clock.systemUTC());
+  }
+
+  protected static String uniqueName(String what) {
+    return "lck-" + what + "-" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  // ------------------------------------------------------------------ mutual exclusion
+
+  @Test
+  void aHeldLockIsNotGrantedToAnotherProviderNorToAnotherThreadOfTheSameProvider() {
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("excl");
+
+    try (Lock lock = a.tryAcquire(name).orElseThrow()) {
+      assertThat(lock.isHeld()).isTrue();
+      assertThat(lock.name()).isEqualTo(name);
+      assertThat(b.tryAcquire(name)).isEmpty();
+      assertThat(a.tryAcquire(name)).as("not re-entrant: a second acquisition would let two "
+          + "threads of one process in").isEmpty();
+      assertThat(a.tryAcquire(uniqueName("other"))).as("other names are independent").isPresent();
+    }
+  }
+
+  @Test
+  void contendingThreadsOfTwoProvidersNeverOverlapAndSeeStrictlyIncreasingTokens()
+      throws Exception {
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("contend");
+    AtomicInteger inside = new AtomicInteger();
+    AtomicInteger overlaps = new AtomicInteger();
+    List<Long> tokens = new CopyOnWriteArrayList<>();
+    int threads = 6;
+    int rounds = 8;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    CountDownLatch start = new CountDownLatch(1);
+    try {
+      List<Future<?>> futures = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        LockProvider p = t % 2 == 0 ? a : b;
+        futures.add(pool.submit(() -> {
+          start.await();
+          for (int i = 0; i < rounds; i++) {
+            try (Lock lock = p.acquire(name, Duration.ofSeconds(60))) {
+              if (inside.incrementAndGet() != 1) {
+                overlaps.incrementAndGet();
+              }
+              tokens.add(lock.token());
+              Thread.yield();
+              inside.decrementAndGet();
+            }
+          }
+          return null;
+        }));
+      }
+      start.countDown();
+      for (Future<?> f : futures) {
+        f.get(120, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(overlaps.get()).as("critical sections that overlapped").isZero();
+    assertThat(tokens).hasSize(threads * rounds);
+    assertThat(tokens).as("tokens in the order the holders got in").isSortedAccordingTo(Long::compare);
+    assertThat(tokens).doesNotHaveDuplicates();
+  }
+
+  // ------------------------------------------------------------------ extension and expiry
+
+  @Test
+  void aHeldLockIsExtendedPastItsLeaseDuration() {
+    LockProvider a = provider(createLeaseStore(), SHORT_LEASE, Duration.ofMillis(200),
+        Clock.systemUTC());
+    LockProvider b = provider();
+    String name = uniqueName("extend");
+    Lock lock = a.tryAcquire(name).orElseThrow();
+
+    await().during(SHORT_LEASE.multipliedBy(3)).atMost(SHORT_LEASE.multipliedBy(5))
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> lock.isHeld() && b.tryAcquire(name).isEmpty());
+    lock.close();
+    assertThat(b.tryAcquire(name)).isPresent();
+  }
+
+  @Test
+  void theLockOfAHolderThatDiedIsAcquiredAfterExpiryWithAHigherToken() {
+    LeaseStore store = createLeaseStore();
+    String name = uniqueName("dead");
+    // A holder that acquired the lock and then died: nobody ever extends or releases it.
+    Lease dead = store.tryAcquire("lock:" + name, "dead-process#1", SHORT_LEASE).orElseThrow();
+    LockProvider p = provider();
+
+    assertThat(p.tryAcquire(name)).as("not before expiry").isEmpty();
+    try (Lock lock = p.acquire(name, Duration.ofSeconds(20))) {
+      assertThat(lock.token()).isGreaterThan(dead.epoch());
+      assertThat(store.now()).isAfterOrEqualTo(dead.expiresAt());
+    }
+  }
+
+  // ------------------------------------------------------------------ tokens
+
+  @Test
+  void tokensStrictlyIncreaseAcrossReleasesProvidersAndExpiries() {
+    LeaseStore store = createLeaseStore();
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("tokens");
+    long last = 0;
+    for (int i = 0; i < 12; i++) {
+      try (Lock lock = (i % 2 == 0 ? a : b).tryAcquire(name).orElseThrow()) {
+        assertThat(lock.token()).isGreaterThan(last);
+        last = lock.token();
+      }
+    }
+    Lease abandoned = store.tryAcquire("lock:" + name, "abandoned#1", SHORT_LEASE).orElseThrow();
+    assertThat(abandoned.epoch()).isGreaterThan(last);
+    try (Lock lock = a.acquire(name, Duration.ofSeconds(20))) {
+      assertThat(lock.token()).isGreaterThan(abandoned.epoch());
+    }
+  }
+
+  // ------------------------------------------------------------------ release
+
+  @Test
+  void closingReleasesAtOnceAndClosingTwiceIsHarmless() {
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("release");
+    Lock first = a.tryAcquire(name).orElseThrow();
+
+    first.close();
+    assertThat(first.isHeld()).isFalse();
+    Lock second = b.tryAcquire(name).orElseThrow();
+    first.close();
+
+    assertThat(second.isHeld()).isTrue();
+    assertThat(a.tryAcquire(name)).as("the second close released nothing").isEmpty();
+    second.close();
+  }
+
+  @Test
+  void closingALostLockDoesNotReleaseTheNewHoldersLock() {
+    CutOffLeaseStore cut = new CutOffLeaseStore(createLeaseStore());
+    AtomicReference<SluiceException> lost = new AtomicReference<>();
+    LockProvider a = LockProvider.on(cut).leaseDuration(SHORT_LEASE)
+        .extendEvery(Duration.ofMillis(200)).onLost((l, cause) -> lost.set(cause)).build();
+    providers.add(a);
+    LockProvider b = provider();
+    String name = uniqueName("stale-close");
+    Lock old = a.tryAcquire(name).orElseThrow();
+
+    cut.cutOffRenewals();
+    Lock current = b.acquire(name, Duration.ofSeconds(20));
+    await().atMost(Duration.ofSeconds(10)).until(() -> lost.get() != null);
+    cut.restore();
+    old.close();
+    old.close();
+
+    assertThat(current.isHeld()).isTrue();
+    assertThat(current.token()).isGreaterThan(old.token());
+    assertThat(provider().tryAcquire(name)).as("still held by the new holder").isEmpty();
+    LeaseRecord record = createLeaseStore().read("lock:" + name).orElseThrow();
+    assertThat(record.isHeld()).isTrue();
+    assertThat(record.epoch()).isEqualTo(current.token());
+  }
+
+  @Test
+  void closingTheProviderReleasesItsLocksAndRejectsNewAcquisitions() {
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("provider-close");
+    Lock lock = a.tryAcquire(name).orElseThrow();
+
+    a.close();
+
+    assertThat(lock.isHeld()).isFalse();
+    assertThat(b.tryAcquire(name)).isPresent();
+    assertThatThrownBy(() -> a.tryAcquire(uniqueName("x"))).isInstanceOf(SluiceException.class)
+        .hasMessageContaining("closed");
+  }
+
+  // ------------------------------------------------------------------ waiting
+
+  @Test
+  void acquireWaitsForTheHolderToRelease() throws Exception {
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("wait");
+    Lock held = a.tryAcquire(name).orElseThrow();
+    ExecutorService pool = Executors.newSingleThreadExecutor();
+    try {
+      CountDownLatch waiting = new CountDownLatch(1);
+      Future<Long> waiter = pool.submit(() -> {
+        waiting.countDown();
+        try (Lock lock = b.acquire(name, Duration.ofSeconds(30))) {
+          return lock.token();
+        }
+      });
+      waiting.await();
+      assertThat(waiter.isDone()).isFalse();
+      held.close();
+      assertThat(waiter.get(30, TimeUnit.SECONDS)).isGreaterThan(held.token());
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
+  void aWaitThatRunsOutNamesTheLockTheWaitAndTheHolder() {
+    LockProvider a = LockProvider.on(createLeaseStore()).ownerId("holder-process")
+        .leaseDuration(LEASE).extendEvery(EXTEND).build();
+    providers.add(a);
+    LockProvider b = provider();
+    String name = uniqueName("timeout");
+    a.tryAcquire(name).orElseThrow();
+    Duration wait = Duration.ofMillis(400);
+
+    long start = System.nanoTime();
+    assertThatThrownBy(() -> b.acquire(name, wait))
+        .isInstanceOfSatisfying(LockTimeoutException.class, e -> {
+          assertThat(e.lockName()).isEqualTo(name);
+          assertThat(e.waited()).isEqualTo(wait);
+          assertThat(e.holder()).get().asString().startsWith("holder-process#");
+          assertThat(e.getMessage()).contains(name, wait.toString(), "holder-process#");
+        });
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(wait);
+  }
+
+  // ------------------------------------------------------------------ loss
+
+  @Test
+  void aHolderCutOffFromTheStoreIsToldItLostTheLock() {
+    CutOffLeaseStore cut = new CutOffLeaseStore(createLeaseStore());
+    List<SluiceException> causes = new CopyOnWriteArrayList<>();
+    List<Lock> lostLocks = new CopyOnWriteArrayList<>();
+    LockProvider a = LockProvider.on(cut).leaseDuration(SHORT_LEASE)
+        .extendEvery(Duration.ofMillis(200))
+        .onLost((l, cause) -> { lostLocks.add(l); causes.add(cause); }).build();
+    providers.add(a);
+    String name = uniqueName("lost-local");
+    Lock lock = a.tryAcquire(name).orElseThrow();
+
+    cut.cutOffRenewals();
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> !causes.isEmpty());
+    assertThat(lock.isHeld()).isFalse();
+    assertThat(lostLocks).containsExactly(lock);
+    assertThat(causes.get(0)).isInstanceOf(LeaseLostException.class)
+        .hasMessageContaining("not extended before it ran out");
+  }
+
+  @Test
+  void aHolderWhoseExtensionFindsATakeoverIsToldAndFenced() {
+    CutOffLeaseStore cut = new CutOffLeaseStore(createLeaseStore());
+    // The holder's clock stands still: it believes its lease is valid, as a process whose clock
+    // lags would. Only the store can tell it that it lost the lock.
+    Clock frozen = Clock.fixed(Instant.now(), ZoneOffset.UTC);
+    List<SluiceException> causes = new CopyOnWriteArrayList<>();
+    LockProvider a = LockProvider.on(cut).leaseDuration(SHORT_LEASE)
+        .extendEvery(Duration.ofMillis(200)).clock(frozen)
+        .onLost((l, cause) -> causes.add(cause)).build();
+    providers.add(a);
+    LockProvider b = provider();
+    String name = uniqueName("lost-store");
+    Lock stale = a.tryAcquire(name).orElseThrow();
+
+    cut.cutOffRenewals();
+    Lock current = b.acquire(name, Duration.ofSeconds(20));
+    assertThat(stale.isHeld()).as("the stale holder cannot know yet").isTrue();
+    cut.restore();
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> !causes.isEmpty());
+    assertThat(causes).hasSize(1);
+    assertThat(causes.get(0)).isInstanceOf(LeaseLostException.class);
+    assertThat(stale.isHeld()).isFalse();
+    assertThat(current.token()).isGreaterThan(stale.token());
+    assertThat(current.isHeld()).isTrue();
+  }
+
+  // ------------------------------------------------------------------ clock skew
+
+  @Test
+  void processClocksAnHourAheadOrBehindChangeNothing() {
+    Clock ahead = Clock.offset(Clock.systemUTC(), Duration.ofHours(1));
+    Clock behind = Clock.offset(Clock.systemUTC(), Duration.ofHours(-1));
+    LockProvider fast = provider(createLeaseStore(), SHORT_LEASE, Duration.ofMillis(200), ahead);
+    LockProvider slow = provider(createLeaseStore(), SHORT_LEASE, Duration.ofMillis(200), behind);
+    String name = uniqueName("skew");
+
+    Lock held = slow.tryAcquire(name).orElseThrow();
+    // The fast process must not think the slow one's lock expired an hour ago, and the slow one
+    // must keep extending it (not lose it, not keep it past its lease without extending).
+    await().during(SHORT_LEASE.multipliedBy(2)).atMost(SHORT_LEASE.multipliedBy(4))
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> held.isHeld() && fast.tryAcquire(name).isEmpty());
+    held.close();
+
+    Lock fastLock = fast.tryAcquire(name).orElseThrow();
+    assertThat(fastLock.token()).isGreaterThan(held.token());
+    assertThat(slow.tryAcquire(name)).isEmpty();
+    await().during(SHORT_LEASE.multipliedBy(2)).atMost(SHORT_LEASE.multipliedBy(4))
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> fastLock.isHeld() && slow.tryAcquire(name).isEmpty());
+  }
+
+  // ------------------------------------------------------------------ configuration
+
+  @Test
+  void badConfigurationIsRejectedNamingTheParameter() {
+    LeaseStore store = createLeaseStore();
+    assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofSeconds(10))
+        .extendEvery(Duration.ofSeconds(5)).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("extendEvery")
+        .hasMessageContaining("half of leaseDuration");
+    assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofMillis(10)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("leaseDuration");
+    assertThatThrownBy(() -> LockProvider.on(store).extendEvery(Duration.ZERO))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("extendEvery");
+    assertThatThrownBy(() -> LockProvider.on(store)
+        .backoff(Duration.ofSeconds(2), Duration.ofSeconds(1)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("backoff.max");
+    assertThatThrownBy(() -> LockProvider.on(null))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("store");
+    LockProvider p = provider();
+    assertThatThrownBy(() -> p.tryAcquire(" "))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("name");
+    assertThatThrownBy(() -> p.tryAcquire("x".repeat(300)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("name");
+    assertThatThrownBy(() -> p.acquire("n", Duration.ofSeconds(-1)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("maxWait");
+    // The default extension interval (a third of the lease) is valid for any lease duration.
+    LockProvider defaults = LockProvider.on(store).leaseDuration(Duration.ofMillis(100)).build();
+    providers.add(defaults);
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  /**
+   * A real store whose renewals can be cut off, as a network partition between the holder and
+   * the database would: every other call goes through. Not a fake of the database.
+   */
+  protected static final class CutOffLeaseStore implements LeaseStore {
+    private final LeaseStore delegate;
+    private volatile boolean cut;
+
+    public CutOffLeaseStore(LeaseStore delegate) {
+      this.delegate = delegate;
+    }
+
+    public void cutOffRenewals() {
+      cut = true;
+    }
+
+    public void restore() {
+      cut = false;
+    }
+
+    @Override
+    public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
+      return delegate.tryAcquire(name, owner, duration);
+    }
+
+    @Override
+    public Lease renew(Lease lease, Duration duration) {
+      if (cut) {
+        throw new SluiceException("store unreachable (renewals cut off by the test)");
+      }
+      return delegate.renew(lease, duration);
+    }
+
+    @Override
+    public Lease commit(Lease lease, Position checkpoint) {
+      return delegate.commit(lease, checkpoint);
+    }
+
+    @Override
+    public boolean release(Lease lease) {
+      return delegate.release(lease);
+    }
+
+    @Override
+    public Optional<LeaseRecord> read(String name) {
+      return delegate.read(name);
+    }
+
+    @Override
+    public List<LeaseRecord> list(String prefix) {
+      return delegate.list(prefix);
+    }
+
+    @Override
+    public Instant now() {
+      return delegate.now();
+    }
+  }
+
+}

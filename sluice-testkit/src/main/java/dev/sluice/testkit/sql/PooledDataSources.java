@@ -1,0 +1,31 @@
+package dev.sluice.testkit.sql;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** One small HikariCP pool per JDBC URL, closed with its server. */
+final class PooledDataSources implements AutoCloseable {
+  private final Map<String, HikariDataSource> pools = new ConcurrentHashMap<>();
+
+  HikariDataSource get(String url, String user, String password, String poolName) {
+    return pools.computeIfAbsent(url, u -> {
+      HikariConfig config = new HikariConfig();
+      config.setJdbcUrl(u);
+      config.setUsername(user);
+      config.setPassword(password);
+      config.setPoolName(poolName);
+      config.setMaximumPoolSize(12);
+      config.setMinimumIdle(0);
+      config.setConnectionTimeout(10_000);
+      return new HikariDataSource(config);
+    });
+  }
+
+  @Override
+  public void close() {
+    pools.values().forEach(HikariDataSource::close);
+    pools.clear();
+  }
+}
