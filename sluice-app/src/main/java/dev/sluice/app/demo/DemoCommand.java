@@ -12,6 +12,10 @@ import picocli.CommandLine.Option;
         + "Ends with a verification table.")
 public final class DemoCommand implements Callable<Integer> {
 
+  @Option(names = "--scenario", defaultValue = "listener",
+      description = "listener (default): leases, takeover and fencing; see --help for the others")
+  String scenario;
+
   @Option(names = "--changes", defaultValue = "3000", description = "changes to write (default ${DEFAULT-VALUE})")
   int changes;
 
@@ -26,6 +30,13 @@ public final class DemoCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    switch (scenario) {
+      case "listener":
+        break;
+      default:
+        throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+            "unknown --scenario '" + scenario + "'; known: listener");
+    }
     if (changes < 30 || rate < 1 || leaseMillis < 300 || checkpointEvery < 1) {
       throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
           "need --changes >= 30, --rate >= 1, --lease-ms >= 300, --checkpoint-every >= 1");
