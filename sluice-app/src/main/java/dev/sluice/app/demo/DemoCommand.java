@@ -13,7 +13,10 @@ import picocli.CommandLine.Option;
 public final class DemoCommand implements Callable<Integer> {
 
   @Option(names = "--scenario", defaultValue = "listener",
-      description = "listener (default): leases, takeover and fencing; see --help for the others")
+      description = "listener (default): leases, takeover and fencing; views: an order view and customer "
+          + "stats maintained by two processes, the owner paused (SIGSTOP), compared with the recomputed join; "
+          + "enrolment: seed 003, shuffled and duplicated messages through AMQP applied by five consumers "
+          + "with sequence numbers, compared with sequential application")
   String scenario;
 
   @Option(names = "--changes", defaultValue = "3000", description = "changes to write (default ${DEFAULT-VALUE})")
@@ -33,9 +36,17 @@ public final class DemoCommand implements Callable<Integer> {
     switch (scenario) {
       case "listener":
         break;
+      case "views":
+        requireCommonOptions();
+        return new dev.sluice.app.demo.views.ViewsDemo(new dev.sluice.app.demo.views.ViewsDemo.Settings(
+            changes, rate, Duration.ofMillis(leaseMillis), 20), System.out).run().ok() ? 0 : 1;
+      case "enrolment":
+        requireCommonOptions();
+        return new dev.sluice.app.demo.views.EnrolmentDemo(
+            new dev.sluice.app.demo.views.EnrolmentDemo.Settings(changes, 50, 20), System.out).run().ok() ? 0 : 1;
       default:
         throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
-            "unknown --scenario '" + scenario + "'; known: listener");
+            "unknown --scenario '" + scenario + "'; known: listener, views, enrolment");
     }
     if (changes < 30 || rate < 1 || leaseMillis < 300 || checkpointEvery < 1) {
       throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
@@ -44,5 +55,12 @@ public final class DemoCommand implements Callable<Integer> {
     Demo.Result result = new Demo(new Demo.Settings(changes, rate, Duration.ofMillis(leaseMillis),
         checkpointEvery, 40), System.out).run();
     return result.ok() ? 0 : 1;
+  }
+
+  private void requireCommonOptions() {
+    if (changes < 30 || rate < 1 || leaseMillis < 300) {
+      throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+          "need --changes >= 30, --rate >= 1, --lease-ms >= 300");
+    }
   }
 }
