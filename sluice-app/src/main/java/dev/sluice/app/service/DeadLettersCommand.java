@@ -1,18 +1,14 @@
 package dev.sluice.app.service;
 
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
-import dev.sluice.app.config.ConfigLoader;
-import dev.sluice.app.config.SluiceConfig;
 import dev.sluice.app.config.SluiceConfig.ListenerSection;
 import dev.sluice.deadletter.DeadLetters;
 import dev.sluice.deadletter.ParkedChange;
 import dev.sluice.sink.Replay;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.bson.BsonDocument;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -24,11 +20,7 @@ public final class DeadLettersCommand implements Callable<Integer> {
   @Parameters(index = "0", description = "list, replay or discard")
   String action;
 
-  @Option(names = "--config", required = true, description = "YAML configuration file")
-  Path configFile;
-
-  @Option(names = "--collection", required = true, description = "the listener's collection")
-  String collection;
+  @Mixin ListenerOptions listener;
 
   @Option(names = "--key", description = "only this document key (replay/discard); without it replay takes every key")
   String key;
@@ -41,11 +33,10 @@ public final class DeadLettersCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    SluiceConfig config = ConfigLoader.load(configFile);
-    try (MongoClient client = MongoClients.create(config.mongodb().uri())) {
-      Wiring wiring = new Wiring(config, client);
-      ListenerSection section = wiring.section(collection);
-      String stream = wiring.feed(section).stream();
+    try (ListenerOptions.Connected c = listener.connect()) {
+      Wiring wiring = c.wiring();
+      ListenerSection section = c.section();
+      String stream = c.stream();
       DeadLetters<BsonDocument> dead = DeadLetters.of(wiring.deadLetters());
       switch (action) {
         case "list" -> {

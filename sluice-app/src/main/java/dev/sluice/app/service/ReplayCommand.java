@@ -1,17 +1,13 @@
 package dev.sluice.app.service;
 
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
-import dev.sluice.app.config.ConfigLoader;
-import dev.sluice.app.config.SluiceConfig;
 import dev.sluice.app.config.SluiceConfig.ListenerSection;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.sink.Replay;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -22,11 +18,7 @@ import picocli.CommandLine.Option;
     description = "Re-publish changes from a time (up to another time, or until caught up) to a separate destination.")
 public final class ReplayCommand implements Callable<Integer> {
 
-  @Option(names = "--config", required = true, description = "YAML configuration file")
-  Path configFile;
-
-  @Option(names = "--collection", required = true, description = "the listener's collection")
-  String collection;
+  @Mixin ListenerOptions listener;
 
   @Option(names = "--to", required = true, description = "destination topic (Kafka) or exchange (AMQP); must differ from the live one")
   String destination;
@@ -39,10 +31,9 @@ public final class ReplayCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    SluiceConfig config = ConfigLoader.load(configFile);
-    try (MongoClient client = MongoClients.create(config.mongodb().uri())) {
-      Wiring wiring = new Wiring(config, client);
-      ListenerSection section = wiring.section(collection);
+    try (ListenerOptions.Connected c = listener.connect()) {
+      Wiring wiring = c.wiring();
+      ListenerSection section = c.section();
       String live = section.sink().kafka() != null ? section.sink().kafka().topic() : section.sink().amqp().exchange();
       if (live.equals(destination)) {
         System.err.println("--to must differ from the live destination '" + live + "': replays go to a separate one");

@@ -39,9 +39,19 @@ public final class ThroughputBenchmark {
       drain[r] = drainBaseline(changes);
       perChange[r] = listener(changes, CheckpointPolicy.everyChange());
       batched[r] = listener(changes, CheckpointPolicy.defaults());
-      System.out.printf("round %d: drain %.0f/s, per-change checkpoint %.0f/s, batched %.0f/s%n",
-          r + 1, drain[r], perChange[r], batched[r]);
+      System.out.printf("round %d: drain %.0f/s, per-change checkpoint %.0f/s, batched %.0f/s;"
+              + " batched/per-change %.2f, batched/drain %.2f%n",
+          r + 1, drain[r], perChange[r], batched[r], batched[r] / perChange[r], batched[r] / drain[r]);
     }
+    double[] ratio = new double[rounds];
+    double[] ofDrain = new double[rounds];
+    for (int r = 0; r < rounds; r++) {
+      ratio[r] = batched[r] / perChange[r];
+      ofDrain[r] = batched[r] / drain[r];
+    }
+    System.out.printf("%nmedian over %d rounds of the in-round ratios: batched/per-change %.2f,"
+        + " batched/drain %.2f, per-change/drain %.3f%n", rounds, median(ratio), median(ofDrain),
+        median(ratio) == 0 ? 0 : median(ofDrain) / median(ratio));
     double d = best(drain);
     double p = best(perChange);
     double b = best(batched);
@@ -50,6 +60,12 @@ public final class ThroughputBenchmark {
     System.out.printf("listener, checkpoint every change: %8.0f changes/s  ratio %.2f%n", p, p / d);
     System.out.printf("listener, batched (100 / 1 s):     %8.0f changes/s  ratio %.2f%n", b, b / d);
     System.out.printf("batched / per-change:              ratio %.2f%n", b / p);
+  }
+
+  private static double median(double[] xs) {
+    double[] c = xs.clone();
+    java.util.Arrays.sort(c);
+    return c.length % 2 == 1 ? c[c.length / 2] : (c[c.length / 2 - 1] + c[c.length / 2]) / 2;
   }
 
   private static double best(double[] xs) {
