@@ -38,8 +38,10 @@ import org.bson.Document;
  * their own stream names (so their own leases and checkpoints), each in a child JVM. A writer
  * inserts and updates documents over a set of keys, each write carrying the key's next sequence
  * number. Mid-stream each relay is killed with SIGKILL between two checkpoints, once the broker
- * already holds messages its checkpoint does not cover; a replacement JVM takes the lease over
- * and re-publishes from the checkpoint, so the consumers really receive duplicates.
+ * already holds messages its checkpoint does not cover; then a replacement relay starts, takes the
+ * lease over and re-publishes from the checkpoint, so the consumers really receive duplicates. (The
+ * replacement's JVM is launched idle at the beginning, because JVM start-up takes seconds on a
+ * busy machine; its listener starts only after the kill.)
  * The consumers de-duplicate with the MongoDB inbox (their own embedded MongoDB) and the demo
  * verifies against its own reading of the change stream: nothing lost, per-key order kept after
  * de-duplication, every duplicate received removed by the inbox.
@@ -181,12 +183,14 @@ public final class RelayDemo {
       int every = settings.checkpointEvery();
       int kafkaHold = settings.changes() / 3 / every * every + every / 2;
       int amqpHold = 2 * settings.changes() / 3 / every * every + every / 2;
-      ChildJvm kafkaRelay = startRelay(KAFKA, 1, kafkaHold, source, kafka.bootstrapServers());
-      ChildJvm amqpRelay = startRelay(AMQP, 1, amqpHold, source, amqp.uri());
+      ChildJvm kafkaRelay = launchRelay(KAFKA, 1, kafkaHold, source, kafka.bootstrapServers());
+      ChildJvm amqpRelay = launchRelay(AMQP, 1, amqpHold, source, amqp.uri());
+      ChildJvm kafkaReplacement = launchRelay(KAFKA, 2, 0, source, kafka.bootstrapServers());
+      ChildJvm amqpReplacement = launchRelay(AMQP, 2, 0, source, amqp.uri());
       kafkaRelay.awaitLineStartingWith("ACQUIRED", STARTUP);
       amqpRelay.awaitLineStartingWith("ACQUIRED", STARTUP);
       out.printf("Started 2 relay processes: %s -> Kafka topic '%s', %s -> AMQP exchange '%s' "
-              + "(checkpoint every %d changes or 1 s, lease %d ms)%n",
+              + "(checkpoint every %d changes or 1 s, lease %d ms), and 2 idle JVMs for their replacements%n",
           streamName(KAFKA), TOPIC, streamName(AMQP), EXCHANGE, settings.checkpointEvery(), settings.lease().toMillis());
 
       AtomicInteger written = new AtomicInteger();
@@ -198,9 +202,9 @@ public final class RelayDemo {
       writer.start();
 
       Kill kafkaKill = killWhileHolding(kafkaRelay, KAFKA, kafkaConsumer, leases, tracker, kafkaHold);
-      startRelay(KAFKA, 2, 0, source, kafka.bootstrapServers());
+      startStandby(kafkaReplacement);
       Kill amqpKill = killWhileHolding(amqpRelay, AMQP, amqpConsumer, leases, tracker, amqpHold);
-      startRelay(AMQP, 2, 0, source, amqp.uri());
+      startStandby(amqpReplacement);
 
       writer.join();
       awaitCondition("every change applied by both consumers", Duration.ofSeconds(120), () -> {
@@ -237,17 +241,24 @@ public final class RelayDemo {
     return resource;
   }
 
-  private ChildJvm startRelay(String broker, int instance, int holdAt, EmbeddedMongo source, String brokerAddress) {
+  /**
+   * Launches a relay JVM. A replacement ({@code holdAt == 0}) is launched as a standby: it starts
+   * its listener only when {@link #startStandby} tells it to, after the kill.
+   */
+  private ChildJvm launchRelay(String broker, int instance, int holdAt, EmbeddedMongo source, String brokerAddress) {
     String name = broker + "-relay-" + instance;
     ChildJvm relay = ChildJvm.start(name, RelayNode.class, name, broker, source.connectionString(), brokerAddress,
         Integer.toString(settings.checkpointEvery()), Long.toString(settings.lease().toMillis()),
-        Integer.toString(holdAt));
+        Integer.toString(holdAt), Boolean.toString(holdAt == 0));
     relays.add(relay);
-    if (instance > 1) {
-      out.printf(">>> started %s (pid %d); it takes the lease over once the killed relay's lease expired%n",
-          name, relay.pid());
-    }
     return relay;
+  }
+
+  private void startStandby(ChildJvm replacement) {
+    replacement.awaitLineStartingWith("STANDBY", STARTUP);
+    replacement.send("start");
+    out.printf(">>> started the relay in %s (pid %d); it takes the lease over once the killed relay's lease "
+        + "expired%n", replacement.name(), replacement.pid());
   }
 
   /**

@@ -17,6 +17,9 @@ import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.sink.DocumentMapper;
 import dev.sluice.sink.MessageEncoder;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import org.bson.BsonDocument;
@@ -30,7 +33,8 @@ import org.bson.BsonDocument;
  *
  * <p>Arguments: name, broker ({@code kafka} or {@code amqp}), MongoDB connection string, broker
  * address (Kafka bootstrap servers or AMQP URI), checkpoint every N changes, lease in ms, hold at
- * (0: never). With a hold point the relay prints {@code HOLDING <n>} after it handed its n-th
+ * (0: never), standby ({@code true}: print {@code STANDBY} and start the listener only after the
+ * line {@code start} arrives on standard input). With a hold point the relay prints {@code HOLDING <n>} after it handed its n-th
  * change to the sink and blocks there, inside the handler: it commits nothing more, while the
  * sink's own threads finish sending what it was handed. The demo kills it in that state.
  */
@@ -45,6 +49,7 @@ public final class RelayNode {
     int checkpointEvery = Integer.parseInt(args[4]);
     Duration lease = Duration.ofMillis(Long.parseLong(args[5]));
     int holdAt = Integer.parseInt(args[6]);
+    boolean standby = Boolean.parseBoolean(args[7]);
 
     MongoClient client = MongoClients.create(mongo);
     MessageEncoder<BsonDocument> encoder = MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build();
@@ -92,6 +97,17 @@ public final class RelayNode {
         System.out.println("SINK-CLOSE-FAILED " + e);
       }
     }));
+    if (standby) {
+      // Started ahead of time because JVM start-up takes seconds on a loaded machine; the
+      // listener itself (and so the lease contention) starts only when the demo says so.
+      System.out.println("STANDBY " + name);
+      BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      for (String line = commands.readLine(); !"start".equals(line); line = commands.readLine()) {
+        if (line == null) {
+          return; // the demo went away
+        }
+      }
+    }
     listener.start();
     System.out.println("READY " + name);
     Thread.currentThread().join(); // runs until the demo kills it
