@@ -322,6 +322,27 @@ public abstract class LockContract {
   }
 
   @Test
+  void anOutageShorterThanTheLeaseCostsNoLock() {
+    CutOffLeaseStore cut = new CutOffLeaseStore(createLeaseStore());
+    List<SluiceException> causes = new CopyOnWriteArrayList<>();
+    LockProvider a = LockProvider.on(cut).leaseDuration(LEASE).extendEvery(EXTEND)
+        .onLost((l, cause) -> causes.add(cause)).build();
+    providers.add(a);
+    String name = uniqueName("outage");
+    Lock lock = a.tryAcquire(name).orElseThrow();
+
+    cut.cutOffRenewals();
+    await().atMost(LEASE).until(() -> cut.refusedRenewals() >= 2);
+    cut.restore();
+    int before = cut.renewals();
+    await().atMost(LEASE).until(() -> cut.renewals() > before);
+
+    assertThat(causes).isEmpty();
+    assertThat(lock.isHeld()).isTrue();
+    assertThat(provider().tryAcquire(name)).isEmpty();
+  }
+
+  @Test
   void aHolderWhoseExtensionFindsATakeoverIsToldAndFenced() {
     CutOffLeaseStore cut = new CutOffLeaseStore(createLeaseStore());
     // The holder's clock stands still: it believes its lease is valid, as a process whose clock
@@ -414,6 +435,8 @@ public abstract class LockContract {
   protected static final class CutOffLeaseStore implements LeaseStore {
     private final LeaseStore delegate;
     private volatile boolean cut;
+    private final AtomicInteger refusedRenewals = new AtomicInteger();
+    private final AtomicInteger renewals = new AtomicInteger();
 
     public CutOffLeaseStore(LeaseStore delegate) {
       this.delegate = delegate;
@@ -427,6 +450,16 @@ public abstract class LockContract {
       cut = false;
     }
 
+    /** Renewals refused while cut off. */
+    public int refusedRenewals() {
+      return refusedRenewals.get();
+    }
+
+    /** Renewals that reached the store and succeeded. */
+    public int renewals() {
+      return renewals.get();
+    }
+
     @Override
     public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
       return delegate.tryAcquire(name, owner, duration);
@@ -435,9 +468,12 @@ public abstract class LockContract {
     @Override
     public Lease renew(Lease lease, Duration duration) {
       if (cut) {
+        refusedRenewals.incrementAndGet();
         throw new SluiceException("store unreachable (renewals cut off by the test)");
       }
-      return delegate.renew(lease, duration);
+      Lease renewed = delegate.renew(lease, duration);
+      renewals.incrementAndGet();
+      return renewed;
     }
 
     @Override
