@@ -154,6 +154,7 @@ public final class RelayDemo {
       return t;
     });
     List<AutoCloseable> resources = new ArrayList<>();
+    Thread writer = null;
     try {
       // Kafka starts slowest: start it while the others start.
       CompletableFuture<EmbeddedKafka> startingKafka = CompletableFuture.supplyAsync(EmbeddedKafka::start);
@@ -198,7 +199,8 @@ public final class RelayDemo {
       Runnable printStatus = () -> printStatus(started, written.get(), kafkaConsumer, amqpConsumer);
       status.scheduleAtFixedRate(printStatus, 1, 1, TimeUnit.SECONDS);
       MongoCollection<Document> orders = client.getDatabase(DATABASE).getCollection(COLLECTION);
-      Thread writer = new Thread(() -> write(orders, written), "relay-demo-writer");
+      writer = new Thread(() -> write(orders, written), "relay-demo-writer");
+      writer.setDaemon(true);
       writer.start();
 
       Kill kafkaKill = killWhileHolding(kafkaRelay, KAFKA, kafkaConsumer, leases, tracker, kafkaHold);
@@ -225,6 +227,9 @@ public final class RelayDemo {
       return result;
     } finally {
       status.shutdownNow();
+      if (writer != null) {
+        writer.interrupt(); // only still running if the demo failed
+      }
       relays.forEach(ChildJvm::close);
       for (int i = resources.size() - 1; i >= 0; i--) {
         try {

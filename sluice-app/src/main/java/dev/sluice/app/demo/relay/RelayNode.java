@@ -3,16 +3,16 @@ package dev.sluice.app.demo.relay;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.rabbitmq.client.ConnectionFactory;
+import dev.sluice.amqp.AmqpSink;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Position;
+import dev.sluice.kafka.KafkaSink;
 import dev.sluice.lease.Lease;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.Handler;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
-import dev.sluice.amqp.AmqpSink;
-import dev.sluice.kafka.KafkaSink;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.sink.DocumentMapper;
@@ -104,7 +104,7 @@ public final class RelayNode {
       BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       for (String line = commands.readLine(); !"start".equals(line); line = commands.readLine()) {
         if (line == null) {
-          return; // the demo went away
+          System.exit(0); // the demo went away
         }
       }
     }

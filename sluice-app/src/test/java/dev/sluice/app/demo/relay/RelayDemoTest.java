@@ -40,8 +40,6 @@ class RelayDemoTest {
       assertThat(b.duplicatesReceived()).as(broker).isGreaterThanOrEqualTo(b.kill().forcedRedeliveries());
       assertThat(b.duplicatesRemoved()).as(broker).isEqualTo(b.duplicatesReceived());
       assertThat(b.received()).as(broker).isEqualTo(CHANGES + b.duplicatesReceived());
-      // Redelivery is bounded by what the checkpoint did not cover (one batch plus the time-based slack).
-      assertThat(b.duplicatesReceived()).as(broker).isLessThanOrEqualTo(CHANGES - b.kill().checkpointed());
     }
     assertThat(r.ok()).isTrue();
     assertThat(printed).contains("SIGKILL kafka-relay-1").contains("SIGKILL amqp-relay-1").contains("RESULT: OK")
