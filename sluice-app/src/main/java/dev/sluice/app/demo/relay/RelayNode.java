@@ -86,7 +86,9 @@ public final class RelayNode {
         .leaseDuration(lease)
         .acquireInterval(Duration.ofMillis(100))
         .pollWait(Duration.ofMillis(50))
-        .checkpoint(CheckpointPolicy.every(checkpointEvery, Duration.ofSeconds(1)))
+        // A relay that will be killed checkpoints on count only, so the kill lands exactly half a
+        // batch past its checkpoint; the replacement also commits after a second without one.
+        .checkpoint(CheckpointPolicy.every(checkpointEvery, holdAt > 0 ? Duration.ofHours(1) : Duration.ofSeconds(1)))
         .observer(new Progress(name))
         .build();
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
