@@ -15,7 +15,10 @@ import picocli.CommandLine.Option;
 public final class DemoCommand implements Callable<Integer> {
 
   @Option(names = "--scenario", defaultValue = "listener",
-      description = "listener (default): leases, takeover and fencing; relay: a collection relayed to "
+      description = "listener (default): leases, takeover and fencing; views: an order view and customer "
+          + "stats maintained by two processes, the owner paused (SIGSTOP), compared with the recomputed join; "
+          + "enrolment: seed 003, shuffled and duplicated messages through AMQP applied by five consumers "
+          + "with sequence numbers, compared with sequential application; relay: a collection relayed to "
           + "Kafka and AMQP by two relay processes, each killed with SIGKILL mid-stream and replaced, "
           + "consumers de-duplicating with the inbox")
   String scenario;
@@ -40,11 +43,19 @@ public final class DemoCommand implements Callable<Integer> {
     switch (scenario) {
       case "listener":
         break;
+      case "views":
+        requireCommonOptions();
+        return new dev.sluice.app.demo.views.ViewsDemo(new dev.sluice.app.demo.views.ViewsDemo.Settings(
+            changes, rate, Duration.ofMillis(leaseMillis), 20), System.out).run().ok() ? 0 : 1;
+      case "enrolment":
+        requireCommonOptions();
+        return new dev.sluice.app.demo.views.EnrolmentDemo(
+            new dev.sluice.app.demo.views.EnrolmentDemo.Settings(changes, 50, 20), System.out).run().ok() ? 0 : 1;
       case "relay":
         return relay();
       default:
         throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
-            "unknown --scenario '" + scenario + "'; known: listener, relay");
+            "unknown --scenario '" + scenario + "'; known: listener, views, enrolment, relay");
     }
     if (changes < 30 || rate < 1 || leaseMillis < 300 || checkpointEvery < 1) {
       throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
@@ -63,5 +74,12 @@ public final class DemoCommand implements Callable<Integer> {
       throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), e.getMessage());
     }
     return new RelayDemo(settings, System.out).run().ok() ? 0 : 1;
+  }
+
+  private void requireCommonOptions() {
+    if (changes < 30 || rate < 1 || leaseMillis < 300) {
+      throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+          "need --changes >= 30, --rate >= 1, --lease-ms >= 300");
+    }
   }
 }
