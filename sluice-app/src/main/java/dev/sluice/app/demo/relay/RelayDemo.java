@@ -209,12 +209,15 @@ public final class RelayDemo {
       startStandby(amqpReplacement);
 
       writer.join();
-      awaitCondition("every change applied by both consumers", Duration.ofSeconds(120), () -> {
+      boolean complete = awaitWhileProgressing(Duration.ofSeconds(30), () -> {
         failIfBroken(kafkaConsumer, amqpConsumer);
-        return tracker.size() >= written.get() && kafkaConsumer.applied() >= written.get()
-            && amqpConsumer.applied() >= written.get();
-      });
+        return new int[] {tracker.size(), kafkaConsumer.received(), amqpConsumer.received()};
+      }, () -> tracker.size() >= written.get() && kafkaConsumer.applied() >= written.get()
+          && amqpConsumer.applied() >= written.get());
       status.shutdownNow();
+      if (!complete) {
+        out.println(">>> no progress for 30 s before every change was applied; verifying what arrived");
+      }
       // Stop consuming before counting, so received, applied and removed are one consistent cut.
       kafkaReceiver.close();
       amqpReceiver.close();
@@ -463,10 +466,24 @@ public final class RelayDemo {
     return true;
   }
 
-  private static void awaitCondition(String what, Duration timeout, BooleanSupplier condition)
+  /**
+   * Polls until {@code done}; gives up (returns false) once {@code progress} has not changed for
+   * {@code idle}, so a lost message shows in the table instead of a hang.
+   */
+  private static boolean awaitWhileProgressing(Duration idle, Supplier<int[]> progress, BooleanSupplier done)
       throws InterruptedException {
-    if (!awaitCondition(timeout, condition)) {
-      throw new IllegalStateException("Relay demo gave up waiting for " + what + " after " + timeout);
+    int[] last = progress.get();
+    long lastChange = System.nanoTime();
+    while (!done.getAsBoolean()) {
+      int[] now = progress.get();
+      if (!java.util.Arrays.equals(now, last)) {
+        last = now;
+        lastChange = System.nanoTime();
+      } else if (System.nanoTime() - lastChange > idle.toNanos()) {
+        return false;
+      }
+      TimeUnit.MILLISECONDS.sleep(50);
     }
+    return true;
   }
 }
