@@ -1,5 +1,7 @@
 package dev.sluice.app.demo;
 
+import dev.sluice.ConfigurationException;
+import dev.sluice.app.demo.relay.RelayDemo;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -16,7 +18,9 @@ public final class DemoCommand implements Callable<Integer> {
       description = "listener (default): leases, takeover and fencing; views: an order view and customer "
           + "stats maintained by two processes, the owner paused (SIGSTOP), compared with the recomputed join; "
           + "enrolment: seed 003, shuffled and duplicated messages through AMQP applied by five consumers "
-          + "with sequence numbers, compared with sequential application")
+          + "with sequence numbers, compared with sequential application; relay: a collection relayed to "
+          + "Kafka and AMQP by two relay processes, each killed with SIGKILL mid-stream and replaced, "
+          + "consumers de-duplicating with the inbox")
   String scenario;
 
   @Option(names = "--changes", defaultValue = "3000", description = "changes to write (default ${DEFAULT-VALUE})")
@@ -31,6 +35,9 @@ public final class DemoCommand implements Callable<Integer> {
   @Option(names = "--checkpoint-every", defaultValue = "50", description = "changes per checkpoint (default ${DEFAULT-VALUE})")
   int checkpointEvery;
 
+  @Option(names = "--keys", defaultValue = "100", description = "relay scenario: documents written to (default ${DEFAULT-VALUE})")
+  int keys;
+
   @Override
   public Integer call() throws Exception {
     switch (scenario) {
@@ -44,9 +51,11 @@ public final class DemoCommand implements Callable<Integer> {
         requireCommonOptions();
         return new dev.sluice.app.demo.views.EnrolmentDemo(
             new dev.sluice.app.demo.views.EnrolmentDemo.Settings(changes, 50, 20), System.out).run().ok() ? 0 : 1;
+      case "relay":
+        return relay();
       default:
         throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
-            "unknown --scenario '" + scenario + "'; known: listener, views, enrolment");
+            "unknown --scenario '" + scenario + "'; known: listener, views, enrolment, relay");
     }
     if (changes < 30 || rate < 1 || leaseMillis < 300 || checkpointEvery < 1) {
       throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
@@ -55,6 +64,16 @@ public final class DemoCommand implements Callable<Integer> {
     Demo.Result result = new Demo(new Demo.Settings(changes, rate, Duration.ofMillis(leaseMillis),
         checkpointEvery, 40), System.out).run();
     return result.ok() ? 0 : 1;
+  }
+
+  private int relay() throws Exception {
+    RelayDemo.Settings settings;
+    try {
+      settings = new RelayDemo.Settings(changes, keys, rate, checkpointEvery, Duration.ofMillis(leaseMillis));
+    } catch (ConfigurationException e) {
+      throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), e.getMessage());
+    }
+    return new RelayDemo(settings, System.out).run().ok() ? 0 : 1;
   }
 
   private void requireCommonOptions() {
