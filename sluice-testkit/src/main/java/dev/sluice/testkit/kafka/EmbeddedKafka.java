@@ -88,10 +88,22 @@ public final class EmbeddedKafka implements AutoCloseable {
     createTopic(name, partitions, Map.of());
   }
 
-  /** Creates a topic with topic-level configs (such as {@code max.message.bytes}). */
+  /**
+   * Creates a topic with topic-level configs (such as {@code max.message.bytes}) and returns once
+   * the broker reports a leader for every partition. Producing to a topic whose leader is not
+   * elected yet gets NOT_LEADER_OR_FOLLOWER; an idempotent producer retrying that first batch
+   * while later ones are in flight can then loop on OUT_OF_ORDER_SEQUENCE_NUMBER (seen here as a
+   * flush timing out), so tests must not start before the leader exists.
+   */
   public void createTopic(String name, int partitions, Map<String, String> configs) {
     try (Admin admin = admin()) {
       admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
+      org.awaitility.Awaitility.await("leaders of topic " + name)
+          .atMost(java.time.Duration.ofSeconds(30))
+          .pollInterval(java.time.Duration.ofMillis(20))
+          .ignoreExceptions()
+          .until(() -> admin.describeTopics(List.of(name)).allTopicNames().get().get(name).partitions()
+              .stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty()));
     } catch (Exception e) {
       throw new SluiceException("Cannot create topic " + name + ": " + e, e);
     }
