@@ -1,5 +1,7 @@
 package dev.sluice.app.demo;
 
+import dev.sluice.app.demo.enrolment.EnrolmentDemo;
+import dev.sluice.app.demo.views.ViewsDemo;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -13,8 +15,24 @@ import picocli.CommandLine.Option;
 public final class DemoCommand implements Callable<Integer> {
 
   @Option(names = "--scenario", defaultValue = "listener",
-      description = "listener (default): leases, takeover and fencing; see --help for the others")
+      description = "listener (default): leases, takeover and fencing; views: materialized views under "
+          + "concurrent writes with a paused listener JVM; enrolment: seed 003's sequenced enrol/unenrol "
+          + "messages, shuffled and duplicated, applied by concurrent AMQP consumers")
   String scenario;
+
+  @Option(names = "--writers", defaultValue = "3", description = "views: concurrent writers (default ${DEFAULT-VALUE})")
+  int writers;
+
+  @Option(names = "--customers", defaultValue = "20", description = "views: customers (default ${DEFAULT-VALUE})")
+  int customers;
+
+  @Option(names = "--messages", defaultValue = "2000",
+      description = "enrolment: distinct messages (default ${DEFAULT-VALUE})")
+  int messages;
+
+  @Option(names = "--consumers", defaultValue = "5",
+      description = "enrolment: concurrent consumers (default ${DEFAULT-VALUE})")
+  int consumers;
 
   @Option(names = "--changes", defaultValue = "3000", description = "changes to write (default ${DEFAULT-VALUE})")
   int changes;
@@ -33,9 +51,13 @@ public final class DemoCommand implements Callable<Integer> {
     switch (scenario) {
       case "listener":
         break;
+      case "views":
+        return views();
+      case "enrolment":
+        return enrolment();
       default:
         throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
-            "unknown --scenario '" + scenario + "'; known: listener");
+            "unknown --scenario '" + scenario + "'; known: listener, views, enrolment");
     }
     if (changes < 30 || rate < 1 || leaseMillis < 300 || checkpointEvery < 1) {
       throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
@@ -43,6 +65,27 @@ public final class DemoCommand implements Callable<Integer> {
     }
     Demo.Result result = new Demo(new Demo.Settings(changes, rate, Duration.ofMillis(leaseMillis),
         checkpointEvery, 40), System.out).run();
+    return result.ok() ? 0 : 1;
+  }
+
+  private int views() throws Exception {
+    if (changes < 30 || rate < 1 || leaseMillis < 300 || checkpointEvery < 1 || writers < 1 || customers < 1) {
+      throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+          "need --changes >= 30, --rate >= 1, --lease-ms >= 300, --checkpoint-every >= 1, --writers >= 1,"
+              + " --customers >= 1");
+    }
+    ViewsDemo.Result result = new ViewsDemo(new ViewsDemo.Settings(changes, rate, writers, customers,
+        Duration.ofMillis(leaseMillis), checkpointEvery), System.out).run();
+    return result.ok() ? 0 : 1;
+  }
+
+  private int enrolment() throws Exception {
+    if (messages < 10 || consumers < 1) {
+      throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+          "need --messages >= 10, --consumers >= 1");
+    }
+    EnrolmentDemo.Result result = new EnrolmentDemo(EnrolmentDemo.Settings.defaults()
+        .withMessages(messages).withConsumers(consumers), System.out).run();
     return result.ok() ? 0 : 1;
   }
 }
