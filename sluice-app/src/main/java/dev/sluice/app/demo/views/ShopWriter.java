@@ -1,8 +1,6 @@
 package dev.sluice.app.demo.views;
 
 import static com.mongodb.client.model.Filters.eq;
-import static com.mongodb.client.model.Updates.combine;
-import static com.mongodb.client.model.Updates.set;
 
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
@@ -44,9 +42,8 @@ final class ShopWriter implements Runnable {
   private final MongoCollection<Document> customerColl;
   private final Counts counts;
   private final Random random;
-  private final Map<String, Integer> orderVersions = new LinkedHashMap<>();
-  private final List<String> liveOrders = new ArrayList<>();
-  private final Map<String, Integer> customerVersions = new LinkedHashMap<>();
+  private final Map<String, Document> liveOrders = new LinkedHashMap<>();
+  private final Map<String, Document> myCustomers = new LinkedHashMap<>();
   private int created;
 
   ShopWriter(MongoDatabase db, int index, int writers, int writes, double ratePerSecond, int customers,
@@ -60,7 +57,7 @@ final class ShopWriter implements Runnable {
     this.counts = counts;
     this.random = new Random(seed);
     for (int c = index; c < customers; c += writers) {
-      customerVersions.put(customerId(c), 1); // seeded at version 1 by the demo
+      myCustomers.put(customerId(c), customer(c)); // the demo inserts them before the writers start
     }
   }
 
@@ -91,52 +88,63 @@ final class ShopWriter implements Runnable {
     }
   }
 
+  /*
+   * Updates are whole-document replacements: the embedded server reports an update's documentKey
+   * as the update document itself (without _id, see embedded-servers.md), and when the document is
+   * deleted before the feed's lookup there is then no _id left to name it; a replacement carries
+   * its _id. On real MongoDB both forms give the same change events.
+   */
   private void writeOne() {
     int dice = random.nextInt(100);
     if (liveOrders.size() < 5 || dice < 30) {
       String id = "o-" + index + "-" + (created++);
-      orders.insertOne(new Document("_id", id).append("customerId", anyCustomer())
-          .append("amount", 1 + random.nextInt(100)).append("version", 1));
-      orderVersions.put(id, 1);
-      liveOrders.add(id);
+      Document order = new Document("_id", id).append("customerId", anyCustomer())
+          .append("amount", 1 + random.nextInt(100)).append("version", 1);
+      orders.insertOne(order);
+      liveOrders.put(id, order);
       counts.created.incrementAndGet();
     } else if (dice < 55) {
-      String id = anyOrder();
-      orders.updateOne(eq("_id", id), combine(set("amount", 1 + random.nextInt(100)), set("version", bump(id))));
+      Document order = anyOrder().append("amount", 1 + random.nextInt(100));
+      replace(orders, bump(order));
       counts.updated.incrementAndGet();
     } else if (dice < 70) {
-      String id = anyOrder();
-      orders.updateOne(eq("_id", id), combine(set("customerId", anyCustomer()), set("version", bump(id))));
+      Document order = anyOrder().append("customerId", anyCustomer());
+      replace(orders, bump(order));
       counts.moved.incrementAndGet();
     } else if (dice < 80) {
-      String id = liveOrders.remove(random.nextInt(liveOrders.size()));
-      orders.deleteOne(eq("_id", id));
+      Document order = anyOrder();
+      liveOrders.remove(order.getString("_id"));
+      orders.deleteOne(eq("_id", order.getString("_id")));
       counts.deleted.incrementAndGet();
     } else {
-      List<String> mine = new ArrayList<>(customerVersions.keySet());
-      if (mine.isEmpty()) {
+      if (myCustomers.isEmpty()) {
         return;
       }
-      String id = mine.get(random.nextInt(mine.size()));
-      int version = customerVersions.merge(id, 1, Integer::sum);
+      List<Document> mine = new ArrayList<>(myCustomers.values());
+      Document customer = mine.get(random.nextInt(mine.size()));
+      bump(customer);
       if (dice < 90) {
-        customerColl.updateOne(eq("_id", id),
-            combine(set("name", "Customer " + id + " v" + version), set("version", version)));
+        customer.append("name", "Customer " + customer.getString("_id") + " v" + customer.getInteger("version"));
         counts.renamed.incrementAndGet();
       } else {
-        customerColl.updateOne(eq("_id", id),
-            combine(set("tier", TIERS.get(random.nextInt(TIERS.size()))), set("version", version)));
+        customer.append("tier", TIERS.get(random.nextInt(TIERS.size())));
         counts.retiered.incrementAndGet();
       }
+      replace(customerColl, customer);
     }
   }
 
-  private int bump(String orderId) {
-    return orderVersions.merge(orderId, 1, Integer::sum);
+  private static void replace(MongoCollection<Document> coll, Document doc) {
+    coll.replaceOne(eq("_id", doc.get("_id")), doc);
   }
 
-  private String anyOrder() {
-    return liveOrders.get(random.nextInt(liveOrders.size()));
+  private static Document bump(Document doc) {
+    return doc.append("version", doc.getInteger("version") + 1);
+  }
+
+  private Document anyOrder() {
+    List<Document> all = new ArrayList<>(liveOrders.values());
+    return all.get(random.nextInt(all.size()));
   }
 
   private String anyCustomer() {

@@ -172,6 +172,13 @@ public final class ViewsDemo {
           orderView.count(), stats.count(), pausedEpoch, takeoverEpoch, takeoverMillis, lostBoth, samples);
       printTable(result);
       return result;
+    } catch (Exception | AssertionError e) {
+      for (ChildJvm n : nodes) {
+        List<String> lines = n.output();
+        out.printf("--- last lines of %s (pid %d)%n", n.name(), n.pid());
+        lines.subList(Math.max(0, lines.size() - 40), lines.size()).forEach(out::println);
+      }
+      throw e;
     } finally {
       writers.forEach(Thread::interrupt);
       nodes.forEach(ChildJvm::close);
@@ -209,28 +216,28 @@ public final class ViewsDemo {
 
   private void printTable(Result r) {
     out.println();
-    out.println("+--------------------------------------+----------+");
-    out.printf("| %-36s | %8s |%n", "verification", "value");
-    out.println("+--------------------------------------+----------+");
+    out.println("+----------------------------------------+----------+");
+    out.printf("| %-38s | %8s |%n", "verification", "value");
+    out.println("+----------------------------------------+----------+");
     row("source writes", r.writes());
     r.writesByKind().forEach((k, v) -> row("  " + k, v));
     row("orders (recomputed join)", r.orders());
     row("customers (recomputed join)", r.customers());
     row("order_view differences (must be 0)", r.orderViewDifferences());
     row("customer_stats differences (must be 0)", r.customerStatsDifferences());
-    row("epoch of the paused owner", (int) r.pausedEpoch());
-    row("epoch after takeover", (int) r.takeoverEpoch());
-    row("takeover after SIGSTOP (ms)", (int) r.takeoverMillis());
-    out.printf("| %-36s | %8s |%n", "paused node lost both leases", r.pausedNodeLostBothLeases() ? "yes" : "NO");
-    out.println("+--------------------------------------+----------+");
+    row("takeover after SIGSTOP (ms)", r.takeoverMillis());
+    out.printf("| %-38s | %8s |%n", "paused node lost both leases", r.pausedNodeLostBothLeases() ? "yes" : "NO");
+    out.println("+----------------------------------------+----------+");
+    out.printf("orders lease epochs (fencing tokens): paused owner %d, after takeover %d%n", r.pausedEpoch(),
+        r.takeoverEpoch());
     if (!r.differenceSamples().isEmpty()) {
       out.println("differences: " + r.differenceSamples().stream().collect(Collectors.joining(", ")));
     }
     out.println(r.ok() ? "RESULT: OK" : "RESULT: FAILED");
   }
 
-  private void row(String name, int value) {
-    out.printf("| %-36s | %8d |%n", name, value);
+  private void row(String name, long value) {
+    out.printf("| %-38s | %8d |%n", name, value);
   }
 
   private static void await(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
