@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "sluice 0.1.0-SNAPSHOT",
     description = "Reliable change-data processing: listeners with leases, fencing and checkpoints.",
-    subcommands = {DemoCommand.class, StatusCommand.class})
+    subcommands = {DemoCommand.class, StatusCommand.class, dev.sluice.app.service.RunCommand.class,
+        dev.sluice.app.service.DeadLettersCommand.class, dev.sluice.app.service.ReplayCommand.class})
 public final class Main implements Runnable {
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

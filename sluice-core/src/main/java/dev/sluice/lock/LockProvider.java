@@ -3,7 +3,7 @@ package dev.sluice.lock;
 import dev.sluice.ConfigurationException;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.lock.internal.LeaseLockProvider;
-import java.time.Clock;
+import dev.sluice.Ticker;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -54,7 +54,7 @@ public interface LockProvider extends AutoCloseable {
     private Duration extendEvery;
     private Duration initialBackoff = Duration.ofMillis(50);
     private Duration maxBackoff = Duration.ofSeconds(1);
-    private Clock clock = Clock.systemUTC();
+    private Ticker ticker = Ticker.system();
     private LockLostListener onLost;
     private String namePrefix = "lock:";
     private String ownerId;
@@ -105,12 +105,12 @@ public interface LockProvider extends AutoCloseable {
     }
 
     /**
-     * The process clock, used only to measure elapsed time (acquire deadlines, how long the last
-     * extension stays valid). Expiry itself is always judged on the store's clock, so a process
-     * clock that is off by a constant does no harm. Default {@link Clock#systemUTC()}.
+     * The monotonic time source for elapsed time: acquire deadlines, and how long the last
+     * extension keeps the lock valid for this holder. The lock reads no wall clock at all; expiry
+     * is judged on the store's clock. Default {@link Ticker#system()}.
      */
-    public Builder clock(Clock clock) {
-      this.clock = ConfigurationException.requireNonNull(clock, "clock");
+    public Builder ticker(Ticker ticker) {
+      this.ticker = ConfigurationException.requireNonNull(ticker, "ticker");
       return this;
     }
 
@@ -149,7 +149,7 @@ public interface LockProvider extends AutoCloseable {
       Duration every = extendEvery != null ? extendEvery : leaseDuration.dividedBy(3);
       ConfigurationException.require(every.multipliedBy(2).compareTo(leaseDuration) < 0,
           "extendEvery", every, "must be less than half of leaseDuration (" + leaseDuration + ")");
-      return new LeaseLockProvider(store, leaseDuration, every, initialBackoff, maxBackoff, clock,
+      return new LeaseLockProvider(store, leaseDuration, every, initialBackoff, maxBackoff, ticker,
           onLost, namePrefix, ownerId);
     }
   }

@@ -26,6 +26,7 @@ final class InMemoryFeed implements ChangeFeed<String> {
   private int trimmed;
   private int endAt = -1;
   private volatile int failNextPolls;
+  private volatile int crashNextPolls;
 
   InMemoryFeed(String stream) {
     this.stream = stream;
@@ -61,6 +62,11 @@ final class InMemoryFeed implements ChangeFeed<String> {
 
   void failNextPolls(int n) {
     failNextPolls = n;
+  }
+
+  /** The next {@code n} polls throw an untyped exception, as a driver bug would. */
+  void crashNextPolls(int n) {
+    crashNextPolls = n;
   }
 
   @Override
@@ -99,6 +105,10 @@ final class InMemoryFeed implements ChangeFeed<String> {
 
     @Override
     public List<ChangeEvent<String>> poll(Duration maxWait) {
+      if (crashNextPolls > 0) {
+        crashNextPolls--;
+        throw new IllegalStateException("injected driver bug");
+      }
       if (failNextPolls > 0) {
         failNextPolls--;
         throw new FeedException("injected feed failure", null, true);

@@ -420,6 +420,19 @@ class ListenerEngineTest {
   }
 
   @Test
+  void anUnexpectedFeedErrorRestartsTheCursorInsteadOfKillingThePartition() {
+    write(0, 10);
+    Recorder rec = new Recorder();
+    Listener<String> l = start(builder(rec).checkpoint(CheckpointPolicy.everyChange()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 10);
+    feed.crashNextPolls(2);
+    write(10, 20);
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() >= 20);
+    assertThat(rec.values()).containsExactlyElementsOf(expected(0, 20));
+    assertThat(l.status().get(0).state()).isEqualTo(PartitionState.ACTIVE);
+  }
+
+  @Test
   void anEndedStreamStopsThePartitionCleanly() {
     write(0, 5);
     feed.end();

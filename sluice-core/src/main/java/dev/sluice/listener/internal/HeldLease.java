@@ -32,6 +32,7 @@ final class HeldLease {
   private volatile long deadlineNanos;
   private volatile String lostReason;
   private ScheduledFuture<?> renewal;
+  private volatile boolean retired;
 
   HeldLease(LeaseStore store, Lease lease, long requestStartNanos, Duration duration, Runnable onLost) {
     this.store = store;
@@ -48,7 +49,7 @@ final class HeldLease {
   }
 
   private void renewOnce() {
-    if (lostReason != null) {
+    if (lostReason != null || retired) {
       return;
     }
     long start = System.nanoTime();
@@ -89,7 +90,7 @@ final class HeldLease {
 
   void markLost(String reason) {
     synchronized (this) {
-      if (lostReason != null) {
+      if (lostReason != null || retired) {
         return;
       }
       lostReason = reason;
@@ -118,9 +119,15 @@ final class HeldLease {
     return lease;
   }
 
-  void stopRenewing() {
+  /**
+   * Stops renewing before the holder releases the lease, so a renewal still in flight cannot
+   * report the release as a loss. Returns the loss reason if the lease was already lost.
+   */
+  synchronized String retire() {
+    retired = true;
     if (renewal != null) {
       renewal.cancel(false);
     }
+    return lostReason;
   }
 }

@@ -218,16 +218,16 @@ final class PartitionWorker<D> implements Runnable {
       return PartitionState.FAILED;
     } finally {
       closeCursor();
-      held.stopRenewing();
-      if (held.lostReason() == null) {
+      String lostReason = held.retire();
+      if (lostReason == null) {
         try {
           config.leaseStore().release(held.lease());
         } catch (RuntimeException e) {
           log.warn("Release of lease '{}' failed; it will expire: {}", leaseName, e.toString());
         }
       } else {
-        error = held.lostReason();
-        observer.lost(leaseName, held.lease().epoch(), held.lostReason());
+        error = lostReason;
+        observer.lost(leaseName, held.lease().epoch(), lostReason);
       }
       heldEpoch = 0;
       held = null;
@@ -264,6 +264,14 @@ final class PartitionWorker<D> implements Runnable {
         }
         observer.feedFailed(leaseName, e);
         log.warn("Opening the feed for {} failed, retrying in {}: {}", leaseName, backoff, e.toString());
+        pause(backoff);
+        backoff = min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      } catch (LeaseLostSignal | PartitionFailedSignal signal) {
+        throw signal;
+      } catch (RuntimeException e) {
+        closeCursor();
+        observer.feedFailed(leaseName, e);
+        log.error("Opening the feed for {} threw an unexpected error, retrying in {}", leaseName, backoff, e);
         pause(backoff);
         backoff = min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }
@@ -323,6 +331,14 @@ final class PartitionWorker<D> implements Runnable {
         }
         observer.feedFailed(leaseName, e);
         log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}", leaseName, feedBackoff, e.toString());
+        reopenAtCheckpoint(fence, feedBackoff);
+        feedBackoff = min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+        continue;
+      } catch (RuntimeException e) {
+        // Not a typed feed error (a driver or feed bug): restart the cursor from the checkpoint
+        // after a back-off rather than let the partition die (seed 004, "Error Handling").
+        observer.feedFailed(leaseName, e);
+        log.error("Feed of {} threw an unexpected error, re-opening at the last checkpoint in {}", leaseName, feedBackoff, e);
         reopenAtCheckpoint(fence, feedBackoff);
         feedBackoff = min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
         continue;

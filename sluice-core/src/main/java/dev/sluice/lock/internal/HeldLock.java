@@ -23,8 +23,8 @@ final class HeldLock implements Lock {
   private final ReentrantLock mutex = new ReentrantLock();
   private volatile Lease lease;
   /**
-   * Process-clock millis until which the last grant is certainly valid: measured from before the
-   * request was sent, so it errs on the early side whatever the store's clock says.
+   * Ticker nanos until which the last grant is certainly valid: measured on the monotonic ticker
+   * from before the request was sent, so it errs on the early side whatever the store's clock says.
    */
   private volatile long validUntil;
   private volatile State state = State.HELD;
@@ -58,8 +58,8 @@ final class HeldLock implements Lock {
       if (state != State.HELD) {
         return;
       }
-      long sentAt = provider.clock.millis();
-      if (sentAt >= validUntil) {
+      long sentAt = provider.ticker.nanos();
+      if (sentAt - validUntil >= 0) {
         // This process was paused or the store unreachable past the lease: someone else may
         // have held the lock meanwhile, so even a renewal that succeeds now would hide a gap.
         lostBecause = new LeaseLostException(lease.name(), token,
@@ -69,7 +69,7 @@ final class HeldLock implements Lock {
       } else {
         try {
           lease = provider.store.renew(lease, provider.leaseDuration);
-          validUntil = sentAt + provider.leaseDuration.toMillis();
+          validUntil = sentAt + provider.leaseDuration.toNanos();
         } catch (LeaseLostException e) {
           lostBecause = e;
         } catch (RuntimeException e) {
@@ -118,7 +118,7 @@ final class HeldLock implements Lock {
 
   @Override
   public boolean isHeld() {
-    return state == State.HELD && provider.clock.millis() < validUntil;
+    return state == State.HELD && provider.ticker.nanos() - validUntil < 0;
   }
 
   @Override

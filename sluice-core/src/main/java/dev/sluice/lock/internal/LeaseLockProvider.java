@@ -11,7 +11,7 @@ import dev.sluice.lock.LockProvider;
 import dev.sluice.lock.LockTimeoutException;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
-import java.time.Clock;
+import dev.sluice.Ticker;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -38,7 +38,7 @@ public final class LeaseLockProvider implements LockProvider {
   final Duration extendEvery;
   private final Duration initialBackoff;
   private final Duration maxBackoff;
-  final Clock clock;
+  final Ticker ticker;
   private final LockLostListener onLost;
   private final String namePrefix;
   private final String ownerBase;
@@ -48,14 +48,14 @@ public final class LeaseLockProvider implements LockProvider {
   private volatile boolean closed;
 
   public LeaseLockProvider(LeaseStore store, Duration leaseDuration, Duration extendEvery,
-      Duration initialBackoff, Duration maxBackoff, Clock clock, LockLostListener onLost,
+      Duration initialBackoff, Duration maxBackoff, Ticker ticker, LockLostListener onLost,
       String namePrefix, String ownerId) {
     this.store = store;
     this.leaseDuration = leaseDuration;
     this.extendEvery = extendEvery;
     this.initialBackoff = initialBackoff;
     this.maxBackoff = maxBackoff;
-    this.clock = clock;
+    this.ticker = ticker;
     this.onLost = onLost != null ? onLost : (lock, cause) -> LOG.warn(
         "Lock '{}' (token {}) was lost: {}", lock.name(), lock.token(), cause.getMessage());
     this.namePrefix = namePrefix;
@@ -90,12 +90,12 @@ public final class LeaseLockProvider implements LockProvider {
     requireOpen();
     // A unique owner per acquisition: two threads of one process must exclude each other too.
     String owner = ownerBase + "#" + acquisitions.incrementAndGet();
-    long sentAt = clock.millis();
+    long sentAt = ticker.nanos();
     Optional<Lease> lease = store.tryAcquire(leaseName, owner, leaseDuration);
     if (lease.isEmpty()) {
       return Optional.empty();
     }
-    HeldLock lock = new HeldLock(this, name, lease.get(), sentAt + leaseDuration.toMillis());
+    HeldLock lock = new HeldLock(this, name, lease.get(), sentAt + leaseDuration.toNanos());
     held.add(lock);
     if (closed) {
       // Raced with close(): do not leave a lock behind that nobody extends or releases.
@@ -112,15 +112,14 @@ public final class LeaseLockProvider implements LockProvider {
     ConfigurationException.require(!maxWait.isNegative(), "maxWait", maxWait,
         "must not be negative");
     String leaseName = leaseName(name);
-    long start = clock.millis();
-    long deadline = start + maxWait.toMillis();
+    long deadline = ticker.nanos() + maxWait.toNanos();
     long backoff = initialBackoff.toMillis();
     while (true) {
       Optional<Lock> lock = tryAcquire(name);
       if (lock.isPresent()) {
         return lock.get();
       }
-      long left = deadline - clock.millis();
+      long left = TimeUnit.NANOSECONDS.toMillis(deadline - ticker.nanos());
       if (left <= 0) {
         throw timeout(name, leaseName, maxWait);
       }

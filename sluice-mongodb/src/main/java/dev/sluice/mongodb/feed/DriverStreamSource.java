@@ -4,9 +4,11 @@ import static com.mongodb.client.model.Filters.ne;
 
 import com.mongodb.client.ChangeStreamIterable;
 import com.mongodb.client.MongoChangeStreamCursor;
+import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCursor;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.Sorts;
+import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -22,11 +24,22 @@ import org.bson.conversions.Bson;
 /** The real {@link StreamSource}: the official driver. */
 final class DriverStreamSource implements StreamSource {
 
-  private final MongoChangeFeed.Builder settings;
+  private final MongoClient client;
+  private final String database;
+  private final String collection;
+  private final int batchSize;
+  private final FullDocument fullDocument;
+  private final long maxAwaitMillis;
   private final List<Bson> pipeline;
 
+  /** Copies what it needs: changing the builder later does not change this source. */
   DriverStreamSource(MongoChangeFeed.Builder settings) {
-    this.settings = settings;
+    this.client = settings.client;
+    this.database = settings.database;
+    this.collection = settings.collection;
+    this.batchSize = settings.batchSize;
+    this.fullDocument = settings.fullDocument;
+    this.maxAwaitMillis = settings.minBackoff.toMillis();
     List<Bson> stages = new ArrayList<>(settings.pipeline);
     if (settings.splitLargeEvents) {
       // Must be the last stage of the pipeline.
@@ -38,16 +51,16 @@ final class DriverStreamSource implements StreamSource {
   @Override
   public MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start) {
     ChangeStreamIterable<BsonDocument> stream =
-        settings
-            .client
-            .getDatabase(settings.database)
-            .getCollection(settings.collection, BsonDocument.class)
+        client
+            .getDatabase(database)
+            .getCollection(collection, BsonDocument.class)
             .watch(pipeline, BsonDocument.class)
-            .batchSize(settings.batchSize)
-            .fullDocument(settings.fullDocument)
-            // Each tryNext is one getMore; a real server holds it up to this long when idle, so
-            // a poll never blocks much longer than its own back-off would.
-            .maxAwaitTime(settings.maxBackoff.toMillis(), TimeUnit.MILLISECONDS);
+            .batchSize(batchSize)
+            .fullDocument(fullDocument)
+            // Each tryNext is one getMore; a real server holds an idle one this long. Kept at
+            // the shortest back-off so that poll(maxWait) never overruns maxWait by more than
+            // that; the back-off between empty getMores bounds the load instead.
+            .maxAwaitTime(maxAwaitMillis, TimeUnit.MILLISECONDS);
     stream =
         start.resumeAfter() != null
             ? stream.resumeAfter(start.resumeAfter())
@@ -70,8 +83,7 @@ final class DriverStreamSource implements StreamSource {
     // Sorted by ts rather than $natural: identical on a real oplog (it is in ts order) and the
     // embedded server honours only ts.
     BsonDocument first =
-        settings
-            .client
+        client
             .getDatabase("local")
             .getCollection("oplog.rs", BsonDocument.class)
             .find(ne("op", "n"))
@@ -88,6 +100,6 @@ final class DriverStreamSource implements StreamSource {
 
   @Override
   public Instant serverNow() {
-    return MongoServerTime.now(settings.client.getDatabase(settings.database));
+    return MongoServerTime.now(client.getDatabase(database));
   }
 }

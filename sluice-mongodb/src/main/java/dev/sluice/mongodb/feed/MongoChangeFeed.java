@@ -26,9 +26,11 @@ import org.bson.conversions.Bson;
  *       changes whose key it owns. The key is the canonical string of the document's {@code _id}
  *       ({@link #keyOf(BsonValue)}).
  *   <li>Errors 286, 280 and 260 become {@link dev.sluice.feed.HistoryLostException}; an {@code
- *       invalidate} event ends the cursor; an event larger than 16 MB or one that cannot be
- *       decoded stops the cursor with a non-retryable {@link dev.sluice.feed.FeedException}
- *       naming the position.
+ *       invalidate} event ends the cursor; an event larger than 16 MB, or one without a resume
+ *       token, stops the cursor with a non-retryable {@link dev.sluice.feed.FeedException}
+ *       naming the position. A change that has a position but cannot be decoded is handed on
+ *       with a {@link dev.sluice.feed.UndecodableChange} as its raw event, for the engine's
+ *       failure policy.
  * </ul>
  *
  * <pre>{@code

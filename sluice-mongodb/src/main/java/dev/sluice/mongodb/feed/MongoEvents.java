@@ -1,7 +1,6 @@
 package dev.sluice.mongodb.feed;
 
 import dev.sluice.feed.Operation;
-import java.time.Instant;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
 import org.bson.json.JsonMode;
@@ -49,10 +48,6 @@ final class MongoEvents {
     }
   }
 
-  static boolean isCrud(String type) {
-    return operationOf(type) != Operation.OTHER;
-  }
-
   /**
    * The document's {@code _id}: from {@code documentKey}, else from {@code fullDocument}. Real
    * MongoDB always puts it in {@code documentKey}; the embedded server puts the update document
@@ -66,14 +61,6 @@ final class MongoEvents {
     BsonValue full = event.get("fullDocument");
     if (full != null && full.isDocument() && full.asDocument().containsKey("_id")) {
       return full.asDocument().get("_id");
-    }
-    return null;
-  }
-
-  static Instant clusterTimeOf(BsonDocument event) {
-    BsonValue ct = event.get("clusterTime");
-    if (ct != null && ct.isTimestamp()) {
-      return Instant.ofEpochSecond(ct.asTimestamp().getTime());
     }
     return null;
   }

@@ -8,6 +8,7 @@ import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.UndecodableChange;
 import dev.sluice.feed.Position;
 import java.time.Duration;
 import java.time.Instant;
@@ -127,72 +128,138 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
 
   private void accept(RawBsonDocument raw, List<ChangeEvent<BsonDocument>> out) {
     BsonDocument event = raw;
+    BsonValue token = event.get("_id");
+    if (token == null || !token.isDocument()) {
+      // Without a resume token there is no position after this change: stop, never skip.
+      throw undecodable(
+          "the event has no resume token (_id), so the stream cannot move past it", event, null);
+    }
+    BsonValue split = event.get("splitEvent");
+    if (split != null) {
+      event = reassemble(event, split);
+      if (event == null) {
+        return; // more fragments to come; the position stays before the whole event
+      }
+      token = event.get("_id");
+    }
+    BsonDocument resumeToken = token.asDocument();
+    BsonValue clusterTime = event.get("clusterTime");
+    Instant time =
+        clusterTime != null && clusterTime.isTimestamp()
+            ? Instant.ofEpochSecond(clusterTime.asTimestamp().getTime())
+            : null;
+    Position eventPosition = StreamStart.after(resumeToken).toPosition(time);
+    String eventId = MongoEvents.eventId(resumeToken);
+    ChangeEvent<BsonDocument> change;
     try {
-      BsonValue token = event.get("_id");
-      if (token == null || !token.isDocument()) {
-        throw undecodable("the event has no resume token (_id)", event, null);
-      }
-      BsonValue split = event.get("splitEvent");
-      if (split != null) {
-        event = reassemble(event, split);
-        if (event == null) {
-          return; // more fragments to come; the position stays before the whole event
-        }
-        token = event.get("_id");
-      }
-      BsonValue typeValue = event.get("operationType");
-      if (typeValue == null || !typeValue.isString()) {
-        throw undecodable("the event has no operationType", event, null);
-      }
-      String type = typeValue.asString().getValue();
-      if ("invalidate".equals(type)) {
-        // The collection was dropped or renamed. The position stays at the last change: a
-        // resumeAfter the invalidate event would fail, and there is nothing after it.
-        ended = true;
-        return;
-      }
-      Instant time = MongoEvents.clusterTimeOf(event);
-      Position eventPosition = StreamStart.after(token.asDocument()).toPosition(time);
-      Operation operation = MongoEvents.operationOf(type);
+      change = decode(event, eventId, eventPosition, time);
+    } catch (Malformed | BsonInvalidOperationException | ClassCastException
+        | IllegalArgumentException e) {
+      // It has a position, so the stream can move past it: hand it to the engine marked
+      // undecodable, which parks it (or blocks) through the failure policy. Never dropped.
+      change = undecodableChange(event, eventId, eventPosition, time, e.getMessage());
+    }
+    if (change == null) {
+      // invalidate: the collection was dropped or renamed. The position stays at the last
+      // change: a resumeAfter the invalidate event would fail, and nothing follows it.
+      ended = true;
+      return;
+    }
+    if (change.key().isEmpty() || partition.owns(change.key())) {
+      out.add(change);
+    }
+    // Changes of other partitions move the position too: nothing before them is ours.
+    position = eventPosition;
+    lastToken = resumeToken;
+  }
+
+  /** Decodes one complete change; null for {@code invalidate}. */
+  private ChangeEvent<BsonDocument> decode(
+      BsonDocument event, String eventId, Position eventPosition, Instant time) {
+    BsonValue typeValue = event.get("operationType");
+    if (typeValue == null || !typeValue.isString()) {
+      throw new Malformed("the event has no operationType string");
+    }
+    String type = typeValue.asString().getValue();
+    if ("invalidate".equals(type)) {
+      return null;
+    }
+    if (time == null && event.containsKey("clusterTime")) {
+      throw new Malformed("its clusterTime is not a timestamp");
+    }
+    Operation operation = MongoEvents.operationOf(type);
+    BsonValue id = MongoEvents.documentId(event);
+    String key;
+    if (id != null) {
+      key = MongoEvents.keyOf(id);
+    } else if (operation == Operation.OTHER) {
+      key = ""; // drop, rename, ...: about the collection, so every partition sees it
+    } else {
+      throw new Malformed(
+          "the " + type + " event has no document _id in documentKey or fullDocument");
+    }
+    BsonValue full = event.get("fullDocument");
+    if (full != null && !full.isDocument() && !full.isNull()) {
+      throw new Malformed("its fullDocument is a " + full.getBsonType() + ", not a document");
+    }
+    BsonValue documentKey = event.get("documentKey");
+    BsonDocument keyDoc =
+        documentKey != null
+                && documentKey.isDocument()
+                && documentKey.asDocument().containsKey("_id")
+            ? documentKey.asDocument()
+            : id == null ? null : new BsonDocument("_id", id);
+    return new ChangeEvent<>(
+        eventId,
+        stream,
+        eventPosition,
+        operation,
+        key,
+        keyDoc,
+        full != null && full.isDocument() ? full.asDocument() : null,
+        time,
+        event);
+  }
+
+  private ChangeEvent<BsonDocument> undecodableChange(
+      BsonDocument event, String eventId, Position eventPosition, Instant time, String why) {
+    String key;
+    BsonDocument keyDoc = null;
+    try {
       BsonValue id = MongoEvents.documentId(event);
-      String key;
-      if (id != null) {
-        key = MongoEvents.keyOf(id);
-      } else if (operation == Operation.OTHER) {
-        key = ""; // drop, rename, ...: about the collection, so every partition sees it
-      } else {
-        throw undecodable(
-            "the " + type + " event has no document _id in documentKey or fullDocument",
-            event,
-            null);
-      }
-      boolean owned = key.isEmpty() || partition.owns(key);
-      if (owned) {
-        BsonValue documentKey = event.get("documentKey");
-        BsonDocument keyDoc =
-            documentKey != null
-                    && documentKey.isDocument()
-                    && documentKey.asDocument().containsKey("_id")
-                ? documentKey.asDocument()
-                : id == null ? null : new BsonDocument("_id", id);
-        BsonValue full = event.get("fullDocument");
-        out.add(
-            new ChangeEvent<>(
-                MongoEvents.eventId(token.asDocument()),
-                stream,
-                eventPosition,
-                operation,
-                key,
-                keyDoc,
-                full != null && full.isDocument() ? full.asDocument() : null,
-                time,
-                event));
-      }
-      // Changes of other partitions move the position too: nothing before them is ours.
-      position = eventPosition;
-      lastToken = token.asDocument();
-    } catch (BsonInvalidOperationException | ClassCastException | IllegalArgumentException e) {
-      throw undecodable("cannot decode it: " + e.getMessage(), event, e);
+      key = MongoEvents.keyOf(id);
+      keyDoc = new BsonDocument("_id", id);
+    } catch (RuntimeException noKey) {
+      // No usable key: a key of its own, so it blocks no other key when parked; its partition
+      // is still chosen deterministically, so exactly one partition receives it.
+      key = "undecodable:" + eventId;
+    }
+    BsonValue type = event.get("operationType");
+    Operation operation =
+        type != null && type.isString()
+            ? MongoEvents.operationOf(type.asString().getValue())
+            : Operation.OTHER;
+    String reason =
+        "MongoDB change stream '" + stream + "': change " + eventId + " at " + eventPosition
+            + " cannot be decoded: " + why;
+    return new ChangeEvent<>(
+        eventId,
+        stream,
+        eventPosition,
+        operation,
+        key,
+        keyDoc,
+        null,
+        time,
+        new UndecodableChange(reason, event));
+  }
+
+  /** A change that has a position but cannot be decoded. */
+  private static final class Malformed extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Malformed(String message) {
+      super(message, null, false, false);
     }
   }
 

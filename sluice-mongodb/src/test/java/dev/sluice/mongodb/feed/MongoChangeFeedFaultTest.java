@@ -16,6 +16,7 @@ import dev.sluice.feed.Operation;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
+import dev.sluice.feed.UndecodableChange;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -203,7 +204,7 @@ class MongoChangeFeedFaultTest {
   }
 
   @Test
-  void aChangeWithoutResumeTokenOrDocumentKeyStopsTheCursorNamingThePosition() {
+  void aChangeWithoutResumeTokenStopsTheCursorNamingThePosition() {
     BsonDocument noToken = change(2, "insert", "b");
     noToken.remove("_id");
     source.willOpen(new FakeChangeStreamCursor().event(change(1, "insert", "a")).event(noToken));
@@ -214,15 +215,45 @@ class MongoChangeFeedFaultTest {
         .isInstanceOfSatisfying(FeedException.class, e -> assertThat(e.retryable()).isFalse())
         .hasMessageContaining("no resume token")
         .hasMessageContaining(positionAfter(1).token());
+    assertThat(c.position()).isEqualTo(positionAfter(1));
+  }
 
+  @Test
+  void aChangeWithAPositionButNoDecodableContentIsHandedOnMarkedUndecodable() {
     BsonDocument noKey = change(3, "update", null);
-    source.willOpen(new FakeChangeStreamCursor().event(noKey));
-    FeedCursor<BsonDocument> c2 =
+    BsonDocument noType = change(4, "insert", "d");
+    noType.remove("operationType");
+    BsonDocument badFull = change(5, "insert", "e");
+    badFull.put("fullDocument", new BsonString("not a document"));
+    source.willOpen(
+        new FakeChangeStreamCursor()
+            .event(noKey)
+            .event(noType)
+            .event(badFull)
+            .event(change(6, "insert", "f")));
+    FeedCursor<BsonDocument> c =
         feed(false).open(PartitionSpec.single(), StartPoint.after(positionAfter(2)));
-    assertThatThrownBy(() -> c2.poll(WAIT))
-        .isInstanceOf(FeedException.class)
-        .hasMessageContaining("no document _id")
-        .hasMessageContaining(positionAfter(2).token());
+
+    List<ChangeEvent<BsonDocument>> events = c.poll(WAIT);
+
+    assertThat(events).hasSize(4);
+    ChangeEvent<BsonDocument> first = events.get(0);
+    assertThat(first.raw()).isInstanceOf(UndecodableChange.class);
+    UndecodableChange u = (UndecodableChange) first.raw();
+    assertThat(u.reason())
+        .contains("no document _id")
+        .contains(positionAfter(3).token())
+        .contains("d.c");
+    assertThat(u.source()).isEqualTo(noKey);
+    assertThat(first.key()).as("a key of its own, blocking no other key").startsWith("undecodable:");
+    assertThat(first.operation()).isEqualTo(Operation.UPDATE);
+    assertThat(first.position()).isEqualTo(positionAfter(3));
+
+    assertThat(((UndecodableChange) events.get(1).raw()).reason()).contains("operationType");
+    assertThat(events.get(1).key()).as("the document key when there is one").isEqualTo("d");
+    assertThat(((UndecodableChange) events.get(2).raw()).reason()).contains("fullDocument");
+    assertThat(events.get(3).raw()).isNotInstanceOf(UndecodableChange.class);
+    assertThat(c.position()).isEqualTo(positionAfter(6));
   }
 
   @Test

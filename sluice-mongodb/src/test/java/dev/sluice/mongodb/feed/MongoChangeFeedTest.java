@@ -214,6 +214,49 @@ class MongoChangeFeedTest {
   }
 
   @Test
+  void anUpdateTheEmbeddedServerCannotKeyIsHandedOnAsUndecodableNotDropped() {
+    // The embedded server puts the update document into documentKey; when the document is
+    // deleted before the update is read, the lookup finds nothing and no _id is left anywhere.
+    // (Real MongoDB always has documentKey._id.)
+    String c = freshCollection();
+    try (FeedCursor<BsonDocument> cursor = feed(c).open(PartitionSpec.single(), StartPoint.latest())) {
+      collection(c).insertOne(new BsonDocument("_id", new BsonString("gone")));
+      collection(c).updateOne(Filters.eq("_id", "gone"), Updates.set("v", 1));
+      collection(c).deleteOne(Filters.eq("_id", "gone"));
+      insert(c, "next");
+      List<ChangeEvent<BsonDocument>> events = read(cursor, 4);
+      assertThat(events).extracting(ChangeEvent::operation)
+          .containsExactly(Operation.INSERT, Operation.UPDATE, Operation.DELETE, Operation.INSERT);
+      assertThat(events.get(1).raw()).isInstanceOf(dev.sluice.feed.UndecodableChange.class);
+      assertThat(((dev.sluice.feed.UndecodableChange) events.get(1).raw()).reason())
+          .contains("no document _id");
+      assertThat(events.get(3).key()).isEqualTo("next");
+      assertThat(cursor.position()).isEqualTo(events.get(3).position());
+    }
+  }
+
+  @Test
+  void extraPipelineStagesFilterOnTheServer() {
+    String c = freshCollection();
+    MongoChangeFeed onlyInserts =
+        MongoChangeFeed.builder(client, DB, c)
+            .pipeline(List.of(com.mongodb.client.model.Aggregates.match(
+                Filters.eq("operationType", "insert"))))
+            .build();
+    try (FeedCursor<BsonDocument> cursor =
+        onlyInserts.open(PartitionSpec.single(), StartPoint.latest())) {
+      insert(c, "a");
+      collection(c).updateOne(Filters.eq("_id", "a"), Updates.set("v", 1));
+      collection(c).deleteOne(Filters.eq("_id", "a"));
+      insert(c, "b");
+      List<ChangeEvent<BsonDocument>> events = read(cursor, 2);
+      assertThat(events).extracting(ChangeEvent::operation)
+          .containsExactly(Operation.INSERT, Operation.INSERT);
+      assertThat(keys(events)).containsExactly("a", "b");
+    }
+  }
+
+  @Test
   void partitionsSplitTheKeysDisjointlyAndCompletelyAndAllAdvance() {
     String c = freshCollection();
     int partitions = 3;

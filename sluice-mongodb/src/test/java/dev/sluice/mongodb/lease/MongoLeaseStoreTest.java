@@ -23,24 +23,40 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** The conformance suite plus MongoDB-specific behaviour, on the embedded server. */
+/**
+ * The conformance suite plus MongoDB-specific behaviour, on the embedded server (or a real one,
+ * see {@link #URI_PROPERTY}; names are unique per run, so a real database can be reused).
+ */
 class MongoLeaseStoreTest extends LeaseStoreContract {
 
   private static EmbeddedMongo mongo;
   private static MongoClient client;
   private static MongoDatabase database;
 
+  /**
+   * Runs the suite against a real MongoDB instead of the embedded one when set, for example
+   * {@code -Dsluice.mongodb.uri=mongodb://localhost:27017/?replicaSet=rs0}.
+   */
+  static final String URI_PROPERTY = "sluice.mongodb.uri";
+
   @BeforeAll
   static void start() {
-    mongo = EmbeddedMongo.start();
-    client = mongo.client();
-    database = client.getDatabase("leases");
+    String uri = System.getProperty(URI_PROPERTY);
+    if (uri == null || uri.isBlank()) {
+      mongo = EmbeddedMongo.start();
+      client = mongo.client();
+    } else {
+      client = com.mongodb.client.MongoClients.create(uri);
+    }
+    database = client.getDatabase("sluice_lease_tck");
   }
 
   @AfterAll
   static void stop() {
     client.close();
-    mongo.close();
+    if (mongo != null) {
+      mongo.close();
+    }
   }
 
   @Override
@@ -126,12 +142,21 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
             .collection("shape")
             .expireUnusedAfter(Duration.ofDays(7))
             .build();
-    Lease l = store.tryAcquire("doc", "me", Duration.ofSeconds(30)).orElseThrow();
+    String name = uniqueName("doc");
+    Lease l = store.tryAcquire(name, "me", Duration.ofSeconds(30)).orElseThrow();
     store.commit(l, new Position("tok", Instant.parse("2024-05-01T10:00:00Z")));
-    Document d = database.getCollection("shape").find(Filters.eq("_id", "doc")).first();
+    Document d = database.getCollection("shape").find(Filters.eq("_id", name)).first();
     assertThat(d.getString("owner")).isEqualTo("me");
     assertThat(d.getLong("epoch")).isEqualTo(l.epoch());
     assertThat(d.get("checkpoint", Document.class).getString("token")).isEqualTo("tok");
     assertThat(d.getDate("touchedAt")).isNotNull();
+    assertThat(database.getCollection("shape").listIndexes())
+        .as("the optional clean-up is a TTL index on touchedAt")
+        .anySatisfy(
+            index -> {
+              assertThat(index.get("key", Document.class)).containsKey("touchedAt");
+              assertThat(index.get("expireAfterSeconds", Number.class).longValue())
+                  .isEqualTo(Duration.ofDays(7).toSeconds());
+            });
   }
 }

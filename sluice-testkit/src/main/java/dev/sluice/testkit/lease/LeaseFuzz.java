@@ -3,6 +3,7 @@ package dev.sluice.testkit.lease;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.testkit.process.ChildJvm;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -182,6 +183,61 @@ public final class LeaseFuzz {
         }
         held.incrementAndGet();
       }
+    }
+  }
+
+  /**
+   * Runs the fuzz in {@code jvms} child JVMs (this JVM's class path) and verifies the merged
+   * ledger. The children are killed if they outlive {@code run} by a minute.
+   *
+   * @param factory the store factory class, instantiated in each child
+   * @param factoryArgs its arguments (for example a connection string)
+   * @param dir where the ledgers and, on failure, the children's output are written
+   * @return the verified summary
+   * @throws AssertionError if a child fails or the ledger shows a violation
+   */
+  public static Summary runInChildJvms(
+      Class<? extends StoreFactory> factory,
+      List<String> factoryArgs,
+      Path dir,
+      int jvms,
+      int threadsPerJvm,
+      Duration run,
+      String leaseName,
+      Duration lease) {
+    List<ChildJvm> children = new ArrayList<>();
+    List<Path> ledgers = new ArrayList<>();
+    try {
+      for (int j = 0; j < jvms; j++) {
+        String id = "jvm" + (char) ('A' + j);
+        Path ledger = dir.resolve(id + ".ledger");
+        ledgers.add(ledger);
+        List<String> args = new ArrayList<>(List.of(
+            factory.getName(), ledger.toString(), id, Integer.toString(threadsPerJvm),
+            Long.toString(run.toMillis()), leaseName, Long.toString(lease.toMillis())));
+        args.addAll(factoryArgs);
+        children.add(ChildJvm.start(id, LeaseFuzz.class, args.toArray(String[]::new)));
+      }
+      for (ChildJvm child : children) {
+        int exit = child.awaitExit(run.plusMinutes(1));
+        if (exit != 0) {
+          child.dumpOutput(dir.resolve(child.name() + ".out"));
+          throw new AssertionError(
+              "fuzz JVM " + child.name() + " exited with " + exit + ": " + child.output());
+        }
+      }
+      Summary summary = verify(read(ledgers));
+      for (int j = 0; j < jvms; j++) {
+        String id = "jvm" + (char) ('A' + j);
+        if (read(List.of(ledgers.get(j))).isEmpty()) {
+          throw new AssertionError("fuzz JVM " + id + " never held the lease: no contention");
+        }
+      }
+      return summary;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } finally {
+      children.forEach(ChildJvm::close);
     }
   }
 

@@ -14,10 +14,9 @@ import dev.sluice.lease.LeaseStore;
 import dev.sluice.lock.Lock;
 import dev.sluice.lock.LockProvider;
 import dev.sluice.lock.LockTimeoutException;
-import java.time.Clock;
+import dev.sluice.Ticker;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -59,15 +58,15 @@ public abstract class LockContract {
     providers.forEach(LockProvider::close);
   }
 
-  protected LockProvider provider(LeaseStore store, Duration lease, Duration extend, Clock clock) {
-    LockProvider p = LockProvider.on(store).leaseDuration(lease).extendEvery(extend).clock(clock)
+  protected LockProvider provider(LeaseStore store, Duration lease, Duration extend, Ticker ticker) {
+    LockProvider p = LockProvider.on(store).leaseDuration(lease).extendEvery(extend).ticker(ticker)
         .backoff(Duration.ofMillis(10), Duration.ofMillis(100)).build();
     providers.add(p);
     return p;
   }
 
   protected LockProvider provider() {
-    return provider(createLeaseStore(), LEASE, EXTEND, Clock.systemUTC());
+    return provider(createLeaseStore(), LEASE, EXTEND, Ticker.system());
   }
 
   protected static String uniqueName(String what) {
@@ -142,7 +141,7 @@ public abstract class LockContract {
   @Test
   void aHeldLockIsExtendedPastItsLeaseDuration() {
     LockProvider a = provider(createLeaseStore(), SHORT_LEASE, Duration.ofMillis(200),
-        Clock.systemUTC());
+        Ticker.system());
     LockProvider b = provider();
     String name = uniqueName("extend");
     Lock lock = a.tryAcquire(name).orElseThrow();
@@ -322,14 +321,36 @@ public abstract class LockContract {
   }
 
   @Test
+  void anOutageShorterThanTheLeaseCostsNoLock() {
+    CutOffLeaseStore cut = new CutOffLeaseStore(createLeaseStore());
+    List<SluiceException> causes = new CopyOnWriteArrayList<>();
+    LockProvider a = LockProvider.on(cut).leaseDuration(LEASE).extendEvery(EXTEND)
+        .onLost((l, cause) -> causes.add(cause)).build();
+    providers.add(a);
+    String name = uniqueName("outage");
+    Lock lock = a.tryAcquire(name).orElseThrow();
+
+    cut.cutOffRenewals();
+    await().atMost(LEASE).until(() -> cut.refusedRenewals() >= 2);
+    cut.restore();
+    int before = cut.renewals();
+    await().atMost(LEASE).until(() -> cut.renewals() > before);
+
+    assertThat(causes).isEmpty();
+    assertThat(lock.isHeld()).isTrue();
+    assertThat(provider().tryAcquire(name)).isEmpty();
+  }
+
+  @Test
   void aHolderWhoseExtensionFindsATakeoverIsToldAndFenced() {
     CutOffLeaseStore cut = new CutOffLeaseStore(createLeaseStore());
-    // The holder's clock stands still: it believes its lease is valid, as a process whose clock
-    // lags would. Only the store can tell it that it lost the lock.
-    Clock frozen = Clock.fixed(Instant.now(), ZoneOffset.UTC);
+    // The holder's time stands still: it believes its lease is valid, as a process whose clock
+    // runs slow would. Only the store can tell it that it lost the lock.
+    long frozenAt = System.nanoTime();
+    Ticker frozen = () -> frozenAt;
     List<SluiceException> causes = new CopyOnWriteArrayList<>();
     LockProvider a = LockProvider.on(cut).leaseDuration(SHORT_LEASE)
-        .extendEvery(Duration.ofMillis(200)).clock(frozen)
+        .extendEvery(Duration.ofMillis(200)).ticker(frozen)
         .onLost((l, cause) -> causes.add(cause)).build();
     providers.add(a);
     LockProvider b = provider();
@@ -353,8 +374,11 @@ public abstract class LockContract {
 
   @Test
   void processClocksAnHourAheadOrBehindChangeNothing() {
-    Clock ahead = Clock.offset(Clock.systemUTC(), Duration.ofHours(1));
-    Clock behind = Clock.offset(Clock.systemUTC(), Duration.ofHours(-1));
+    // The lock reads no wall clock (expiry is the store's business); its own elapsed-time source
+    // may have any origin, so two processes whose time sources differ by an hour behave the same.
+    long hour = Duration.ofHours(1).toNanos();
+    Ticker ahead = () -> System.nanoTime() + hour;
+    Ticker behind = () -> System.nanoTime() - hour;
     LockProvider fast = provider(createLeaseStore(), SHORT_LEASE, Duration.ofMillis(200), ahead);
     LockProvider slow = provider(createLeaseStore(), SHORT_LEASE, Duration.ofMillis(200), behind);
     String name = uniqueName("skew");
@@ -414,6 +438,8 @@ public abstract class LockContract {
   protected static final class CutOffLeaseStore implements LeaseStore {
     private final LeaseStore delegate;
     private volatile boolean cut;
+    private final AtomicInteger refusedRenewals = new AtomicInteger();
+    private final AtomicInteger renewals = new AtomicInteger();
 
     public CutOffLeaseStore(LeaseStore delegate) {
       this.delegate = delegate;
@@ -427,6 +453,16 @@ public abstract class LockContract {
       cut = false;
     }
 
+    /** Renewals refused while cut off. */
+    public int refusedRenewals() {
+      return refusedRenewals.get();
+    }
+
+    /** Renewals that reached the store and succeeded. */
+    public int renewals() {
+      return renewals.get();
+    }
+
     @Override
     public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
       return delegate.tryAcquire(name, owner, duration);
@@ -435,9 +471,12 @@ public abstract class LockContract {
     @Override
     public Lease renew(Lease lease, Duration duration) {
       if (cut) {
+        refusedRenewals.incrementAndGet();
         throw new SluiceException("store unreachable (renewals cut off by the test)");
       }
-      return delegate.renew(lease, duration);
+      Lease renewed = delegate.renew(lease, duration);
+      renewals.incrementAndGet();
+      return renewed;
     }
 
     @Override

@@ -1,0 +1,90 @@
+package dev.sluice.app.service;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import dev.sluice.app.config.ConfigLoader;
+import dev.sluice.app.config.SluiceConfig;
+import dev.sluice.app.config.SluiceConfig.ListenerSection;
+import dev.sluice.deadletter.DeadLetters;
+import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.sink.Replay;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.bson.BsonDocument;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code sluice dead-letters list|replay|discard}: inspect and resolve parked changes. */
+@Command(name = "dead-letters", mixinStandardHelpOptions = true,
+    description = "List, replay (through the configured sink) or discard parked changes of a listener.")
+public final class DeadLettersCommand implements Callable<Integer> {
+
+  @Parameters(index = "0", description = "list, replay or discard")
+  String action;
+
+  @Option(names = "--config", required = true, description = "YAML configuration file")
+  Path configFile;
+
+  @Option(names = "--collection", required = true, description = "the listener's collection")
+  String collection;
+
+  @Option(names = "--key", description = "only this document key (replay/discard); without it replay takes every key")
+  String key;
+
+  @Option(names = "--event", description = "discard only this event id")
+  String eventId;
+
+  @Option(names = "--limit", defaultValue = "100", description = "list at most this many (default ${DEFAULT-VALUE})")
+  int limit;
+
+  @Override
+  public Integer call() {
+    SluiceConfig config = ConfigLoader.load(configFile);
+    try (MongoClient client = MongoClients.create(config.mongodb().uri())) {
+      Wiring wiring = new Wiring(config, client);
+      ListenerSection section = wiring.section(collection);
+      String stream = wiring.feed(section).stream();
+      DeadLetters<BsonDocument> dead = DeadLetters.of(wiring.deadLetters());
+      switch (action) {
+        case "list" -> {
+          List<ParkedChange<BsonDocument>> parked = key == null ? dead.list(stream, limit) : dead.listKey(stream, key);
+          System.out.printf("%d parked change(s) in %s%n", parked.size(), stream);
+          for (ParkedChange<BsonDocument> p : parked) {
+            System.out.printf("%s key=%s op=%s at=%s attempts=%d parkedAt=%s%n    error: %s%n", p.event().id(),
+                p.event().key(), p.event().operation(), p.event().position(), p.attempts(), p.parkedAt(), p.error());
+          }
+          return 0;
+        }
+        case "replay" -> {
+          try (Wiring.SinkHandle sink = wiring.sink(section, null)) {
+            DeadLetters.ReplayResult r = key == null
+                ? dead.replayAll(stream, Math.max(limit, 10_000), sink.handler(), Replay.fence(stream))
+                : dead.replayKey(stream, key, sink.handler(), Replay.fence(stream));
+            System.out.printf("replayed %d, remaining %d%s%n", r.replayed(), r.remaining(),
+                r.error() == null ? "" : "; stopped at " + r.failedEventId() + ": " + r.error());
+            return r.complete() ? 0 : 1;
+          }
+        }
+        case "discard" -> {
+          if (eventId != null) {
+            boolean removed = dead.discard(stream, eventId);
+            System.out.println(removed ? "discarded " + eventId : "no parked change " + eventId);
+            return removed ? 0 : 1;
+          }
+          if (key == null) {
+            System.err.println("discard needs --event or --key (refusing to discard everything)");
+            return 2;
+          }
+          System.out.printf("discarded %d change(s) of key %s%n", dead.discardKey(stream, key), key);
+          return 0;
+        }
+        default -> {
+          System.err.println("unknown action '" + action + "': use list, replay or discard");
+          return 2;
+        }
+      }
+    }
+  }
+}

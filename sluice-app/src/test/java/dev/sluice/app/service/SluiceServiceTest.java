@@ -1,0 +1,94 @@
+package dev.sluice.app.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import dev.sluice.app.Main;
+import dev.sluice.app.config.ConfigLoader;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.bson.Document;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * The service as an operator runs it: a YAML file, an embedded MongoDB and Kafka. A document too
+ * large for the broker is refused, retried, parked with its error while the other documents flow,
+ * and the CLI lists it.
+ */
+class SluiceServiceTest {
+  @TempDir Path dir;
+
+  @Test
+  void relaysACollectionToKafkaAndParksWhatTheBrokerRefuses() throws Exception {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); EmbeddedKafka kafka = EmbeddedKafka.start();
+         MongoClient client = mongo.client()) {
+      kafka.createTopic("orders", 1);
+      Path config = dir.resolve("sluice.yaml");
+      Files.writeString(config, """
+          mongodb:
+            uri: %s
+            database: shop
+          listeners:
+            - collection: orders
+              leaseDuration: 3s
+              checkpoint: { every: 20, maxDelay: 200ms }
+              onFailure: park
+              retry: { attempts: 2, initialDelay: 50ms, maxDelay: 100ms }
+              sink:
+                kafka: { bootstrapServers: "%s", topic: orders }
+          """.formatted(mongo.connectionString(), kafka.bootstrapServers()));
+      MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+
+      try (SluiceService service = SluiceService.start(ConfigLoader.load(config), new SimpleMeterRegistry())) {
+        for (int i = 0; i < 50; i++) {
+          orders.insertOne(new Document("_id", "o" + i).append("n", i));
+        }
+        // Larger than the producer's max.request.size (1 MB): Kafka refuses it for good.
+        orders.insertOne(new Document("_id", "huge").append("blob", "x".repeat(1_500_000)));
+        for (int i = 50; i < 60; i++) {
+          orders.insertOne(new Document("_id", "o" + i).append("n", i));
+        }
+
+        List<ConsumerRecord<byte[], byte[]>> records = kafka.readAll("orders", 60, Duration.ofSeconds(60));
+        Set<String> keys = new HashSet<>();
+        records.forEach(r -> keys.add(new String(r.key(), StandardCharsets.UTF_8)));
+        for (int i = 0; i < 60; i++) {
+          assertThat(keys).contains("o" + i);
+        }
+        assertThat(keys).doesNotContain("huge");
+        await().atMost(Duration.ofSeconds(30)).until(() ->
+            client.getDatabase("shop").getCollection(Wiring.DEFAULT_DEAD_LETTERS).countDocuments() == 1);
+      }
+
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      PrintStream original = System.out;
+      int code;
+      try {
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        code = new CommandLine(new Main()).execute("dead-letters", "list", "--config", config.toString(),
+            "--collection", "orders");
+      } finally {
+        System.setOut(original);
+      }
+      String listed = out.toString(StandardCharsets.UTF_8);
+      assertThat(code).isZero();
+      assertThat(listed).contains("1 parked change(s) in shop.orders").contains("key=huge").contains("attempts=2")
+          .contains("MessageEncodingException").contains("more than max.request.size");
+    }
+  }
+}
