@@ -103,6 +103,6 @@ final class RecomputedJoin {
   }
 
   private static String key(BsonValue id) {
-    return String.valueOf(id);
+    return id == null ? "null" : id.isString() ? id.asString().getValue() : id.toString();
   }
 }
