@@ -9,9 +9,10 @@ import picocli.CommandLine.Option;
 
 /** {@code sluice demo}: the listener demo on an embedded MongoDB. */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-    description = "Three listener processes on an embedded MongoDB; the owner is paused past its lease "
-        + "(SIGSTOP), another takes over, the paused one's late write is rejected by the fence. "
-        + "Ends with a verification table.")
+    description = "Scenarios on embedded servers, each ending with a verification table and exit code 0 "
+        + "only if it holds. listener (default): three listener processes on an embedded MongoDB; the owner "
+        + "is paused past its lease (SIGSTOP), another takes over, the paused one's late write is rejected "
+        + "by the fence.")
 public final class DemoCommand implements Callable<Integer> {
 
   @Option(names = "--scenario", defaultValue = "listener",
@@ -34,16 +35,16 @@ public final class DemoCommand implements Callable<Integer> {
       description = "enrolment: concurrent consumers (default ${DEFAULT-VALUE})")
   int consumers;
 
-  @Option(names = "--changes", defaultValue = "3000", description = "changes to write (default ${DEFAULT-VALUE})")
+  @Option(names = "--changes", defaultValue = "3000", description = "listener, views: changes to write (default ${DEFAULT-VALUE})")
   int changes;
 
-  @Option(names = "--rate", defaultValue = "500", description = "changes per second (default ${DEFAULT-VALUE})")
+  @Option(names = "--rate", defaultValue = "500", description = "listener, views: changes per second (default ${DEFAULT-VALUE})")
   int rate;
 
-  @Option(names = "--lease-ms", defaultValue = "3000", description = "lease duration in ms (default ${DEFAULT-VALUE})")
+  @Option(names = "--lease-ms", defaultValue = "3000", description = "listener, views: lease duration in ms (default ${DEFAULT-VALUE})")
   long leaseMillis;
 
-  @Option(names = "--checkpoint-every", defaultValue = "50", description = "changes per checkpoint (default ${DEFAULT-VALUE})")
+  @Option(names = "--checkpoint-every", defaultValue = "50", description = "listener, views: changes per checkpoint (default ${DEFAULT-VALUE})")
   int checkpointEvery;
 
   @Override
