@@ -96,6 +96,9 @@ final class ShopWriter implements Runnable {
    */
   private void writeOne() {
     int dice = random.nextInt(100);
+    if (dice >= 80 && myCustomers.isEmpty()) {
+      dice = 0; // more writers than customers: this one owns none, it creates an order instead
+    }
     if (liveOrders.size() < 5 || dice < 30) {
       String id = "o-" + index + "-" + (created++);
       Document order = new Document("_id", id).append("customerId", anyCustomer())
@@ -117,9 +120,6 @@ final class ShopWriter implements Runnable {
       orders.deleteOne(eq("_id", order.getString("_id")));
       counts.deleted.incrementAndGet();
     } else {
-      if (myCustomers.isEmpty()) {
-        return;
-      }
       List<Document> mine = new ArrayList<>(myCustomers.values());
       Document customer = mine.get(random.nextInt(mine.size()));
       bump(customer);

@@ -48,7 +48,7 @@ public final class ViewsDemo {
     }
 
     public static Settings defaults() {
-      return new Settings(2000, 200, 3, 20, Duration.ofSeconds(2), 20);
+      return new Settings(1500, 250, 3, 20, Duration.ofSeconds(3), 20);
     }
   }
 
