@@ -18,6 +18,7 @@ import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -31,9 +32,8 @@ import org.bson.BsonDocument;
 import org.bson.BsonInt32;
 import org.bson.BsonString;
 import org.bson.types.ObjectId;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The change feed against the embedded server. */
 class MongoChangeFeedTest {
@@ -41,31 +41,19 @@ class MongoChangeFeedTest {
   private static final String DB = "feedtest";
   private static final AtomicInteger COLLECTIONS = new AtomicInteger();
 
-  private static EmbeddedMongo mongo;
-  private static MongoClient client;
-
-  @BeforeAll
-  static void start() {
-    mongo = EmbeddedMongo.start();
-    client = mongo.client();
-  }
-
-  @AfterAll
-  static void stop() {
-    client.close();
-    mongo.close();
-  }
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
   private static String freshCollection() {
     return "c" + COLLECTIONS.incrementAndGet();
   }
 
   private static MongoCollection<BsonDocument> collection(String name) {
-    return client.getDatabase(DB).getCollection(name, BsonDocument.class);
+    return MONGO.client().getDatabase(DB).getCollection(name, BsonDocument.class);
   }
 
   private static MongoChangeFeed feed(String collection) {
-    return MongoChangeFeed.builder(client, DB, collection).batchSize(50).build();
+    return MongoChangeFeed.builder(MONGO.client(), DB, collection).batchSize(50).build();
   }
 
   private static void insert(String collection, String... ids) {
@@ -93,7 +81,7 @@ class MongoChangeFeedTest {
   }
 
   private static Instant serverNow() {
-    return MongoServerTime.now(client.getDatabase(DB));
+    return MongoServerTime.now(MONGO.client().getDatabase(DB));
   }
 
   @Test
@@ -239,7 +227,7 @@ class MongoChangeFeedTest {
   void extraPipelineStagesFilterOnTheServer() {
     String c = freshCollection();
     MongoChangeFeed onlyInserts =
-        MongoChangeFeed.builder(client, DB, c)
+        MongoChangeFeed.builder(MONGO.client(), DB, c)
             .pipeline(List.of(com.mongodb.client.model.Aggregates.match(
                 Filters.eq("operationType", "insert"))))
             .build();
@@ -360,19 +348,19 @@ class MongoChangeFeedTest {
 
   @Test
   void builderRejectsBadValuesNamingTheParameter() {
-    assertThatThrownBy(() -> MongoChangeFeed.builder(client, DB, "c").batchSize(0))
+    assertThatThrownBy(() -> MongoChangeFeed.builder(MONGO.client(), DB, "c").batchSize(0))
         .isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("batchSize");
-    assertThatThrownBy(() -> MongoChangeFeed.builder(client, DB, " "))
+    assertThatThrownBy(() -> MongoChangeFeed.builder(MONGO.client(), DB, " "))
         .isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("collection");
     assertThatThrownBy(
             () ->
-                MongoChangeFeed.builder(client, DB, "c")
+                MongoChangeFeed.builder(MONGO.client(), DB, "c")
                     .pollBackoff(Duration.ofMillis(50), Duration.ofMillis(10)))
         .isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("pollBackoff.max");
-    assertThatThrownBy(() -> MongoChangeFeed.builder(client, DB, "c").streamName("a#b"))
+    assertThatThrownBy(() -> MongoChangeFeed.builder(MONGO.client(), DB, "c").streamName("a#b"))
         .isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("streamName");
   }

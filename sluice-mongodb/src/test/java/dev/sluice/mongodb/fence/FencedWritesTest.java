@@ -3,13 +3,12 @@ package dev.sluice.mongodb.fence;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.Updates;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.StaleFenceException;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -19,30 +18,17 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.Document;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class FencedWritesTest {
 
   private static final AtomicInteger COLLECTIONS = new AtomicInteger();
-  private static EmbeddedMongo mongo;
-  private static MongoClient client;
-
-  @BeforeAll
-  static void start() {
-    mongo = EmbeddedMongo.start();
-    client = mongo.client();
-  }
-
-  @AfterAll
-  static void stop() {
-    client.close();
-    mongo.close();
-  }
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
   private static MongoCollection<Document> fresh() {
-    return client.getDatabase("fence").getCollection("t" + COLLECTIONS.incrementAndGet());
+    return MONGO.client().getDatabase("fence").getCollection("t" + COLLECTIONS.incrementAndGet());
   }
 
   private static Fence fence(long epoch) {

@@ -3,7 +3,6 @@ package dev.sluice.mongodb.listener;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Filters;
@@ -17,7 +16,7 @@ import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
 import dev.sluice.testkit.process.ChildJvm;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,10 +29,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.BsonDocument;
 import org.bson.Document;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The listener's guarantees on the embedded MongoDB: resume after a clean stop and after SIGKILL
@@ -43,24 +41,12 @@ import org.junit.jupiter.api.Test;
  */
 class ListenerOnMongoTest {
   private static final AtomicInteger DATABASES = new AtomicInteger();
-  private static EmbeddedMongo mongo;
-  private static MongoClient client;
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
   private final List<ChildJvm> children = new ArrayList<>();
   private final List<Listener<?>> listeners = new ArrayList<>();
   private final String db = "listener" + DATABASES.incrementAndGet();
-
-  @BeforeAll
-  static void start() {
-    mongo = EmbeddedMongo.start();
-    client = mongo.client();
-  }
-
-  @AfterAll
-  static void stop() {
-    client.close();
-    mongo.close();
-  }
 
   @AfterEach
   void cleanUp() {
@@ -69,7 +55,7 @@ class ListenerOnMongoTest {
   }
 
   private MongoDatabase database() {
-    return client.getDatabase(db);
+    return MONGO.client().getDatabase(db);
   }
 
   private void write(int from, int to) {
@@ -80,7 +66,7 @@ class ListenerOnMongoTest {
   }
 
   private ChildJvm node(String name, long leaseMillis, int checkpointEvery, String bootstrap) {
-    ChildJvm c = ChildJvm.start(name, RecordingNode.class, mongo.connectionString(), db, "orders", name,
+    ChildJvm c = ChildJvm.start(name, RecordingNode.class, MONGO.server().connectionString(), db, "orders", name,
         Long.toString(leaseMillis), Integer.toString(checkpointEvery), bootstrap);
     children.add(c);
     return c;
@@ -141,7 +127,7 @@ class ListenerOnMongoTest {
 
   private Listener<BsonDocument> listener(String owner, List<Integer> sink, CheckpointPolicy checkpoint,
       BootstrapPolicy bootstrap, ListenerObserver observer) {
-    Listener<BsonDocument> l = Listener.builder(MongoChangeFeed.builder(client, db, "orders").build(),
+    Listener<BsonDocument> l = Listener.builder(MongoChangeFeed.builder(MONGO.client(), db, "orders").build(),
             MongoLeaseStore.builder(database()).build())
         .owner(owner)
         .leaseDuration(Duration.ofSeconds(2))

@@ -2,26 +2,16 @@ package dev.sluice.mongodb.lock;
 
 import dev.sluice.testkit.lock.LockFuzzAndCrash;
 import dev.sluice.testkit.lock.LockTestBackend;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Two JVMs, SIGKILL and SIGSTOP against locks on MongoDB. The server runs in this (test) JVM,
  * which is never paused or killed; the children connect to it over the wire.
  */
 class MongoLockFuzzAndCrashTest extends LockFuzzAndCrash {
-  private static EmbeddedMongo mongo;
-
-  @BeforeAll
-  static void start() {
-    mongo = EmbeddedMongo.start();
-  }
-
-  @AfterAll
-  static void stop() {
-    mongo.close();
-  }
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
   @Override
   protected Class<? extends LockTestBackend> backendClass() {
@@ -30,6 +20,6 @@ class MongoLockFuzzAndCrashTest extends LockFuzzAndCrash {
 
   @Override
   protected String backendArgument() {
-    return mongo.connectionString();
+    return MONGO.server().connectionString();
   }
 }

@@ -225,6 +225,26 @@ class ViewBehaviourTest {
   }
 
   @Test
+  void changesNamingNoDocumentAreLoggedAndSkippedOrRejectedByName() throws Exception {
+    orders.insertOne(OrdersModel.order("o1", "c1", 30, 1));
+    var drop =
+        new dev.sluice.feed.ChangeEvent<BsonDocument>(
+            "d1", "orders", dev.sluice.feed.Position.of("p"), Operation.OTHER, "drop",
+            null, null, null, null);
+    orderView.handler("orders").handle(drop, fence); // a drop: logged, nothing to recompute
+    assertThat(orderView.target().countDocuments()).isZero();
+
+    var noId =
+        new dev.sluice.feed.ChangeEvent<BsonDocument>(
+            "d2", "orders", dev.sluice.feed.Position.of("p"), Operation.UPDATE, "?",
+            BsonDocument.parse("{$set: {amount: 1}}"), null, null, null);
+    assertThatThrownBy(() -> orderView.handler("orders").handle(noId, fence))
+        .isInstanceOf(ViewException.class)
+        .hasMessageContaining("order_view")
+        .hasMessageContaining("carries no document _id");
+  }
+
+  @Test
   void configurationErrorsNameTheParameter() {
     assertThatThrownBy(() -> ViewDefinition.join("v").build())
         .isInstanceOf(ConfigurationException.class)

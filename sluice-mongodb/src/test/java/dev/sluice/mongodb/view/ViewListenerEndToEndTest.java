@@ -16,7 +16,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Views maintained by real listeners on real change streams of the embedded server: writes run
+ * Views maintained by real listeners on real change streams of the embedded server, two
+ * partitions per source (so one customer's aggregate is written under several leases): writes run
  * while listeners start, stop and hand over, and a rebuild runs in the middle; the views end equal
  * to the join recomputed from scratch.
  */
@@ -42,8 +43,9 @@ class ViewListenerEndToEndTest {
     SourceWriter writer = new SourceWriter(db, 42, 30, 6);
     writer.write(100); // before any listener ran: the bootstrap at the oldest entry covers them
     ExecutorService background = Executors.newSingleThreadExecutor();
-    try (ViewNode first = new ViewNode(mongo.client(), dbName, "first", Duration.ofSeconds(2))) {
-      first.start();
+    ViewNode first = new ViewNode(mongo.client(), dbName, "first", Duration.ofSeconds(2), 2).start();
+    ViewNode second = null;
+    try {
       CompletableFuture<Integer> writes =
           CompletableFuture.supplyAsync(() -> writer.write(300), background);
       List<MaterializedView> views = views();
@@ -51,12 +53,14 @@ class ViewListenerEndToEndTest {
       writes.get(60, TimeUnit.SECONDS);
       first.close(); // hands its leases over at once (released)
 
-      try (ViewNode second =
-          new ViewNode(mongo.client(), dbName, "second", Duration.ofSeconds(2)).start()) {
-        writer.write(100);
-        awaitConvergence(views);
-      }
+      second = new ViewNode(mongo.client(), dbName, "second", Duration.ofSeconds(2), 2).start();
+      writer.write(100);
+      awaitConvergence(views);
     } finally {
+      first.close();
+      if (second != null) {
+        second.close();
+      }
       background.shutdownNow();
     }
   }

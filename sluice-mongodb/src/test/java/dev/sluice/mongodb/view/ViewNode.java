@@ -26,6 +26,11 @@ public final class ViewNode implements AutoCloseable {
   private final List<Listener<BsonDocument>> listeners = new ArrayList<>();
 
   ViewNode(MongoClient client, String database, String node, Duration lease) {
+    this(client, database, node, lease, 1);
+  }
+
+  /** With {@code partitions} partitions per source stream. */
+  ViewNode(MongoClient client, String database, String node, Duration lease, int partitions) {
     MongoDatabase db = client.getDatabase(database);
     List<MaterializedView> views =
         List.of(
@@ -49,6 +54,7 @@ public final class ViewNode implements AutoCloseable {
                   MongoChangeFeed.builder(client, database, source).batchSize(100).build(),
                   MongoLeaseStore.builder(db).build())
               .owner(node + "-" + source)
+              .partitions(partitions)
               .leaseDuration(lease)
               .renewInterval(lease.dividedBy(3))
               .acquireInterval(Duration.ofMillis(100))

@@ -37,7 +37,7 @@ import org.bson.BsonValue;
  * consumers running at once against the server: the result must equal applying the history
  * sequentially in sequence order.
  */
-class SequencedUpdateProperties {
+class SequencedUpdatePropertyTest {
   private static InMemoryMongo mongo;
   private static MongoCollection<BsonDocument> collection;
   private static final AtomicInteger DOC_IDS = new AtomicInteger();
@@ -71,7 +71,7 @@ class SequencedUpdateProperties {
             .list()
             .ofMinSize(1)
             .ofMaxSize(40)
-            .map(SequencedUpdateProperties::assignIncreasingSequences);
+            .map(SequencedUpdatePropertyTest::assignIncreasingSequences);
     return histories.flatMap(
         history ->
             Arbitraries.integers()

@@ -31,7 +31,7 @@ import org.bson.BsonString;
  * a new epoch), listener pauses (a stale owner delivering late with its old fence) and rebuilds:
  * once every change is delivered, both views equal the join recomputed from scratch.
  */
-class ViewConvergenceProperties {
+class ViewConvergencePropertyTest {
   private static InMemoryMongo mongo;
 
   @BeforeContainer
