@@ -106,12 +106,14 @@ public final class ViewsDemo {
           first.pid(), standby.pid(), settings.lease().toMillis());
 
       ShopWriter.Counts counts = new ShopWriter.Counts();
+      java.util.Queue<String> writerFailures = new java.util.concurrent.ConcurrentLinkedQueue<>();
       int each = settings.writes() / settings.writers();
       for (int w = 0; w < settings.writers(); w++) {
         int n = w == 0 ? settings.writes() - each * (settings.writers() - 1) : each;
         Thread t = new Thread(new ShopWriter(db, w, settings.writers(), n,
             (double) settings.ratePerSecond() / settings.writers(), settings.customers(), counts, 1000L + w),
             "demo-writer-" + w);
+        t.setUncaughtExceptionHandler((thread, e) -> writerFailures.add(thread.getName() + ": " + e));
         writers.add(t);
         t.start();
       }
@@ -120,7 +122,8 @@ public final class ViewsDemo {
       long started = System.nanoTime();
       status.scheduleAtFixedRate(() -> printStatus(leases, counts, started), 1, 1, TimeUnit.SECONDS);
 
-      await("a third of the writes", Duration.ofSeconds(120), () -> counts.total.get() >= settings.writes() / 3);
+      await("a third of the writes", Duration.ofSeconds(120),
+          () -> counts.total.get() >= settings.writes() / 3 || !writerFailures.isEmpty());
       // The active node is whoever holds the orders lease now (node-1 unless a renewal failed on
       // a busy machine); it is frozen together with every lease it holds.
       LeaseRecord ordersLease = owner(leases, ShopViews.ORDERS)
@@ -149,7 +152,7 @@ public final class ViewsDemo {
           other.name(), pausedLeases.keySet(), takeoverMillis, pausedEpoch, takeoverEpoch, counts.total.get());
 
       await("two thirds of the writes", Duration.ofSeconds(120),
-          () -> counts.total.get() >= 2 * settings.writes() / 3);
+          () -> counts.total.get() >= 2 * settings.writes() / 3 || !writerFailures.isEmpty());
       paused.resume();
       out.printf(">>> SIGCONT %s after %d ms frozen%n", paused.name(),
           TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt));
@@ -163,6 +166,9 @@ public final class ViewsDemo {
 
       for (Thread t : writers) {
         t.join();
+      }
+      if (!writerFailures.isEmpty()) {
+        throw new IllegalStateException("A demo writer failed, so the run proves nothing: " + writerFailures);
       }
       out.printf("Writers done: %d writes. Writing the sentinels and waiting for the listeners to catch up%n",
           counts.total.get());
