@@ -357,6 +357,42 @@ class ListenerEngineTest {
   }
 
   @Test
+  void aFlushFailingWhileTheListenerClosesStopsCleanly() throws Exception {
+    write(0, 5);
+    CountDownLatch handled = new CountDownLatch(5);
+    CountDownLatch flushing = new CountDownLatch(1);
+    CountDownLatch closing = new CountDownLatch(1);
+    Listener<String> l = start(builder(new Handler<String>() {
+      @Override
+      public void handle(ChangeEvent<String> event, Fence fence) {
+        handled.countDown();
+      }
+
+      @Override
+      public void flush(Fence fence) throws Exception {
+        flushing.countDown();
+        closing.await(10, TimeUnit.SECONDS);
+        throw new IllegalStateException("broker went away during shutdown");
+      }
+    }).checkpoint(CheckpointPolicy.every(100, Duration.ofMillis(50))));
+    assertThat(handled.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(flushing.await(10, TimeUnit.SECONDS)).isTrue();
+
+    Thread closer = new Thread(l::close);
+    closer.start();
+    await().atMost(Duration.ofSeconds(5)).until(() -> closer.getState() == Thread.State.WAITING
+        || closer.getState() == Thread.State.TIMED_WAITING);
+    closing.countDown();
+    closer.join(TimeUnit.SECONDS.toMillis(20));
+
+    assertThat(closer.isAlive()).isFalse();
+    assertThat(l.status().get(0).state()).isEqualTo(PartitionState.STOPPED);
+    assertThat(l.status().get(0).error()).isNull();
+    // Nothing was acknowledged, so nothing was committed past the bootstrap pin.
+    assertThat(store.read("orders#0").orElseThrow().checkpoint().token()).isEqualTo("0");
+  }
+
+  @Test
   void lostHistoryStopsThePartitionLoudlyByDefault() {
     write(0, 10);
     Recorder rec = new Recorder();

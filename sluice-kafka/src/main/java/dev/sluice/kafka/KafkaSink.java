@@ -87,7 +87,10 @@ public interface KafkaSink<D> extends Handler<D>, AutoCloseable {
 
     private Builder(MessageEncoder<D> encoder) {
       this.encoder = ConfigurationException.requireNonNull(encoder, "encoder");
-      producerConfig.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+      // flush() marks the batch boundary, and the producer still batches whatever accumulates
+      // while requests are in flight; lingering only delays each flush (measured in
+      // docs/benchmarks.md: 10x slower with per-change checkpoints at linger.ms=5).
+      producerConfig.put(ProducerConfig.LINGER_MS_CONFIG, 0);
       producerConfig.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
     }
 

@@ -234,6 +234,31 @@ class KafkaRelayTest {
   }
 
   @Test
+  void oneSinkServesSeveralPartitionsConcurrentlyInFeedOrderPerKey() {
+    String topic = topic();
+    Listener<BsonDocument> l =
+        Listener.builder(feed(), leases())
+            .handler(sink(topic, encoder().build()))
+            .partitions(3)
+            .leaseDuration(Duration.ofSeconds(3))
+            .pollWait(Duration.ofMillis(50))
+            .checkpoint(CheckpointPolicy.every(20, Duration.ofMillis(100)))
+            .build()
+            .start();
+    toClose.add(l);
+    await().atMost(Duration.ofSeconds(20))
+        .until(() -> l.status().stream().filter(st -> st.epoch() > 0).count() == 3);
+    int keys = 9;
+    write(keys, 1, 12);
+    int total = keys * 12;
+    await().atMost(Duration.ofSeconds(60))
+        .until(() -> distinctIds(kafka.readAll(topic, total, Duration.ofSeconds(2))) == total);
+    List<ConsumerRecord<byte[], byte[]>> records = kafka.readAll(topic, total, Duration.ofSeconds(10));
+    assertThat(records).hasSize(total);
+    assertThat(firstDeliveriesPerKey(records)).isEqualTo(new HashMap<>(feedOrderPerKey(total)));
+  }
+
+  @Test
   void aPoisonChangeIsParkedOtherKeysFlowAndLaterChangesOfItsKeyWaitBehindIt() {
     String topic = topic();
     MongoDeadLetterStore dlq = MongoDeadLetterStore.create(client.getDatabase("shop"), "deadletters");

@@ -128,8 +128,10 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
       } catch (RuntimeException e) {
         failure = new SinkException("AMQP channel failed while waiting for confirms: " + e, e);
       }
+      // A returned message explains a nack better than the nack itself (Qpid nacks unroutable
+      // mandatory messages, RabbitMQ acks them after the return): report the return.
       Returned r = lane.returned.poll();
-      if (failure == null && r != null) {
+      if (r != null) {
         failure = new SinkException(
             "AMQP broker returned message " + r.messageId + " as unroutable: exchange '" + exchange
                 + "', routing key '" + r.routingKey + "': " + r.replyCode + " " + r.replyText

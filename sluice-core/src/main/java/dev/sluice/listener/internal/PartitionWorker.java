@@ -358,7 +358,7 @@ final class PartitionWorker<D> implements Runnable {
           break; // flush failed and the cursor was rewound: the rest of this batch is stale
         }
       }
-      if (batch.isEmpty() && running) {
+      if (batch.isEmpty() && running && cursor != null) {
         // Progress without changes for this partition (other partitions' changes, post-batch
         // resume tokens) is worth committing too, so a restart does not re-scan it.
         Position p = cursor.position();
@@ -369,6 +369,10 @@ final class PartitionWorker<D> implements Runnable {
       }
       if (dueByTime()) {
         checkpoint(fence);
+      }
+      if (cursor == null) {
+        // A failed flush rewound the cursor while the listener was closing: nothing to end.
+        break;
       }
       if (cursor.ended()) {
         checkpoint(fence);

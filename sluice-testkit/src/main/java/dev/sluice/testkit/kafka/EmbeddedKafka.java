@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import java.util.UUID;
 import kafka.server.BrokerServer;
 import kafka.testkit.KafkaClusterTestKit;
@@ -19,6 +18,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.server.common.MetadataVersion;
 
@@ -117,12 +117,17 @@ public final class EmbeddedKafka implements AutoCloseable {
 
   /**
    * Reads {@code topic} from the beginning until {@code count} records arrived or {@code
-   * timeout} passed; returns what arrived, in partition order.
+   * timeout} passed; returns what arrived (per partition in offset order).
    */
   public List<ConsumerRecord<byte[], byte[]>> readAll(String topic, int count, Duration timeout) {
     List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
     try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
-      consumer.subscribe(Set.of(topic));
+      // Assigned, not subscribed: no consumer-group join, whose rebalance delay would race
+      // with the timeout on a loaded machine.
+      List<TopicPartition> partitions = new ArrayList<>();
+      consumer.partitionsFor(topic, timeout).forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
+      consumer.assign(partitions);
+      consumer.seekToBeginning(partitions);
       long deadline = System.nanoTime() + timeout.toNanos();
       while (out.size() < count && System.nanoTime() < deadline) {
         consumer.poll(Duration.ofMillis(100)).forEach(out::add);

@@ -1,0 +1,203 @@
+package dev.sluice.jdbc.deadletter;
+
+import dev.sluice.SluiceException;
+import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.Position;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.function.Function;
+import javax.sql.DataSource;
+
+final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
+  private static final String COLUMNS =
+      "event_id, stream, event_key, partition_no, error, attempts, parked_at, position_token, "
+          + "position_time, operation, document_key, document, event_time";
+
+  private final DataSource dataSource;
+  private final String table;
+  private final Function<D, String> encode;
+  private final Function<String, D> decode;
+
+  JdbcDeadLetterStoreImpl(DataSource dataSource, String table, Function<D, String> encode, Function<String, D> decode) {
+    this.dataSource = dataSource;
+    this.table = table;
+    this.encode = encode;
+    this.decode = decode;
+  }
+
+  @Override
+  public void createTable() {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      String product = c.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
+      String seq = product.contains("postgres") ? "BIGSERIAL PRIMARY KEY" : "BIGINT AUTO_INCREMENT PRIMARY KEY";
+      String text = product.contains("postgres") ? "TEXT" : "LONGTEXT";
+      s.execute("CREATE TABLE IF NOT EXISTS " + table + " ("
+          + "seq " + seq + ", "
+          + "event_id VARCHAR(500) NOT NULL, stream VARCHAR(200) NOT NULL, event_key VARCHAR(1000) NOT NULL, "
+          + "partition_no INT NOT NULL, error " + text + " NOT NULL, attempts INT NOT NULL, "
+          + "parked_at TIMESTAMP NOT NULL, position_token " + text + " NOT NULL, position_time VARCHAR(40), "
+          + "operation VARCHAR(20) NOT NULL, document_key " + text + ", document " + text + ", "
+          + "event_time VARCHAR(40), "
+          + "UNIQUE (stream, event_id))");
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    } catch (SQLException e) {
+      throw new SluiceException("Cannot create dead-letter table " + table + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void park(ParkedChange<D> change) {
+    ChangeEvent<D> e = change.event();
+    try (Connection c = dataSource.getConnection()) {
+      if (exists(c, e.stream(), e.id())) {
+        return; // idempotent: parked before (a redelivery after a crash)
+      }
+      try (PreparedStatement ps = c.prepareStatement(
+          "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
+        ps.setString(1, e.id());
+        ps.setString(2, e.stream());
+        ps.setString(3, e.key());
+        ps.setInt(4, change.partition());
+        ps.setString(5, change.error());
+        ps.setInt(6, change.attempts());
+        ps.setTimestamp(7, Timestamp.from(change.parkedAt()));
+        ps.setString(8, e.position().token());
+        ps.setString(9, e.position().time() == null ? null : e.position().time().toString());
+        ps.setString(10, e.operation().name());
+        ps.setString(11, e.documentKey() == null ? null : encode.apply(e.documentKey()));
+        ps.setString(12, e.document() == null ? null : encode.apply(e.document()));
+        ps.setString(13, e.time() == null ? null : e.time().toString());
+        ps.executeUpdate();
+      } catch (SQLException insert) {
+        // A concurrent park of the same change won the unique key: one entry is kept.
+        if (!exists(c, e.stream(), e.id())) {
+          throw insert;
+        }
+      }
+    } catch (SQLException ex) {
+      throw new SluiceException("Cannot park change " + e.id() + " (" + e + ") in " + table + ": " + ex.getMessage(), ex);
+    }
+  }
+
+  private boolean exists(Connection c, String stream, String eventId) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM " + table + " WHERE stream = ? AND event_id = ?")) {
+      ps.setString(1, stream);
+      ps.setString(2, eventId);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  @Override
+  public Set<String> parkedKeys(String stream, int partition) {
+    Set<String> keys = new LinkedHashSet<>();
+    query("SELECT event_key FROM " + table + " WHERE stream = ? AND partition_no = ? ORDER BY seq",
+        ps -> {
+          ps.setString(1, stream);
+          ps.setInt(2, partition);
+        },
+        rs -> keys.add(rs.getString(1)));
+    return keys;
+  }
+
+  @Override
+  public List<ParkedChange<D>> list(String stream, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("limit must be >= 1, but was " + limit);
+    }
+    List<ParkedChange<D>> out = new ArrayList<>();
+    query("SELECT " + COLUMNS + " FROM " + table + " WHERE stream = ? ORDER BY seq",
+        ps -> {
+          ps.setString(1, stream);
+          ps.setMaxRows(limit);
+        },
+        rs -> out.add(read(rs)));
+    return out;
+  }
+
+  @Override
+  public List<ParkedChange<D>> listKey(String stream, String key) {
+    List<ParkedChange<D>> out = new ArrayList<>();
+    query("SELECT " + COLUMNS + " FROM " + table + " WHERE stream = ? AND event_key = ? ORDER BY seq",
+        ps -> {
+          ps.setString(1, stream);
+          ps.setString(2, key);
+        },
+        rs -> out.add(read(rs)));
+    return out;
+  }
+
+  @Override
+  public boolean remove(String stream, String eventId) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement("DELETE FROM " + table + " WHERE stream = ? AND event_id = ?")) {
+      ps.setString(1, stream);
+      ps.setString(2, eventId);
+      return ps.executeUpdate() == 1;
+    } catch (SQLException e) {
+      throw new SluiceException("Cannot remove " + eventId + " from " + table + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public long count(String stream) {
+    long[] n = {0};
+    query("SELECT COUNT(*) FROM " + table + " WHERE stream = ?", ps -> ps.setString(1, stream), rs -> n[0] = rs.getLong(1));
+    return n[0];
+  }
+
+  private ParkedChange<D> read(ResultSet rs) throws SQLException {
+    String positionTime = rs.getString("position_time");
+    String eventTime = rs.getString("event_time");
+    String documentKey = rs.getString("document_key");
+    String document = rs.getString("document");
+    ChangeEvent<D> event = new ChangeEvent<>(
+        rs.getString("event_id"),
+        rs.getString("stream"),
+        new Position(rs.getString("position_token"), positionTime == null ? null : Instant.parse(positionTime)),
+        Operation.valueOf(rs.getString("operation")),
+        rs.getString("event_key"),
+        documentKey == null ? null : decode.apply(documentKey),
+        document == null ? null : decode.apply(document),
+        eventTime == null ? null : Instant.parse(eventTime),
+        null);
+    return new ParkedChange<>(event, rs.getInt("partition_no"), rs.getString("error"), rs.getInt("attempts"),
+        rs.getTimestamp("parked_at").toInstant());
+  }
+
+  private interface Binder {
+    void bind(PreparedStatement ps) throws SQLException;
+  }
+
+  private interface RowReader {
+    void read(ResultSet rs) throws SQLException;
+  }
+
+  private void query(String sql, Binder binder, RowReader reader) {
+    try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+      binder.bind(ps);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          reader.read(rs);
+        }
+      }
+    } catch (SQLException e) {
+      throw new SluiceException("Dead-letter table " + table + " unavailable: " + e.getMessage(), e);
+    }
+  }
+}
