@@ -91,8 +91,8 @@ final class ShopWriter implements Runnable {
   /*
    * Updates are whole-document replacements: the embedded server reports an update's documentKey
    * as the update document itself (without _id, see embedded-servers.md), and when the document is
-   * deleted before the feed's lookup there is then no _id left to name it; a replacement carries
-   * its _id. On real MongoDB both forms give the same change events.
+   * deleted before the feed's lookup there is then no _id left to name it (the change is parked as
+   * undecodable); a replacement carries its _id. On real MongoDB both forms name the document.
    */
   private void writeOne() {
     int dice = random.nextInt(100);
