@@ -1,7 +1,9 @@
 package dev.sluice.app.demo;
 
 import dev.sluice.ConfigurationException;
+import dev.sluice.app.demo.enrolment.EnrolmentDemo;
 import dev.sluice.app.demo.relay.RelayDemo;
+import dev.sluice.app.demo.views.ViewsDemo;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -9,33 +11,47 @@ import picocli.CommandLine.Option;
 
 /** {@code sluice demo}: the listener demo on an embedded MongoDB. */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-    description = "Three listener processes on an embedded MongoDB; the owner is paused past its lease "
-        + "(SIGSTOP), another takes over, the paused one's late write is rejected by the fence. "
-        + "Ends with a verification table.")
+    description = "Scenarios on embedded servers, each ending with a verification table and exit code 0 "
+        + "only if it holds. listener (default): three listener processes on an embedded MongoDB; the owner "
+        + "is paused past its lease (SIGSTOP), another takes over, the paused one's late write is rejected "
+        + "by the fence.")
 public final class DemoCommand implements Callable<Integer> {
 
   @Option(names = "--scenario", defaultValue = "listener",
-      description = "listener (default): leases, takeover and fencing; views: an order view and customer "
-          + "stats maintained by two processes, the owner paused (SIGSTOP), compared with the recomputed join; "
-          + "enrolment: seed 003, shuffled and duplicated messages through AMQP applied by five consumers "
-          + "with sequence numbers, compared with sequential application; relay: a collection relayed to "
-          + "Kafka and AMQP by two relay processes, each killed with SIGKILL mid-stream and replaced, "
-          + "consumers de-duplicating with the inbox")
+      description = "listener (default): leases, takeover and fencing; views: materialized views under "
+          + "concurrent writes with a paused listener JVM; enrolment: seed 003's sequenced enrol/unenrol "
+          + "messages, shuffled and duplicated, applied by concurrent AMQP consumers; relay: a collection "
+          + "relayed to Kafka and AMQP by two relay processes, each killed with SIGKILL mid-stream and "
+          + "replaced, consumers de-duplicating with the inbox")
   String scenario;
 
-  @Option(names = "--changes", defaultValue = "3000", description = "changes to write (default ${DEFAULT-VALUE})")
+  @Option(names = "--writers", defaultValue = "3", description = "views: concurrent writers (default ${DEFAULT-VALUE})")
+  int writers;
+
+  @Option(names = "--customers", defaultValue = "20", description = "views: customers (default ${DEFAULT-VALUE})")
+  int customers;
+
+  @Option(names = "--messages", defaultValue = "2000",
+      description = "enrolment: distinct messages (default ${DEFAULT-VALUE})")
+  int messages;
+
+  @Option(names = "--consumers", defaultValue = "5",
+      description = "enrolment: concurrent consumers (default ${DEFAULT-VALUE})")
+  int consumers;
+
+  @Option(names = "--changes", defaultValue = "3000", description = "listener, views: changes to write (default ${DEFAULT-VALUE}; views: 1500)")
   int changes;
 
-  @Option(names = "--rate", defaultValue = "500", description = "changes per second (default ${DEFAULT-VALUE})")
+  @Option(names = "--rate", defaultValue = "500", description = "listener, views: changes per second (default ${DEFAULT-VALUE}; views: 250)")
   int rate;
 
-  @Option(names = "--lease-ms", defaultValue = "3000", description = "lease duration in ms (default ${DEFAULT-VALUE})")
+  @Option(names = "--lease-ms", defaultValue = "3000", description = "listener, views: lease duration in ms (default ${DEFAULT-VALUE})")
   long leaseMillis;
 
-  @Option(names = "--checkpoint-every", defaultValue = "50", description = "changes per checkpoint (default ${DEFAULT-VALUE})")
+  @Option(names = "--checkpoint-every", defaultValue = "50", description = "listener, views: changes per checkpoint (default ${DEFAULT-VALUE}; views: 20)")
   int checkpointEvery;
 
-  @Option(names = "--keys", defaultValue = "100", description = "relay scenario: documents written to (default ${DEFAULT-VALUE})")
+  @Option(names = "--keys", defaultValue = "100", description = "relay: documents written to (default ${DEFAULT-VALUE})")
   int keys;
 
   @Override
@@ -44,13 +60,9 @@ public final class DemoCommand implements Callable<Integer> {
       case "listener":
         break;
       case "views":
-        requireCommonOptions();
-        return new dev.sluice.app.demo.views.ViewsDemo(new dev.sluice.app.demo.views.ViewsDemo.Settings(
-            changes, rate, Duration.ofMillis(leaseMillis), 20), System.out).run().ok() ? 0 : 1;
+        return views();
       case "enrolment":
-        requireCommonOptions();
-        return new dev.sluice.app.demo.views.EnrolmentDemo(
-            new dev.sluice.app.demo.views.EnrolmentDemo.Settings(changes, 50, 20), System.out).run().ok() ? 0 : 1;
+        return enrolment();
       case "relay":
         return relay();
       default:
@@ -66,6 +78,32 @@ public final class DemoCommand implements Callable<Integer> {
     return result.ok() ? 0 : 1;
   }
 
+  @picocli.CommandLine.Spec
+  picocli.CommandLine.Model.CommandSpec spec;
+
+  /** The option's value if given on the command line, else this scenario's own default. */
+  private int given(String option, int value, int scenarioDefault) {
+    return spec != null && spec.commandLine().getParseResult() != null
+        && spec.commandLine().getParseResult().hasMatchedOption(option) ? value : scenarioDefault;
+  }
+
+  private int views() throws Exception {
+    // A view change costs several round trips on the embedded server: fewer, slower writes than
+    // the listener scenario keep the run near half a minute.
+    ViewsDemo.Settings d = ViewsDemo.Settings.defaults();
+    changes = given("--changes", changes, d.writes());
+    rate = given("--rate", rate, d.ratePerSecond());
+    checkpointEvery = given("--checkpoint-every", checkpointEvery, d.checkpointEvery());
+    if (changes < 30 || rate < 1 || leaseMillis < 300 || checkpointEvery < 1 || writers < 1 || customers < 1) {
+      throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+          "need --changes >= 30, --rate >= 1, --lease-ms >= 300, --checkpoint-every >= 1, --writers >= 1,"
+              + " --customers >= 1");
+    }
+    ViewsDemo.Result result = new ViewsDemo(new ViewsDemo.Settings(changes, rate, writers, customers,
+        Duration.ofMillis(leaseMillis), checkpointEvery), System.out).run();
+    return result.ok() ? 0 : 1;
+  }
+
   private int relay() throws Exception {
     RelayDemo.Settings settings;
     try {
@@ -76,10 +114,13 @@ public final class DemoCommand implements Callable<Integer> {
     return new RelayDemo(settings, System.out).run().ok() ? 0 : 1;
   }
 
-  private void requireCommonOptions() {
-    if (changes < 30 || rate < 1 || leaseMillis < 300) {
+  private int enrolment() throws Exception {
+    if (messages < 10 || consumers < 1) {
       throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
-          "need --changes >= 30, --rate >= 1, --lease-ms >= 300");
+          "need --messages >= 10, --consumers >= 1");
     }
+    EnrolmentDemo.Result result = new EnrolmentDemo(EnrolmentDemo.Settings.defaults()
+        .withMessages(messages).withConsumers(consumers), System.out).run();
+    return result.ok() ? 0 : 1;
   }
 }

@@ -2,37 +2,66 @@ package dev.sluice.app.demo.views;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
+import com.mongodb.client.model.Indexes;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
-import dev.sluice.mongodb.view.MaterializedView;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import dev.sluice.testkit.process.ChildJvm;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
+import org.bson.Document;
 
 /**
- * The views demo (seed 000, figures 1-3 at scale): two processes maintain an order view and a
- * customer stats view while a writer changes orders and customers; the process owning the orders
- * lease is frozen with SIGSTOP in the middle, the other takes over, the frozen one is resumed and
- * loses its leases. At the end both views are compared with the join recomputed from scratch.
+ * {@code sluice demo --scenario views}: orders and customers on the embedded MongoDB, two declared
+ * views (orders with their customer's name and tier; customers with their order count and total)
+ * maintained by listeners in two child JVMs, concurrent application writers, and the active
+ * listener JVM frozen with SIGSTOP past its lease in the middle of the stream: the standby takes
+ * both leases over, the frozen one is resumed and finds its leases lost. At the end the views are
+ * compared with the join recomputed from scratch.
+ *
+ * <p>"The end" is not a timeout: after the writers stop, a sentinel order and customer are
+ * written, and the comparison runs once the listener of each source has handled its sentinel
+ * (so it has handled every earlier change of that source).
  */
 public final class ViewsDemo {
-  static final String ORDERS_LEASE = ShopViews.DATABASE + ".orders#0";
 
   /** Demo parameters. */
-  public record Settings(int writes, int ratePerSecond, Duration lease, int customers) {}
+  public record Settings(int writes, int ratePerSecond, int writers, int customers, Duration lease,
+      int checkpointEvery) {
+    public Settings {
+      if (writes < 30 || ratePerSecond < 1 || writers < 1 || customers < 1
+          || lease.toMillis() < 300 || checkpointEvery < 1) {
+        throw new IllegalArgumentException("need writes >= 30, rate >= 1, writers >= 1, customers >= 1,"
+            + " lease >= 300 ms, checkpointEvery >= 1; got " + this);
+      }
+    }
+
+    public static Settings defaults() {
+      return new Settings(1500, 250, 3, 20, Duration.ofSeconds(3), 20);
+    }
+  }
 
   /** What the verification found. */
-  public record Result(int writes, int viewDocuments, int differences, long takeoverMillis,
-      boolean pausedNodeLostItsLease, long convergedMillis) {
+  public record Result(int writes, Map<String, Integer> writesByKind, int orders, int customers,
+      int orderViewDifferences, int customerStatsDifferences, long pausedEpoch, long takeoverEpoch,
+      long takeoverMillis, boolean pausedNodeLostItsLeases, List<String> differenceSamples) {
+    public int differences() {
+      return orderViewDifferences + customerStatsDifferences;
+    }
+
     public boolean ok() {
-      return differences == 0 && pausedNodeLostItsLease;
+      return differences() == 0 && takeoverEpoch > pausedEpoch && pausedNodeLostItsLeases;
     }
   }
 
@@ -46,85 +75,191 @@ public final class ViewsDemo {
 
   public Result run() throws Exception {
     List<ChildJvm> nodes = new ArrayList<>();
+    List<Thread> writers = new ArrayList<>();
+    ScheduledExecutorService status = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "demo-status");
+      t.setDaemon(true);
+      return t;
+    });
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
-      out.printf("Embedded MongoDB at %s%n", mongo.connectionString());
       MongoDatabase db = client.getDatabase(ShopViews.DATABASE);
       LeaseStore leases = MongoLeaseStore.builder(db).build();
-      for (int i = 1; i <= 2; i++) {
-        nodes.add(ChildJvm.start("views-" + i, ViewsDemoNode.class, mongo.connectionString(), "views-" + i,
-            Long.toString(settings.lease().toMillis())));
+      out.printf("Embedded MongoDB at %s%n", mongo.connectionString());
+      db.getCollection(ShopViews.ORDERS).createIndex(Indexes.ascending("customerId"));
+      List<Document> seed = new ArrayList<>();
+      for (int c = 0; c < settings.customers(); c++) {
+        seed.add(ShopWriter.customer(c));
       }
-      for (ChildJvm node : nodes) {
-        node.awaitLineStartingWith("READY", Duration.ofSeconds(60));
+      db.getCollection(ShopViews.CUSTOMERS).insertMany(seed);
+      out.printf("Views: order_view (order + customer name, tier), customer_stats (customer + order count,"
+          + " total); %d customers%n", settings.customers());
+
+      ChildJvm first = startNode("node-1", mongo, nodes);
+      first.awaitLineStartingWith("READY", Duration.ofSeconds(60));
+      for (String source : ShopViews.SOURCES) {
+        first.awaitLine(l -> l.startsWith("ACQUIRED node-1 " + ShopViews.leaseName(source) + " "),
+            Duration.ofSeconds(30));
       }
-      out.printf("Started 2 view processes (lease %d ms); views order_view and customer_stats%n",
-          settings.lease().toMillis());
+      ChildJvm standby = startNode("node-2", mongo, nodes);
+      standby.awaitLineStartingWith("READY", Duration.ofSeconds(60));
+      out.printf("node-1 (pid %d) holds both leases; node-2 (pid %d) stands by; lease %d ms%n",
+          first.pid(), standby.pid(), settings.lease().toMillis());
 
-      ShopViews.Writer writer = new ShopViews.Writer(db, 2026, settings.customers());
-      AtomicInteger written = new AtomicInteger();
-      Thread writing = new Thread(() -> write(writer, written), "views-demo-writer");
-      writing.start();
+      ShopWriter.Counts counts = new ShopWriter.Counts();
+      java.util.Queue<String> writerFailures = new java.util.concurrent.ConcurrentLinkedQueue<>();
+      int each = settings.writes() / settings.writers();
+      for (int w = 0; w < settings.writers(); w++) {
+        int n = w == 0 ? settings.writes() - each * (settings.writers() - 1) : each;
+        Thread t = new Thread(new ShopWriter(db, w, settings.writers(), n,
+            (double) settings.ratePerSecond() / settings.writers(), settings.customers(), counts, 1000L + w),
+            "demo-writer-" + w);
+        t.setUncaughtExceptionHandler((thread, e) -> writerFailures.add(thread.getName() + ": " + e));
+        writers.add(t);
+        t.start();
+      }
+      out.printf("%d writers started: %d writes at about %d/s%n", settings.writers(), settings.writes(),
+          settings.ratePerSecond());
+      long started = System.nanoTime();
+      status.scheduleAtFixedRate(() -> printStatus(leases, counts, started), 1, 1, TimeUnit.SECONDS);
 
-      await("a third of the writes", Duration.ofSeconds(120), () -> written.get() >= settings.writes() / 3);
-      LeaseRecord before = await("an orders owner", Duration.ofSeconds(30),
-          () -> owner(leases).isPresent(), () -> owner(leases).orElseThrow());
-      String ownerNode = before.owner().substring(0, before.owner().indexOf('/'));
-      ChildJvm victim = nodes.stream().filter(n -> n.name().equals(ownerNode)).findFirst().orElseThrow();
-      victim.pause();
+      await("a third of the writes", Duration.ofSeconds(120),
+          () -> counts.total.get() >= settings.writes() / 3 || !writerFailures.isEmpty());
+      // The active node is whoever holds the orders lease now (node-1 unless a renewal failed on
+      // a busy machine); it is frozen together with every lease it holds.
+      LeaseRecord ordersLease = owner(leases, ShopViews.ORDERS)
+          .orElseThrow(() -> new IllegalStateException("nobody holds the orders lease"));
+      ChildJvm paused = ordersLease.owner().equals(first.name()) ? first : standby;
+      ChildJvm other = paused == first ? standby : first;
+      Map<String, Long> pausedLeases = new TreeMap<>();
+      for (String source : ShopViews.SOURCES) {
+        owner(leases, source).filter(r -> r.owner().equals(paused.name()))
+            .ifPresent(r -> pausedLeases.put(source, r.epoch()));
+      }
+      paused.pause();
       long pausedAt = System.nanoTime();
-      out.printf(">>> SIGSTOP %s (pid %d), owner of %s at epoch %d, while writes go on%n",
-          victim.name(), victim.pid(), ORDERS_LEASE, before.epoch());
-      LeaseRecord after = await("a takeover", Duration.ofSeconds(60),
-          () -> owner(leases).filter(r -> r.epoch() > before.epoch()).isPresent(), () -> owner(leases).orElseThrow());
-      long takeoverMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt);
-      out.printf(">>> %s took over with epoch %d after %d ms%n", after.owner(), after.epoch(), takeoverMillis);
-      victim.resume();
-      String lost = victim.awaitLine(l -> l.startsWith("LOST") && l.contains(ORDERS_LEASE), Duration.ofSeconds(30));
-      out.printf(">>> SIGCONT %s: %s%n", victim.name(), lost);
+      long pausedEpoch = ordersLease.epoch();
+      out.printf(">>> SIGSTOP %s (pid %d) holding %s, after %d writes%n", paused.name(), paused.pid(),
+          pausedLeases.keySet(), counts.total.get());
 
-      writing.join();
-      long writesDone = System.nanoTime();
-      List<MaterializedView> views = ShopViews.views(db);
-      out.printf("%d writes done; waiting for the views to converge%n", written.get());
-      long deadline = writesDone + TimeUnit.SECONDS.toNanos(120);
-      int differences = ShopViews.differences(db, views);
-      while (differences != 0 && System.nanoTime() < deadline) {
-        TimeUnit.MILLISECONDS.sleep(250);
-        differences = ShopViews.differences(db, views);
+      for (var e : pausedLeases.entrySet()) {
+        String prefix = "ACQUIRED " + other.name() + " " + ShopViews.leaseName(e.getKey()) + " ";
+        other.awaitLine(l -> l.startsWith(prefix) && Long.parseLong(l.substring(prefix.length()).trim()) > e.getValue(),
+            Duration.ofSeconds(60));
       }
-      long convergedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - writesDone);
-      int documents = (int) (views.get(0).target().countDocuments(MaterializedView.live())
-          + views.get(1).target().countDocuments(MaterializedView.live()));
-      Result result = new Result(written.get(), documents, differences, takeoverMillis, lost != null,
-          convergedMillis);
+      long takeoverMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt);
+      long takeoverEpoch = owner(leases, ShopViews.ORDERS).map(LeaseRecord::epoch).orElse(-1L);
+      out.printf(">>> %s took %s over after %d ms (orders epoch %d -> %d), writes go on (%d so far)%n",
+          other.name(), pausedLeases.keySet(), takeoverMillis, pausedEpoch, takeoverEpoch, counts.total.get());
+
+      await("two thirds of the writes", Duration.ofSeconds(120),
+          () -> counts.total.get() >= 2 * settings.writes() / 3 || !writerFailures.isEmpty());
+      paused.resume();
+      out.printf(">>> SIGCONT %s after %d ms frozen%n", paused.name(),
+          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt));
+      boolean lostAll = true;
+      for (var e : pausedLeases.entrySet()) {
+        String prefix = "LOST " + paused.name() + " " + ShopViews.leaseName(e.getKey()) + " " + e.getValue() + " ";
+        String lost = paused.awaitLine(l -> l.startsWith(prefix), Duration.ofSeconds(30));
+        out.printf(">>> %s%n", lost);
+        lostAll &= lost != null;
+      }
+
+      for (Thread t : writers) {
+        t.join();
+      }
+      if (!writerFailures.isEmpty()) {
+        throw new IllegalStateException("A demo writer failed, so the run proves nothing: " + writerFailures);
+      }
+      out.printf("Writers done: %d writes. Writing the sentinels and waiting for the listeners to catch up%n",
+          counts.total.get());
+      db.getCollection(ShopViews.CUSTOMERS).insertOne(new Document("_id", ShopViews.SENTINEL)
+          .append("name", "Sentinel").append("tier", "none").append("version", 1));
+      db.getCollection(ShopViews.ORDERS).insertOne(new Document("_id", ShopViews.SENTINEL)
+          .append("customerId", ShopViews.SENTINEL).append("amount", 1).append("version", 1));
+      for (String source : ShopViews.SOURCES) {
+        String line = awaitAny(nodes, "CAUGHT-UP", source, Duration.ofSeconds(120));
+        out.printf("    %s%n", line);
+      }
+
+      status.shutdownNow();
+      RecomputedJoin.Diff orderView = RecomputedJoin.compareOrderView(db);
+      RecomputedJoin.Diff stats = RecomputedJoin.compareCustomerStats(db);
+      List<String> samples = new ArrayList<>();
+      for (RecomputedJoin.Diff d : List.of(orderView, stats)) {
+        d.missing().stream().limit(5).forEach(id -> samples.add(d.view() + " missing " + id));
+        d.extra().stream().limit(5).forEach(id -> samples.add(d.view() + " extra " + id));
+        d.different().stream().limit(5).forEach(id -> samples.add(d.view() + " differs " + id));
+      }
+      Map<String, Integer> byKind = new TreeMap<>(Map.of(
+          "orders created", counts.created.get(), "orders updated", counts.updated.get(),
+          "orders moved", counts.moved.get(), "orders deleted", counts.deleted.get(),
+          "customers renamed", counts.renamed.get(), "customers re-tiered", counts.retiered.get()));
+      Result result = new Result(counts.total.get(), byKind, orderView.checked(), stats.checked(),
+          orderView.count(), stats.count(), pausedEpoch, takeoverEpoch, takeoverMillis, lostAll, samples);
       printTable(result);
       return result;
+    } catch (Exception | AssertionError e) {
+      for (ChildJvm n : nodes) {
+        List<String> lines = n.output();
+        out.printf("--- last lines of %s (pid %d)%n", n.name(), n.pid());
+        lines.subList(Math.max(0, lines.size() - 40), lines.size()).forEach(out::println);
+      }
+      throw e;
     } finally {
+      status.shutdownNow();
+      writers.forEach(Thread::interrupt);
       nodes.forEach(ChildJvm::close);
     }
   }
 
-  private void write(ShopViews.Writer writer, AtomicInteger written) {
-    long interval = TimeUnit.SECONDS.toNanos(1) / settings.ratePerSecond();
-    long next = System.nanoTime();
-    for (int i = 0; i < settings.writes(); i++) {
-      writer.writeOne();
-      written.incrementAndGet();
-      next += interval;
-      long wait = next - System.nanoTime();
-      if (wait > 0) {
-        try {
-          TimeUnit.NANOSECONDS.sleep(wait);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        }
+  private ChildJvm startNode(String name, EmbeddedMongo mongo, List<ChildJvm> nodes) {
+    ChildJvm node = ChildJvm.start(name, ViewsNode.class, mongo.connectionString(), name,
+        Long.toString(settings.lease().toMillis()), Integer.toString(settings.checkpointEvery()));
+    nodes.add(node);
+    return node;
+  }
+
+  private void printStatus(LeaseStore leases, ShopWriter.Counts counts, long started) {
+    try {
+      StringBuilder line = new StringBuilder(String.format("[%3ds] writes=%5d",
+          TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started), counts.total.get()));
+      for (String source : ShopViews.SOURCES) {
+        Optional<LeaseRecord> r = owner(leases, source);
+        line.append(String.format("  %s: %s", source,
+            r.map(x -> x.owner() + " epoch " + x.epoch() + checkpointTime(x)).orElse("(lease expired)")));
       }
+      out.println(line);
+    } catch (RuntimeException e) {
+      out.println("status unavailable: " + e);
     }
   }
 
-  private static java.util.Optional<LeaseRecord> owner(LeaseStore leases) {
-    return leases.read(ORDERS_LEASE).filter(LeaseRecord::isHeld);
+  private static String checkpointTime(LeaseRecord r) {
+    return r.checkpoint() == null || r.checkpoint().time() == null ? ""
+        : " checkpoint at " + java.time.LocalTime.ofInstant(r.checkpoint().time(), java.time.ZoneOffset.UTC)
+            .truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+  }
+
+  private static Optional<LeaseRecord> owner(LeaseStore leases, String source) {
+    return leases.read(ShopViews.leaseName(source)).filter(LeaseRecord::isHeld);
+  }
+
+  /** The first line of any node starting with {@code prefix} and naming {@code source}. */
+  private static String awaitAny(List<ChildJvm> nodes, String prefix, String source, Duration timeout)
+      throws InterruptedException {
+    String[] found = new String[1];
+    await(prefix + " " + source, timeout, () -> {
+      for (ChildJvm n : nodes) {
+        for (String l : n.output()) {
+          if (l.startsWith(prefix + " ") && l.split(" ")[2].equals(source)) {
+            found[0] = l;
+            return true;
+          }
+        }
+      }
+      return false;
+    });
+    return found[0];
   }
 
   private void printTable(Result r) {
@@ -132,21 +267,28 @@ public final class ViewsDemo {
     out.println("+----------------------------------------+----------+");
     out.printf("| %-38s | %8s |%n", "verification", "value");
     out.println("+----------------------------------------+----------+");
-    out.printf("| %-38s | %8d |%n", "source writes", r.writes());
-    out.printf("| %-38s | %8d |%n", "view documents (both views)", r.viewDocuments());
-    out.printf("| %-38s | %8d |%n", "differences from recomputed join", r.differences());
-    out.printf("| %-38s | %8d |%n", "takeover after SIGSTOP (ms)", r.takeoverMillis());
-    out.printf("| %-38s | %8d |%n", "converged after last write (ms)", r.convergedMillis());
+    row("source writes", r.writes());
+    r.writesByKind().forEach((k, v) -> row("  " + k, v));
+    row("orders (recomputed join)", r.orders());
+    row("customers (recomputed join)", r.customers());
+    row("order_view differences (must be 0)", r.orderViewDifferences());
+    row("customer_stats differences (must be 0)", r.customerStatsDifferences());
+    row("takeover after SIGSTOP (ms)", r.takeoverMillis());
+    out.printf("| %-38s | %8s |%n", "paused node lost its leases", r.pausedNodeLostItsLeases() ? "yes" : "NO");
     out.println("+----------------------------------------+----------+");
+    out.printf("orders lease epochs (fencing tokens): paused owner %d, after takeover %d%n", r.pausedEpoch(),
+        r.takeoverEpoch());
+    if (!r.differenceSamples().isEmpty()) {
+      out.println("differences: " + r.differenceSamples().stream().collect(Collectors.joining(", ")));
+    }
     out.println(r.ok() ? "RESULT: OK" : "RESULT: FAILED");
   }
 
-  private static void await(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    await(what, timeout, condition, () -> null);
+  private void row(String name, long value) {
+    out.printf("| %-38s | %8d |%n", name, value);
   }
 
-  private static <T> T await(String what, Duration timeout, BooleanSupplier condition,
-      java.util.function.Supplier<T> value) throws InterruptedException {
+  private static void await(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() > deadline) {
@@ -154,6 +296,5 @@ public final class ViewsDemo {
       }
       TimeUnit.MILLISECONDS.sleep(50);
     }
-    return value.get();
   }
 }
