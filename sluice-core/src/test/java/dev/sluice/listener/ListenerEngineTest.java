@@ -330,6 +330,48 @@ class ListenerEngineTest {
   }
 
   @Test
+  void anUnreachableDeadLetterStoreDelaysDeliveryInsteadOfKillingThePartition() {
+    write(0, 5);
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    AtomicInteger failuresLeft = new AtomicInteger(3);
+    DeadLetterStore<String> flaky = new DeadLetterStore<>() {
+      @Override
+      public void park(ParkedChange<String> change) {
+        dlq.park(change);
+      }
+
+      @Override
+      public Set<String> parkedKeys(String stream, int partition) {
+        if (failuresLeft.getAndDecrement() > 0) {
+          throw new IllegalStateException("dead-letter store unreachable");
+        }
+        return dlq.parkedKeys(stream, partition);
+      }
+
+      @Override
+      public List<ParkedChange<String>> list(String stream, int limit) {
+        return dlq.list(stream, limit);
+      }
+
+      @Override
+      public List<ParkedChange<String>> listKey(String stream, String key) {
+        return dlq.listKey(stream, key);
+      }
+
+      @Override
+      public boolean remove(String stream, String eventId) {
+        return dlq.remove(stream, eventId);
+      }
+    };
+    Recorder rec = new Recorder();
+    Listener<String> l = start(builder(rec).onFailure(FailurePolicy.park(RetryPolicy.defaults(), flaky)));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 5);
+    assertThat(failuresLeft.get()).isNegative();
+    assertThat(l.status().get(0).state()).isEqualTo(PartitionState.ACTIVE);
+  }
+
+  @Test
   void aFailedFlushRedeliversFromTheLastCheckpointSoNothingIsLost() {
     write(0, 30);
     List<String> acked = new CopyOnWriteArrayList<>();

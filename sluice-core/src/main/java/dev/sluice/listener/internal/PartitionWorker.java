@@ -164,8 +164,11 @@ final class PartitionWorker<D> implements Runnable {
           setState(end);
           return;
         }
-        if ((end == PartitionState.LOST || end == PartitionState.STOPPED) && running) {
+        if (end == PartitionState.LOST && running) {
           setState(PartitionState.LOST);
+          pause(jitter(config.acquireInterval()));
+        } else if (end == PartitionState.STOPPED && running) {
+          // Handed back to balance the cluster: compete again later, within the fair share.
           pause(jitter(config.acquireInterval()));
         }
       }
@@ -469,11 +472,30 @@ final class PartitionWorker<D> implements Runnable {
     uncommitted++;
   }
 
+  /**
+   * Loads the keys already parked for this partition, so their later changes are parked behind
+   * them. The dead-letter store may be briefly unreachable: retry while the lease lasts, because
+   * delivering without knowing the parked keys could overtake a parked change of the same key.
+   */
   private void loadParkedKeys() {
-    if (config.failure() instanceof FailurePolicy.Park<?> park) {
-      parkedKeys = new HashSet<>(park.store().parkedKeys(config.feed().stream(), partition.index()));
-    } else {
+    if (!(config.failure() instanceof FailurePolicy.Park<?> park)) {
       parkedKeys = Set.of();
+      return;
+    }
+    Duration backoff = Duration.ofMillis(100);
+    while (true) {
+      if (!running || !held.valid()) {
+        throw new LeaseLostSignal();
+      }
+      try {
+        parkedKeys = new HashSet<>(park.store().parkedKeys(config.feed().stream(), partition.index()));
+        return;
+      } catch (RuntimeException e) {
+        log.warn("Cannot read parked keys of {} from the dead-letter store, retrying in {}: {}",
+            leaseName, backoff, e.toString());
+        pause(backoff);
+        backoff = min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      }
     }
   }
 
