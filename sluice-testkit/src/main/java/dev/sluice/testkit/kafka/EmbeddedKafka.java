@@ -98,14 +98,28 @@ public final class EmbeddedKafka implements AutoCloseable {
   public void createTopic(String name, int partitions, Map<String, String> configs) {
     try (Admin admin = admin()) {
       admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
-      org.awaitility.Awaitility.await("leaders of topic " + name)
-          .atMost(java.time.Duration.ofSeconds(30))
-          .pollInterval(java.time.Duration.ofMillis(20))
-          .ignoreExceptions()
-          .until(() -> admin.describeTopics(List.of(name)).allTopicNames().get().get(name).partitions()
-              .stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty()));
+      // A bounded poll, not Awaitility: this class also runs in the demo, outside any test.
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+      while (!leadersElected(admin, name)) {
+        if (System.nanoTime() > deadline) {
+          throw new SluiceException("Topic " + name + " has partitions without a leader after 30 s");
+        }
+        Thread.sleep(20);
+      }
     } catch (Exception e) {
       throw new SluiceException("Cannot create topic " + name + ": " + e, e);
+    }
+  }
+
+  private static boolean leadersElected(Admin admin, String topic) {
+    try {
+      return admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().stream()
+          .allMatch(p -> p.leader() != null && !p.leader().isEmpty());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new SluiceException("Interrupted while waiting for the leaders of " + topic, e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      return false; // metadata not there yet
     }
   }
 
