@@ -40,12 +40,21 @@ public final class ChildJvm implements AutoCloseable {
 
   /** Starts with extra JVM options (system properties, heap). */
   public static ChildJvm start(String name, List<String> jvmOptions, Class<?> mainClass, String... args) {
+    return startWithClassPath(name, jvmOptions, System.getProperty("java.class.path"), mainClass.getName(), args);
+  }
+
+  /**
+   * Starts {@code mainClass} on an explicit class path, for example an application's runtime class
+   * path without the test libraries, to prove it runs as shipped.
+   */
+  public static ChildJvm startWithClassPath(
+      String name, List<String> jvmOptions, String classPath, String mainClass, String... args) {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(jvmOptions);
     command.add("-cp");
-    command.add(System.getProperty("java.class.path"));
-    command.add(mainClass.getName());
+    command.add(classPath);
+    command.add(mainClass);
     command.addAll(List.of(args));
     try {
       Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
