@@ -1,21 +1,12 @@
 package dev.sluice.app.demo;
 
-import static com.mongodb.client.model.Filters.and;
-import static com.mongodb.client.model.Filters.eq;
-import static com.mongodb.client.model.Filters.exists;
-import static com.mongodb.client.model.Filters.lte;
-import static com.mongodb.client.model.Filters.or;
 import static com.mongodb.client.model.Updates.combine;
 import static com.mongodb.client.model.Updates.max;
 import static com.mongodb.client.model.Updates.set;
 
-import com.mongodb.ErrorCategory;
-import com.mongodb.MongoException;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
-import com.mongodb.client.model.UpdateOptions;
-import com.mongodb.client.result.UpdateResult;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.lease.Lease;
 import dev.sluice.listener.CheckpointPolicy;
@@ -24,6 +15,7 @@ import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.listener.StaleFenceException;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.fence.FencedWrites;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -102,23 +94,13 @@ public final class DemoNode {
       System.out.println("IN-HANDLER " + name + " changeNo=" + changeNo + " epoch=" + fence.epoch());
       go.await(); // the demo pauses this process here with SIGSTOP
     }
-    boolean applied;
     try {
       // Fenced write: applies only if the view holds nothing from a newer epoch.
-      UpdateResult r = view.updateOne(
-          and(eq("_id", customer), or(exists("_fence", false), lte("_fence", fence.epoch()))),
-          combine(set("_fence", fence.epoch()), set("lastChangeNo", changeNo), max("maxChangeNo", changeNo)),
-          new UpdateOptions().upsert(true));
-      applied = r.getMatchedCount() > 0 || r.getUpsertedId() != null;
-    } catch (MongoException e) {
-      if (ErrorCategory.fromErrorCode(e.getCode()) != ErrorCategory.DUPLICATE_KEY) {
-        throw e;
-      }
-      applied = false; // the upsert lost to a document with a newer fence
-    }
-    if (!applied) {
+      FencedWrites.updateOne(view, customer,
+          combine(set("lastChangeNo", changeNo), max("maxChangeNo", changeNo)), fence);
+    } catch (StaleFenceException e) {
       System.out.println("STALE-WRITE-REJECTED " + name + " changeNo=" + changeNo + " epoch=" + fence.epoch());
-      throw new StaleFenceException(fence, "customer_view/" + customer);
+      throw e;
     }
   }
 

@@ -1,6 +1,5 @@
 package dev.sluice.mongodb.deadletter;
 
-import com.mongodb.ErrorCategory;
 import com.mongodb.MongoWriteException;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
@@ -15,6 +14,7 @@ import dev.sluice.deadletter.ParkedChange;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
+import dev.sluice.mongodb.internal.MongoErrors;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -68,7 +68,7 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
     try {
       entries.insertOne(doc);
     } catch (MongoWriteException ex) {
-      if (ex.getError().getCategory() != ErrorCategory.DUPLICATE_KEY) {
+      if (!MongoErrors.isDuplicateKey(ex)) {
         throw ex;
       }
       // lost a race against a concurrent park of the same change: one entry is kept

@@ -7,7 +7,6 @@ import static com.mongodb.client.model.Filters.lt;
 import static com.mongodb.client.model.Filters.lte;
 import static com.mongodb.client.model.Filters.or;
 
-import com.mongodb.ErrorCategory;
 import com.mongodb.MongoCommandException;
 import com.mongodb.MongoException;
 import com.mongodb.MongoWriteException;
@@ -18,6 +17,7 @@ import com.mongodb.client.model.Updates;
 import com.mongodb.client.result.UpdateResult;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.StaleFenceException;
+import dev.sluice.mongodb.internal.MongoErrors;
 import java.util.Objects;
 import java.util.function.Supplier;
 import org.bson.BsonDocument;
@@ -127,7 +127,7 @@ public interface FencedWrites {
         UpdateResult r = write.get();
         return r.getMatchedCount() > 0 || r.getUpsertedId() != null;
       } catch (MongoException e) {
-        if (!isDuplicateKey(e)) {
+        if (!MongoErrors.isDuplicateKey(e)) {
           throw e;
         }
         if (attempt >= 2) {
@@ -137,15 +137,6 @@ public interface FencedWrites {
     }
   }
 
-  private static boolean isDuplicateKey(MongoException e) {
-    if (e instanceof MongoWriteException w) {
-      return w.getError().getCategory() == ErrorCategory.DUPLICATE_KEY;
-    }
-    if (e instanceof MongoCommandException c) {
-      return ErrorCategory.fromErrorCode(c.getErrorCode()) == ErrorCategory.DUPLICATE_KEY;
-    }
-    return e.getCode() == 11000;
-  }
 
   private static String describe(MongoCollection<?> target, Object id) {
     return target.getNamespace() + " _id=" + id;

@@ -1,12 +1,12 @@
 package dev.sluice.mongodb.inbox;
 
-import com.mongodb.ErrorCategory;
 import com.mongodb.MongoWriteException;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.IndexOptions;
 import com.mongodb.client.model.Indexes;
 import com.mongodb.client.model.Updates;
+import dev.sluice.mongodb.internal.MongoErrors;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -87,7 +87,7 @@ final class MongoInboxImpl implements MongoInbox {
         ids.insertOne(claim);
         return true;
       } catch (MongoWriteException e) {
-        if (e.getError().getCategory() != ErrorCategory.DUPLICATE_KEY) {
+        if (!MongoErrors.isDuplicateKey(e)) {
           throw e;
         }
       }

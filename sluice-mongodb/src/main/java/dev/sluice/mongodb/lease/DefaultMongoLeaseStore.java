@@ -6,7 +6,6 @@ import static com.mongodb.client.model.Filters.lte;
 import static com.mongodb.client.model.Filters.or;
 import static com.mongodb.client.model.Filters.regex;
 
-import com.mongodb.ErrorCategory;
 import com.mongodb.MongoCommandException;
 import com.mongodb.MongoException;
 import com.mongodb.MongoWriteException;
@@ -26,6 +25,7 @@ import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
+import dev.sluice.mongodb.internal.MongoErrors;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Duration;
 import java.time.Instant;
@@ -116,7 +116,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
       leases.insertOne(created);
       return Optional.of(toLease(created));
     } catch (MongoException e) {
-      if (isDuplicateKey(e)) {
+      if (MongoErrors.isDuplicateKey(e)) {
         return Optional.empty();
       }
       throw storeFailure("acquire", name, e);
@@ -208,15 +208,6 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     }
   }
 
-  private static boolean isDuplicateKey(MongoException e) {
-    if (e instanceof MongoWriteException w) {
-      return w.getError().getCategory() == ErrorCategory.DUPLICATE_KEY;
-    }
-    if (e instanceof MongoCommandException c) {
-      return ErrorCategory.fromErrorCode(c.getErrorCode()) == ErrorCategory.DUPLICATE_KEY;
-    }
-    return e.getCode() == 11000;
-  }
 
   private static SluiceException storeFailure(String action, String name, MongoException e) {
     return new SluiceException(

@@ -1,11 +1,11 @@
 package dev.sluice.mongodb.sequenced;
 
-import com.mongodb.ErrorCategory;
 import com.mongodb.MongoWriteException;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.UpdateOptions;
 import com.mongodb.client.model.Updates;
+import dev.sluice.mongodb.internal.MongoErrors;
 import org.bson.BsonDocument;
 import org.bson.BsonInt64;
 import org.bson.BsonValue;
@@ -37,7 +37,7 @@ final class SequenceGuard {
         collection.updateOne(filter, update, new UpdateOptions().upsert(true));
         return Outcome.APPLIED;
       } catch (MongoWriteException e) {
-        if (ErrorCategory.fromErrorCode(e.getCode()) != ErrorCategory.DUPLICATE_KEY) {
+        if (!MongoErrors.isDuplicateKey(e)) {
           throw e;
         }
       }

@@ -7,6 +7,7 @@ import com.mongodb.client.model.Indexes;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.Updates;
 import dev.sluice.listener.Fence;
+import dev.sluice.mongodb.internal.MongoErrors;
 import java.math.BigDecimal;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -176,7 +177,7 @@ final class AggregateMaintainer extends AbstractMaintainer {
         membership.insertOne(after.clone().append("_id", id));
         return true;
       } catch (com.mongodb.MongoWriteException e) {
-        if (TargetWriter.isDuplicateKey(e)) {
+        if (MongoErrors.isDuplicateKey(e)) {
           return false;
         }
         throw e;

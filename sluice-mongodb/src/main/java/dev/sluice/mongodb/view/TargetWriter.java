@@ -2,7 +2,6 @@ package dev.sluice.mongodb.view;
 
 import static dev.sluice.mongodb.view.ViewNames.META;
 
-import com.mongodb.ErrorCategory;
 import com.mongodb.MongoWriteException;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
@@ -14,6 +13,7 @@ import com.mongodb.client.model.UpdateOptions;
 import com.mongodb.client.model.Updates;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.StaleFenceException;
+import dev.sluice.mongodb.internal.MongoErrors;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -83,14 +83,9 @@ final class TargetWriter {
                 Updates.inc("n", 1L),
                 new FindOneAndUpdateOptions().upsert(true).returnDocument(ReturnDocument.AFTER));
         return doc.getNumber("n").longValue();
-      } catch (MongoWriteException e) {
+      } catch (MongoWriteException | com.mongodb.MongoCommandException e) {
         // Two first tickets of one target raced on the insert; the loser retries as an update.
-        if (!isDuplicateKey(e) || attempt > 2) {
-          throw e;
-        }
-      } catch (com.mongodb.MongoCommandException e) {
-        if (ErrorCategory.fromErrorCode(e.getErrorCode()) != ErrorCategory.DUPLICATE_KEY
-            || attempt > 2) {
+        if (!MongoErrors.isDuplicateKey(e) || attempt > 2) {
           throw e;
         }
       }
@@ -138,7 +133,7 @@ final class TargetWriter {
           Filters.and(guards), Updates.combine(updates), new UpdateOptions().upsert(true));
       return Result.APPLIED;
     } catch (MongoWriteException e) {
-      if (!isDuplicateKey(e)) {
+      if (!MongoErrors.isDuplicateKey(e)) {
         throw e;
       }
     }
@@ -170,9 +165,5 @@ final class TargetWriter {
         .deleteMany(
             Filters.and(Filters.eq(DELETED, true), Filters.lt(DELETED_AT, new BsonDateTime(cutoff))))
         .getDeletedCount();
-  }
-
-  static boolean isDuplicateKey(MongoWriteException e) {
-    return ErrorCategory.fromErrorCode(e.getCode()) == ErrorCategory.DUPLICATE_KEY;
   }
 }
