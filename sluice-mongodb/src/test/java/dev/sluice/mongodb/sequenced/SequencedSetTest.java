@@ -6,32 +6,21 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import dev.sluice.ConfigurationException;
-import dev.sluice.mongodb.testing.InMemoryMongo;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
 import java.util.List;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
 import org.bson.BsonString;
 import org.bson.BsonValue;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class SequencedSetTest {
-  private static InMemoryMongo mongo;
+  @RegisterExtension static final EmbeddedMongoExtension mongo = new EmbeddedMongoExtension();
   private MongoCollection<BsonDocument> students;
   private SequencedSet classes;
   private final BsonValue john = new BsonInt32(1);
-
-  @BeforeAll
-  static void start() {
-    mongo = new InMemoryMongo();
-  }
-
-  @AfterAll
-  static void stop() {
-    mongo.close();
-  }
 
   @BeforeEach
   void setUp() {

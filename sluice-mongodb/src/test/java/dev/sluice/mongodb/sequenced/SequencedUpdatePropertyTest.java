@@ -3,7 +3,7 @@ package dev.sluice.mongodb.sequenced;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.mongodb.client.MongoCollection;
-import dev.sluice.mongodb.testing.InMemoryMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;

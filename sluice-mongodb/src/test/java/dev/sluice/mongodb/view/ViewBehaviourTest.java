@@ -10,7 +10,7 @@ import com.mongodb.client.model.Updates;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.Operation;
 import dev.sluice.listener.Fence;
-import dev.sluice.mongodb.testing.InMemoryMongo;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -18,13 +18,12 @@ import java.time.ZoneOffset;
 import java.util.concurrent.atomic.AtomicReference;
 import org.bson.BsonDocument;
 import org.bson.BsonString;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class ViewBehaviourTest {
-  private static InMemoryMongo mongo;
+  @RegisterExtension static final EmbeddedMongoExtension mongo = new EmbeddedMongoExtension();
   private MongoDatabase db;
   private MongoCollection<BsonDocument> orders;
   private MongoCollection<BsonDocument> customers;
@@ -32,16 +31,6 @@ class ViewBehaviourTest {
   private MaterializedView stats;
   private final MutableClock clock = new MutableClock();
   private final Fence fence = new Fence("s#0", "me", 1);
-
-  @BeforeAll
-  static void start() {
-    mongo = new InMemoryMongo();
-  }
-
-  @AfterAll
-  static void stop() {
-    mongo.close();
-  }
 
   @BeforeEach
   void setUp() {

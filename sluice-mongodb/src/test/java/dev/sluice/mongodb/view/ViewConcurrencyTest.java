@@ -9,7 +9,7 @@ import com.mongodb.client.model.ReplaceOptions;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Operation;
 import dev.sluice.listener.Fence;
-import dev.sluice.mongodb.testing.InMemoryMongo;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
@@ -20,9 +20,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.bson.BsonDocument;
 import org.bson.BsonString;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Real concurrency: a writer thread changes the sources while one live listener thread per source
@@ -30,17 +29,7 @@ import org.junit.jupiter.api.Test;
  * and the listeners drained, both views equal the recomputed join.
  */
 class ViewConcurrencyTest {
-  private static InMemoryMongo mongo;
-
-  @BeforeAll
-  static void start() {
-    mongo = new InMemoryMongo();
-  }
-
-  @AfterAll
-  static void stop() {
-    mongo.close();
-  }
+  @RegisterExtension static final EmbeddedMongoExtension mongo = new EmbeddedMongoExtension();
 
   @Test
   void rebuildsRunningAlongsideLiveListenersConverge() throws Exception {

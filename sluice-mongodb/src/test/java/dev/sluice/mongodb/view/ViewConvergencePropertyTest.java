@@ -10,7 +10,7 @@ import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Operation;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.StaleFenceException;
-import dev.sluice.mongodb.testing.InMemoryMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;

@@ -9,7 +9,7 @@ import com.mongodb.client.model.Filters;
 import dev.sluice.feed.Operation;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.StaleFenceException;
-import dev.sluice.mongodb.testing.InMemoryMongo;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -19,14 +19,13 @@ import org.bson.BsonInt32;
 import org.bson.BsonNull;
 import org.bson.BsonString;
 import org.bson.BsonValue;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Figures 1, 2a, 2b and 3 of seed 000, with A = an order and B = its customer. */
 class ViewFiguresTest {
-  private static InMemoryMongo mongo;
+  @RegisterExtension static final EmbeddedMongoExtension mongo = new EmbeddedMongoExtension();
   private MongoDatabase db;
   private MongoCollection<BsonDocument> orders;
   private MongoCollection<BsonDocument> customers;
@@ -34,16 +33,6 @@ class ViewFiguresTest {
   private final BsonValue orderA = new BsonString("A");
   private final BsonValue customerB = new BsonString("B");
   private final Fence fence = new Fence("orders#0", "p1", 1);
-
-  @BeforeAll
-  static void start() {
-    mongo = new InMemoryMongo();
-  }
-
-  @AfterAll
-  static void stop() {
-    mongo.close();
-  }
 
   @BeforeEach
   void setUp() {

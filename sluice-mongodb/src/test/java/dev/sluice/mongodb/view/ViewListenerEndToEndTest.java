@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.mongodb.client.MongoDatabase;
-import dev.sluice.mongodb.testing.InMemoryMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;

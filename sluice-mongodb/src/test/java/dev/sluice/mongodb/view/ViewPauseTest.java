@@ -3,7 +3,7 @@ package dev.sluice.mongodb.view;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.mongodb.client.MongoDatabase;
-import dev.sluice.mongodb.testing.InMemoryMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import dev.sluice.testkit.process.ChildJvm;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,12 +1,13 @@
 package dev.sluice.testkit.mongo;
 
 import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoDatabase;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * One embedded MongoDB and one client per test class:
+ * One {@link InMemoryMongo} per test class:
  *
  * <pre>{@code
  * @RegisterExtension static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
@@ -14,38 +15,38 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * }</pre>
  */
 public final class EmbeddedMongoExtension implements BeforeAllCallback, AfterAllCallback {
-  private EmbeddedMongo server;
-  private MongoClient client;
+  private InMemoryMongo mongo;
 
   @Override
   public void beforeAll(ExtensionContext context) {
-    server = EmbeddedMongo.start();
-    client = server.client();
+    mongo = new InMemoryMongo();
   }
 
   @Override
   public void afterAll(ExtensionContext context) {
-    if (client != null) {
-      client.close();
-    }
-    if (server != null) {
-      server.close();
+    if (mongo != null) {
+      mongo.close();
     }
   }
 
   public EmbeddedMongo server() {
-    return requireStarted(server);
+    return started().server();
   }
 
   public MongoClient client() {
-    return requireStarted(client);
+    return started().client();
   }
 
-  private static <T> T requireStarted(T value) {
-    if (value == null) {
+  /** A database with a unique name, so tests sharing the server never see each other's data. */
+  public MongoDatabase freshDatabase() {
+    return started().freshDatabase();
+  }
+
+  private InMemoryMongo started() {
+    if (mongo == null) {
       throw new IllegalStateException("EmbeddedMongoExtension is used before beforeAll: register it "
           + "on a static field with @RegisterExtension");
     }
-    return value;
+    return mongo;
   }
 }

@@ -1,11 +1,14 @@
-package dev.sluice.mongodb.testing;
+package dev.sluice.testkit.mongo;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.util.UUID;
 
-/** The testkit's embedded server with one client, and a fresh database per test. */
+/**
+ * The embedded server with one client, and a fresh database per test: for lifecycles JUnit
+ * extensions do not reach (jqwik containers, try-with-resources). JUnit classes use {@link
+ * EmbeddedMongoExtension}, which wraps one of these.
+ */
 public final class InMemoryMongo implements AutoCloseable {
   private final EmbeddedMongo server;
   private final MongoClient client;
