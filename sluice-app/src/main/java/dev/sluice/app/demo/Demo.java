@@ -19,7 +19,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import org.bson.Document;
 
 /**
@@ -86,8 +85,8 @@ public final class Demo {
       writer.start();
 
       // Figure 3: freeze the owner inside its handler, before its fenced write.
-      await("a third of the changes written", Duration.ofSeconds(60), () -> written.get() >= settings.changes() / 3);
-      LeaseRecord before = await("an owner", Duration.ofSeconds(30), () -> owner(leases).isPresent(), () -> owner(leases).get());
+      Polling.require("a third of the changes written", Duration.ofSeconds(60), () -> written.get() >= settings.changes() / 3);
+      LeaseRecord before = Polling.requireValue("an owner", Duration.ofSeconds(30), () -> owner(leases));
       ChildJvm victim = nodes.stream().filter(n -> n.name().equals(before.owner())).findFirst().orElseThrow();
       victim.send("arm");
       String inHandler = victim.awaitLineStartingWith("IN-HANDLER", Duration.ofSeconds(30));
@@ -97,11 +96,11 @@ public final class Demo {
       out.printf(">>> SIGSTOP %s (pid %d) inside its handler for change %d at epoch %d%n",
           victim.name(), victim.pid(), pausedChange, before.epoch());
 
-      LeaseRecord after = await("a takeover", Duration.ofSeconds(60),
-          () -> owner(leases).filter(r -> r.epoch() > before.epoch()).isPresent(), () -> owner(leases).get());
+      LeaseRecord after = Polling.requireValue("a takeover", Duration.ofSeconds(60),
+          () -> owner(leases).filter(r -> r.epoch() > before.epoch()));
       long takeoverMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt);
       out.printf(">>> %s took over with epoch %d after %d ms%n", after.owner(), after.epoch(), takeoverMillis);
-      await("the new owner to re-process change " + pausedChange, Duration.ofSeconds(60),
+      Polling.require("the new owner to re-process change " + pausedChange, Duration.ofSeconds(60),
           () -> deliveries.countDocuments(new Document("changeNo", pausedChange).append("epoch", after.epoch())) > 0);
 
       victim.resume();
@@ -112,7 +111,7 @@ public final class Demo {
       out.printf(">>> %s%n>>> %s%n", rejected, lost);
 
       writer.join();
-      await("every change delivered", Duration.ofSeconds(120), () -> distinct(deliveries).size() >= written.get());
+      Polling.require("every change delivered", Duration.ofSeconds(120), () -> distinct(deliveries).size() >= written.get());
       status.shutdownNow();
       printStatus(leases, deliveries, written.get(), started);
 
@@ -141,21 +140,13 @@ public final class Demo {
   }
 
   private void write(MongoCollection<Document> orders, AtomicInteger written) {
-    long intervalNanos = TimeUnit.SECONDS.toNanos(1) / settings.ratePerSecond();
-    long next = System.nanoTime();
+    Pacer pacer = new Pacer(settings.ratePerSecond());
     for (int i = 0; i < settings.changes(); i++) {
       orders.insertOne(new Document("_id", "order-" + i).append("changeNo", i)
           .append("customer", "customer-" + (i % settings.customers())).append("amount", 10 + i % 90));
       written.incrementAndGet();
-      next += intervalNanos;
-      long wait = next - System.nanoTime();
-      if (wait > 0) {
-        try {
-          TimeUnit.NANOSECONDS.sleep(wait);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        }
+      if (!pacer.pace()) {
+        return;
       }
     }
   }
@@ -200,21 +191,5 @@ public final class Demo {
 
   private void row(String name, int value) {
     out.printf("| %-28s | %8d |%n", name, value);
-  }
-
-  private static void await(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    await(what, timeout, condition, () -> null);
-  }
-
-  private static <T> T await(String what, Duration timeout, BooleanSupplier condition,
-      java.util.function.Supplier<T> value) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("Demo gave up waiting for " + what + " after " + timeout);
-      }
-      TimeUnit.MILLISECONDS.sleep(50);
-    }
-    return value.get();
   }
 }

@@ -5,6 +5,8 @@ import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.Updates;
 import dev.sluice.ConfigurationException;
+import dev.sluice.app.demo.Pacer;
+import dev.sluice.app.demo.Polling;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
@@ -47,6 +49,8 @@ import org.bson.Document;
  * de-duplication, every duplicate received removed by the inbox.
  */
 public final class RelayDemo {
+  /** How often the relay demo polls its kill-point conditions. */
+  private static final Duration POLL = Duration.ofMillis(20);
   static final String DATABASE = "shop";
   static final String COLLECTION = "orders";
   static final String KAFKA = "kafka";
@@ -279,13 +283,13 @@ public final class RelayDemo {
     relay.awaitLine(("HOLDING " + holdAt)::equals, Duration.ofSeconds(120));
     // The relay is blocked in its handler, so its checkpoint cannot move any more.
     Position checkpoint = leases.read(streamName(broker) + "#0").map(LeaseRecord::checkpoint).orElse(null);
-    int checkpointed = awaitValue(Duration.ofSeconds(10), () -> tracker.changesCoveredBy(checkpoint))
+    int checkpointed = Polling.value(Duration.ofSeconds(10), POLL, () -> tracker.changesCoveredBy(checkpoint))
         .orElseGet(() -> lastCount(relay, "COMMITTED "));
     // The received ids are a subset of the first `holdAt` changes, so once more than
     // `checkpointed` arrived, at least that many beyond the checkpoint reached the broker.
-    awaitCondition(Duration.ofSeconds(60), () -> consumer.distinctReceived() > checkpointed);
+    Polling.until(Duration.ofSeconds(60), POLL, () -> consumer.distinctReceived() > checkpointed);
     // Normally everything handed reaches the broker: wait a little for it, so the figure is exact.
-    awaitCondition(Duration.ofSeconds(10), () -> consumer.distinctReceived() >= holdAt);
+    Polling.until(Duration.ofSeconds(10), POLL, () -> consumer.distinctReceived() >= holdAt);
     int atBroker = consumer.distinctReceived();
     relay.kill();
     Kill kill = new Kill(broker, relay.name(), relay.pid(), checkpointed, atBroker);
@@ -298,8 +302,7 @@ public final class RelayDemo {
   private void write(MongoCollection<Document> orders, AtomicInteger written) {
     Random random = new Random(4);
     int[] seq = new int[settings.keys()];
-    long intervalNanos = TimeUnit.SECONDS.toNanos(1) / settings.ratePerSecond();
-    long next = System.nanoTime();
+    Pacer pacer = new Pacer(settings.ratePerSecond());
     for (int i = 0; i < settings.changes(); i++) {
       // Every key gets its insert first, then updates land on random keys.
       int k = i < settings.keys() ? i : random.nextInt(settings.keys());
@@ -312,15 +315,8 @@ public final class RelayDemo {
             Updates.combine(Updates.set("seq", s), Updates.set("amount", 10 + random.nextInt(90))));
       }
       written.incrementAndGet();
-      next += intervalNanos;
-      long wait = next - System.nanoTime();
-      if (wait > 0) {
-        try {
-          TimeUnit.NANOSECONDS.sleep(wait); // pacing the writer, not synchronisation
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        }
+      if (!pacer.pace()) {
+        return;
       }
     }
   }
@@ -439,31 +435,6 @@ public final class RelayDemo {
 
   private void row(String name, int kafka, int amqp) {
     out.printf("| %-36s | %8d | %8d |%n", name, kafka, amqp);
-  }
-
-  /** Polls {@code value} until it is present or {@code timeout} passes. */
-  private static <T> Optional<T> awaitValue(Duration timeout, Supplier<Optional<T>> value)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (true) {
-      Optional<T> v = value.get();
-      if (v.isPresent() || System.nanoTime() > deadline) {
-        return v;
-      }
-      TimeUnit.MILLISECONDS.sleep(20);
-    }
-  }
-
-  /** Polls {@code condition}; false if {@code timeout} passed first. */
-  private static boolean awaitCondition(Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        return false;
-      }
-      TimeUnit.MILLISECONDS.sleep(20);
-    }
-    return true;
   }
 
   /**

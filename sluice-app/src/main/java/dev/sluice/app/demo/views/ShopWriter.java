@@ -1,17 +1,16 @@
 package dev.sluice.app.demo.views;
 
-import static com.mongodb.client.model.Filters.eq;
-
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
+import dev.sluice.app.demo.Pacer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.Document;
+import static com.mongodb.client.model.Filters.eq;
 
 /**
  * One of the demo's concurrent application writers: creates orders, changes their amount, moves
@@ -36,7 +35,7 @@ final class ShopWriter implements Runnable {
 
   private final int index;
   private final int writes;
-  private final long intervalNanos;
+  private final Pacer pacer;
   private final int customers;
   private final MongoCollection<Document> orders;
   private final MongoCollection<Document> customerColl;
@@ -50,7 +49,7 @@ final class ShopWriter implements Runnable {
       Counts counts, long seed) {
     this.index = index;
     this.writes = writes;
-    this.intervalNanos = (long) (TimeUnit.SECONDS.toNanos(1) / ratePerSecond);
+    this.pacer = new Pacer(ratePerSecond);
     this.customers = customers;
     this.orders = db.getCollection(ShopViews.ORDERS);
     this.customerColl = db.getCollection(ShopViews.CUSTOMERS);
@@ -72,18 +71,11 @@ final class ShopWriter implements Runnable {
 
   @Override
   public void run() {
-    long next = System.nanoTime();
     for (int i = 0; i < writes && !Thread.currentThread().isInterrupted(); i++) {
       writeOne();
       counts.total.incrementAndGet();
-      next += intervalNanos;
-      long wait = next - System.nanoTime();
-      if (wait > 0) {
-        try {
-          TimeUnit.NANOSECONDS.sleep(wait);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
+      if (!pacer.pace()) {
+        return;
       }
     }
   }

@@ -3,6 +3,7 @@ package dev.sluice.app.demo.views;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Indexes;
+import dev.sluice.app.demo.Polling;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
@@ -18,7 +19,6 @@ import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import org.bson.Document;
 
@@ -122,7 +122,7 @@ public final class ViewsDemo {
       long started = System.nanoTime();
       status.scheduleAtFixedRate(() -> printStatus(leases, counts, started), 1, 1, TimeUnit.SECONDS);
 
-      await("a third of the writes", Duration.ofSeconds(120),
+      Polling.require("a third of the writes", Duration.ofSeconds(120),
           () -> counts.total.get() >= settings.writes() / 3 || !writerFailures.isEmpty());
       // The active node is whoever holds the orders lease now (node-1 unless a renewal failed on
       // a busy machine); it is frozen together with every lease it holds.
@@ -151,7 +151,7 @@ public final class ViewsDemo {
       out.printf(">>> %s took %s over after %d ms (orders epoch %d -> %d), writes go on (%d so far)%n",
           other.name(), pausedLeases.keySet(), takeoverMillis, pausedEpoch, takeoverEpoch, counts.total.get());
 
-      await("two thirds of the writes", Duration.ofSeconds(120),
+      Polling.require("two thirds of the writes", Duration.ofSeconds(120),
           () -> counts.total.get() >= 2 * settings.writes() / 3 || !writerFailures.isEmpty());
       paused.resume();
       out.printf(">>> SIGCONT %s after %d ms frozen%n", paused.name(),
@@ -248,7 +248,7 @@ public final class ViewsDemo {
   private static String awaitAny(List<ChildJvm> nodes, String prefix, String source, Duration timeout)
       throws InterruptedException {
     String[] found = new String[1];
-    await(prefix + " " + source, timeout, () -> {
+    Polling.require(prefix + " " + source, timeout, () -> {
       for (ChildJvm n : nodes) {
         for (String l : n.output()) {
           if (l.startsWith(prefix + " ") && l.split(" ")[2].equals(source)) {
@@ -286,15 +286,5 @@ public final class ViewsDemo {
 
   private void row(String name, long value) {
     out.printf("| %-38s | %8d |%n", name, value);
-  }
-
-  private static void await(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("Demo gave up waiting for " + what + " after " + timeout);
-      }
-      TimeUnit.MILLISECONDS.sleep(50);
-    }
   }
 }
