@@ -255,6 +255,8 @@ class ListenerEngineTest {
   /** Dead-letter store in memory, for the engine's unit tests. */
   private static final class MemoryDeadLetters implements DeadLetterStore<String> {
     final Map<String, ParkedChange<String>> entries = Collections.synchronizedMap(new LinkedHashMap<>());
+    /** While positive, {@link #parkedKeys} fails as an unreachable store would. */
+    final AtomicInteger unreachableReads = new AtomicInteger();
 
     @Override
     public void park(ParkedChange<String> change) {
@@ -263,6 +265,9 @@ class ListenerEngineTest {
 
     @Override
     public Set<String> parkedKeys(String stream, int partition) {
+      if (unreachableReads.getAndDecrement() > 0) {
+        throw new IllegalStateException("dead-letter store unreachable");
+      }
       synchronized (entries) {
         return entries.values().stream().map(p -> p.event().key()).collect(Collectors.toSet());
       }
@@ -333,41 +338,12 @@ class ListenerEngineTest {
   void anUnreachableDeadLetterStoreDelaysDeliveryInsteadOfKillingThePartition() {
     write(0, 5);
     MemoryDeadLetters dlq = new MemoryDeadLetters();
-    AtomicInteger failuresLeft = new AtomicInteger(3);
-    DeadLetterStore<String> flaky = new DeadLetterStore<>() {
-      @Override
-      public void park(ParkedChange<String> change) {
-        dlq.park(change);
-      }
-
-      @Override
-      public Set<String> parkedKeys(String stream, int partition) {
-        if (failuresLeft.getAndDecrement() > 0) {
-          throw new IllegalStateException("dead-letter store unreachable");
-        }
-        return dlq.parkedKeys(stream, partition);
-      }
-
-      @Override
-      public List<ParkedChange<String>> list(String stream, int limit) {
-        return dlq.list(stream, limit);
-      }
-
-      @Override
-      public List<ParkedChange<String>> listKey(String stream, String key) {
-        return dlq.listKey(stream, key);
-      }
-
-      @Override
-      public boolean remove(String stream, String eventId) {
-        return dlq.remove(stream, eventId);
-      }
-    };
+    dlq.unreachableReads.set(3);
     Recorder rec = new Recorder();
-    Listener<String> l = start(builder(rec).onFailure(FailurePolicy.park(RetryPolicy.defaults(), flaky)));
+    Listener<String> l = start(builder(rec).onFailure(FailurePolicy.park(RetryPolicy.defaults(), dlq)));
 
     await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 5);
-    assertThat(failuresLeft.get()).isNegative();
+    assertThat(dlq.unreachableReads.get()).isNegative();
     assertThat(l.status().get(0).state()).isEqualTo(PartitionState.ACTIVE);
   }
 
