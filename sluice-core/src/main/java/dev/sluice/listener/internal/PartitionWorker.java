@@ -64,7 +64,6 @@ final class PartitionWorker<D> implements Runnable {
   private int uncommitted;
   private long lastCommitNanos;
   private Set<String> parkedKeys = Set.of();
-  private boolean idleProgress;
 
   private final Assignment assignment;
 
@@ -365,9 +364,8 @@ final class PartitionWorker<D> implements Runnable {
         // Progress without changes for this partition (other partitions' changes, post-batch
         // resume tokens) is worth committing too, so a restart does not re-scan it.
         Position p = cursor.position();
-        if (p != null && !p.equals(lastProcessed)) {
+        if (p != null) {
           lastProcessed = p;
-          idleProgress = true;
         }
       }
       if (dueByTime()) {
@@ -389,8 +387,16 @@ final class PartitionWorker<D> implements Runnable {
     return null;
   }
 
+  /**
+   * Whether the position moved past the last commit: changes were handled, or the cursor advanced
+   * over changes of other partitions.
+   */
+  private boolean somethingToCommit() {
+    return lastProcessed != null && !lastProcessed.equals(committed);
+  }
+
   private boolean dueByTime() {
-    if (uncommitted == 0 && !idleProgress) {
+    if (!somethingToCommit()) {
       return false;
     }
     return System.nanoTime() - lastCommitNanos >= config.checkpoint().maxDelay().toNanos();
@@ -510,8 +516,7 @@ final class PartitionWorker<D> implements Runnable {
    * @return false if the cursor was rewound
    */
   private boolean checkpoint(Fence fence) {
-    if (lastProcessed == null || (uncommitted == 0 && !idleProgress) || lastProcessed.equals(committed)) {
-      idleProgress = false;
+    if (!somethingToCommit()) {
       return true;
     }
     if (uncommitted > 0) {
@@ -543,7 +548,6 @@ final class PartitionWorker<D> implements Runnable {
         committed = position;
         lastProcessed = position;
         uncommitted = 0;
-        idleProgress = false;
         lastCommitNanos = System.nanoTime();
         observer.committed(leaseName, held.lease().epoch(), position, changes);
         if (cursor != null) {
@@ -566,7 +570,6 @@ final class PartitionWorker<D> implements Runnable {
     closeCursor();
     lastProcessed = committed;
     uncommitted = 0;
-    idleProgress = false;
     pause(delay);
     if (!running) {
       return;
