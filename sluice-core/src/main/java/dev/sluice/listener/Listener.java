@@ -60,7 +60,7 @@ public interface Listener<D> extends AutoCloseable {
     private Duration leaseDuration = Duration.ofSeconds(10);
     private Duration renewInterval;
     private Duration acquireInterval;
-    private Duration pollWait = Duration.ofMillis(200);
+    private Duration pollWait;
     private CheckpointPolicy checkpoint = CheckpointPolicy.defaults();
     private BootstrapPolicy bootstrap = BootstrapPolicy.oldest();
     private HistoryLostPolicy historyLost = HistoryLostPolicy.STOP;
@@ -111,7 +111,7 @@ public interface Listener<D> extends AutoCloseable {
       return this;
     }
 
-    /** Longest wait of one poll of the feed. Default 200 ms. */
+    /** Longest wait of one poll of the feed; at most the renew interval. Default 200 ms, or the renew interval if shorter. */
     public Builder<D> pollWait(Duration pollWait) {
       this.pollWait = ConfigurationException.requireNonNull(pollWait, "pollWait");
       return this;
@@ -165,13 +165,19 @@ public interface Listener<D> extends AutoCloseable {
               leaseDuration,
               renew,
               acquire,
-              pollWait.compareTo(renew) > 0 ? renew : pollWait,
+              pollWait != null ? pollWait : min(DEFAULT_POLL_WAIT, renew),
               checkpoint,
               bootstrap,
               historyLost,
               failure,
               observer,
               clock));
+    }
+
+    private static final Duration DEFAULT_POLL_WAIT = Duration.ofMillis(200);
+
+    private static Duration min(Duration a, Duration b) {
+      return a.compareTo(b) <= 0 ? a : b;
     }
 
     private static String defaultOwner() {

@@ -549,5 +549,12 @@ class ListenerEngineTest {
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("maxChanges");
     assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {}).leaseDuration(Duration.ZERO).build())
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("leaseDuration");
+    assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {}).leaseDuration(Duration.ofSeconds(3))
+        .renewInterval(Duration.ofMillis(500)).pollWait(Duration.ofSeconds(1)).build())
+        .as("an explicit value is rejected, never clamped").isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("pollWait");
+    assertThat(Listener.builder(feed, store).handler((e, f) -> {}).leaseDuration(Duration.ofMillis(300))
+        .renewInterval(Duration.ofMillis(100)).build().config().pollWait())
+        .as("the default adapts to a short renew interval").isEqualTo(Duration.ofMillis(100));
   }
 }
