@@ -18,7 +18,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
-import java.util.List;
 import java.util.Locale;
 import java.util.stream.Collectors;
 
@@ -188,8 +187,4 @@ public final class ConfigLoader {
     }
   }
 
-  /** Every listener section with its path, for callers that build from it. */
-  public static List<ListenerSection> listeners(SluiceConfig c) {
-    return c.listeners();
-  }
 }

@@ -76,9 +76,6 @@ class ListenerOnMongoTest {
     return database().getCollection("deliveries").distinct("changeNo", Integer.class).into(new HashSet<>());
   }
 
-  private long deliveries() {
-    return database().getCollection("deliveries").countDocuments();
-  }
 
   private static Set<Integer> range(int from, int to) {
     Set<Integer> s = new HashSet<>();
