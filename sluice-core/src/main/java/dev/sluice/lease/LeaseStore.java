@@ -67,4 +67,25 @@ public interface LeaseStore {
 
   /** The store's clock: the time every expiry is judged by. */
   Instant now();
+
+  /**
+   * Deletes the record of a lease this owner still holds (owner and epoch match), for records
+   * that are never reused, such as one process's group membership. A fenced write.
+   *
+   * @return whether this call deleted it
+   */
+  default boolean delete(Lease lease) {
+    throw new UnsupportedOperationException(getClass().getName() + " does not implement delete");
+  }
+
+  /**
+   * Deletes {@code name}'s record if nobody holds it (released, or expired on the store's clock)
+   * and its epoch is still {@code epoch}: clean-up that can never remove a held lease or a record
+   * someone re-acquired since it was read. Epochs stay monotonic after a deletion.
+   *
+   * @return whether this call deleted it
+   */
+  default boolean deleteIfIdle(String name, long epoch) {
+    throw new UnsupportedOperationException(getClass().getName() + " does not implement deleteIfIdle");
+  }
 }
