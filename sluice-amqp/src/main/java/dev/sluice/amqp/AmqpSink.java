@@ -26,7 +26,7 @@ import java.util.function.Function;
  * AmqpSink<BsonDocument> sink = AmqpSink.builder(amqp, "orders",
  *         MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build())
  *     .build();
- * Listener.builder(feed, leases).handler(sink).build().start();
+ * Listener.builder(feed, leases).group("amqp-relay").handler(sink).build().start();
  * }</pre>
  *
  * <p>Message properties: {@code message-id} = the envelope id, {@code type} = the kind, {@code

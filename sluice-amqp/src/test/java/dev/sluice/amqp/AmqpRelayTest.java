@@ -111,7 +111,7 @@ class AmqpRelayTest {
     CountingFlushes sink = new CountingFlushes(amqp);
     LeaseStore leases = MongoLeaseStore.builder(client.getDatabase("shop")).build();
     Listener<BsonDocument> listener =
-        Listener.builder(MongoChangeFeed.builder(client, "shop", "orders").batchSize(200).build(), leases)
+        Listener.builder(MongoChangeFeed.builder(client, "shop", "orders").batchSize(200).build(), leases).group("relay")
             .handler(sink)
             .leaseDuration(Duration.ofSeconds(3))
             .pollWait(Duration.ofMillis(50))

@@ -3,12 +3,11 @@ package dev.sluice.listener;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.ChangeFeed;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.OwnerId;
 import dev.sluice.listener.internal.ListenerEngine;
-import java.lang.management.ManagementFactory;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
-import java.util.UUID;
 
 /**
  * Delivers every change of a stream to a {@link Handler} with message-queue semantics across a
@@ -17,6 +16,7 @@ import java.util.UUID;
  *
  * <pre>{@code
  * try (Listener<BsonDocument> listener = Listener.builder(feed, leaseStore)
+ *     .group("order-totals")
  *     .handler((change, fence) -> views.apply(change, fence))
  *     .checkpoint(CheckpointPolicy.every(100, Duration.ofMillis(500)))
  *     .build()
@@ -41,7 +41,7 @@ public interface Listener<D> extends AutoCloseable {
   @Override
   void close();
 
-  /** This instance's unique owner id. */
+  /** This instance's unique owner id ({@code label/pid@host/random}). */
   String owner();
 
   /** One status per partition, as seen by this instance. */
@@ -55,6 +55,7 @@ public interface Listener<D> extends AutoCloseable {
     private final ChangeFeed<D> feed;
     private final LeaseStore leaseStore;
     private Handler<D> handler;
+    private String group;
     private String owner;
     private int partitions = 1;
     private Duration leaseDuration = Duration.ofSeconds(10);
@@ -78,9 +79,25 @@ public interface Listener<D> extends AutoCloseable {
       return this;
     }
 
-    /** A unique id of this instance; default host, pid and a random suffix. */
-    public Builder<D> owner(String owner) {
-      this.owner = ConfigurationException.requireNonNull(owner, "owner");
+    /**
+     * The consumer group, required: one logical consumer of the stream (an indexer, a relay, a
+     * view). Every group gets every change, with its own leases and checkpoints; only members of
+     * one group share its partitions. Two applications reading one collection must use two
+     * groups; instances of one application use the same group. 1..64 letters, digits, '.', '_'
+     * or '-'.
+     */
+    public Builder<D> group(String group) {
+      this.group = ConfigurationException.requireNonNull(group, "group");
+      return this;
+    }
+
+    /**
+     * A label for this instance, shown as the owner in status tools (default: none). It is not
+     * the identity: the owner id the lease store compares is always {@code label/pid@host/random},
+     * unique to this instance, so two processes given the same label never share a lease.
+     */
+    public Builder<D> owner(String label) {
+      this.owner = OwnerId.validLabel(label, "owner");
       return this;
     }
 
@@ -152,14 +169,21 @@ public interface Listener<D> extends AutoCloseable {
       if (handler == null) {
         throw new ConfigurationException("handler must be set");
       }
+      if (group == null) {
+        throw new ConfigurationException("group must be set: the consumer group names this"
+            + " consumer of stream '" + feed.stream() + "' (for example \"search-indexer\"); two"
+            + " consumers with different groups each get every change, members of one group share"
+            + " its partitions");
+      }
       Duration renew = renewInterval != null ? renewInterval : leaseDuration.dividedBy(3);
       Duration acquire = acquireInterval != null ? acquireInterval : renew;
-      String id = owner != null ? owner : defaultOwner();
+      String id = OwnerId.unique(owner);
       return new ListenerEngine<>(
           new ListenerConfig<>(
               feed,
               leaseStore,
               handler,
+              group,
               id,
               partitions,
               leaseDuration,
@@ -178,11 +202,6 @@ public interface Listener<D> extends AutoCloseable {
 
     private static Duration min(Duration a, Duration b) {
       return a.compareTo(b) <= 0 ? a : b;
-    }
-
-    private static String defaultOwner() {
-      String jvm = ManagementFactory.getRuntimeMXBean().getName(); // pid@host
-      return jvm + "-" + UUID.randomUUID().toString().substring(0, 8);
     }
   }
 }

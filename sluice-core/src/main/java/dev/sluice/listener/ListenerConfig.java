@@ -15,6 +15,7 @@ public record ListenerConfig<D>(
     ChangeFeed<D> feed,
     LeaseStore leaseStore,
     Handler<D> handler,
+    String group,
     String owner,
     int partitions,
     Duration leaseDuration,
@@ -28,8 +29,21 @@ public record ListenerConfig<D>(
     ListenerObserver observer,
     Clock clock) {
 
+  /** Shortest lease a listener accepts: shorter ones expire between two store round trips. */
+  public static final Duration MIN_LEASE = Duration.ofSeconds(1);
+
+  private static final java.util.regex.Pattern GROUP = java.util.regex.Pattern.compile("[A-Za-z0-9._-]{1,64}");
+
   public ListenerConfig {
     ConfigurationException.requireNonNull(feed, "feed");
+    ConfigurationException.requireNonNull(group, "group");
+    ConfigurationException.require(GROUP.matcher(group).matches(), "group", "'" + group + "'",
+        "must be 1..64 letters, digits, '.', '_' or '-'");
+    String stream = feed.stream();
+    ConfigurationException.require(stream != null && !stream.isBlank() && stream.length() <= 150
+            && stream.indexOf('#') < 0 && stream.indexOf('@') < 0 && stream.indexOf('/') < 0,
+        "stream", "'" + stream + "'",
+        "must be 1..150 characters without '#', '@' or '/' (they separate the parts of lease names)");
     ConfigurationException.requireNonNull(leaseStore, "leaseStore");
     ConfigurationException.requireNonNull(handler, "handler");
     ConfigurationException.requireNonNull(owner, "owner");
@@ -41,15 +55,18 @@ public record ListenerConfig<D>(
         partitions,
         "must be <= " + feed.maxPartitions() + " for feed " + feed.stream());
     positive(leaseDuration, "leaseDuration");
+    ConfigurationException.require(leaseDuration.compareTo(MIN_LEASE) >= 0, "leaseDuration",
+        leaseDuration, "must be at least " + MIN_LEASE + ": a shorter lease expires between two"
+            + " round trips to the store, and two owners would handle the same changes");
     positive(renewInterval, "renewInterval");
     positive(acquireInterval, "acquireInterval");
     positive(pollWait, "pollWait");
     ConfigurationException.require(
-        renewInterval.multipliedBy(2).compareTo(leaseDuration) <= 0,
+        renewInterval.multipliedBy(3).compareTo(leaseDuration) <= 0,
         "renewInterval",
         renewInterval,
-        "must be at most half of leaseDuration " + leaseDuration
-            + " so that one failed renewal does not lose the lease");
+        "must be at most a third of leaseDuration " + leaseDuration
+            + " so that two renewals can fail in a row without losing the lease");
     ConfigurationException.require(
         pollWait.compareTo(renewInterval) <= 0,
         "pollWait",
@@ -68,8 +85,23 @@ public record ListenerConfig<D>(
     ConfigurationException.require(!d.isNegative() && !d.isZero(), name, d, "must be positive");
   }
 
-  /** The lease name of a partition: {@code stream#index}. */
+  /**
+   * The lease name of a partition: {@code group/stream#<index>of<partitions>}. The group keeps
+   * independent consumers of one stream apart; the partition count makes a listener configured
+   * with another count see the group's records as foreign instead of sharing them (see {@link
+   * #partitionPrefix()}).
+   */
   public String leaseName(int partition) {
-    return feed.stream() + "#" + partition;
+    return partitionPrefix() + partition + "of" + partitions;
+  }
+
+  /** The prefix of every partition lease of this group and stream, whatever the partition count. */
+  public String partitionPrefix() {
+    return group + "/" + feed.stream() + "#";
+  }
+
+  /** The prefix of the membership records of this group and stream. */
+  public String memberPrefix() {
+    return group + "/" + feed.stream() + "@member:";
   }
 }

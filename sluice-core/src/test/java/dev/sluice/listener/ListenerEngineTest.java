@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.sluice.ConfigurationException;
+import dev.sluice.lease.LeaseRecord;
 import dev.sluice.deadletter.DeadLetterStore;
 import dev.sluice.deadletter.ParkedChange;
 import dev.sluice.feed.ChangeEvent;
@@ -43,7 +44,7 @@ class ListenerEngineTest {
   }
 
   private Listener.Builder<String> builder(Handler<String> handler) {
-    return Listener.builder(feed, store)
+    return Listener.builder(feed, store).group("test-group")
         .handler(handler)
         .leaseDuration(Duration.ofSeconds(3))
         .renewInterval(Duration.ofMillis(300))
@@ -94,9 +95,9 @@ class ListenerEngineTest {
 
     await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 50);
     assertThat(rec.values()).containsExactlyElementsOf(expected(0, 50));
-    assertThat(rec.epochs).containsOnly(store.read("orders#0").orElseThrow().epoch());
+    assertThat(rec.epochs).containsOnly(store.read("test-group/orders#0of1").orElseThrow().epoch());
     await().atMost(Duration.ofSeconds(5))
-        .until(() -> Position.of("50").token().equals(store.read("orders#0").orElseThrow().checkpoint().token()));
+        .until(() -> Position.of("50").token().equals(store.read("test-group/orders#0of1").orElseThrow().checkpoint().token()));
     assertThat(l.status()).singleElement().satisfies(s -> {
       assertThat(s.state()).isEqualTo(PartitionState.ACTIVE);
       assertThat(s.processed()).isEqualTo(50);
@@ -129,7 +130,7 @@ class ListenerEngineTest {
     await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 95);
     // 4 commits of 20 by count, then the last 15 by time, plus the bootstrap pin.
     await().atMost(Duration.ofSeconds(5)).until(
-        () -> "95".equals(store.read("orders#0").orElseThrow().checkpoint().token()));
+        () -> "95".equals(store.read("test-group/orders#0of1").orElseThrow().checkpoint().token()));
     assertThat(store.commits()).isBetween(5, 7);
   }
 
@@ -138,7 +139,7 @@ class ListenerEngineTest {
     write(0, 5); // before the first start: skipped by "latest"
     Recorder first = new Recorder();
     Listener<String> l1 = start(builder(first).bootstrap(BootstrapPolicy.latest()));
-    await().atMost(Duration.ofSeconds(10)).until(() -> store.read("orders#0").map(r -> r.checkpoint() != null).orElse(false));
+    await().atMost(Duration.ofSeconds(10)).until(() -> store.read("test-group/orders#0of1").map(r -> r.checkpoint() != null).orElse(false));
     l1.close();
     write(5, 10); // figure 4b: written while no listener runs, before any change was processed
 
@@ -191,7 +192,7 @@ class ListenerEngineTest {
     write(0, 10);
     await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 10);
 
-    long newEpoch = store.steal("orders#0", "thief");
+    long newEpoch = store.steal("test-group/orders#0of1", "thief");
     stolenBy.set("thief");
     long stolenAt = System.nanoTime();
     await().atMost(Duration.ofSeconds(5)).until(() -> lost.getCount() == 0);
@@ -201,8 +202,8 @@ class ListenerEngineTest {
 
     assertThat(detectedMillis).as("detected within about one renew interval").isLessThan(2_000);
     await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> rec.seen.size() == seenAtLoss);
-    assertThat(store.read("orders#0").orElseThrow().epoch()).isEqualTo(newEpoch);
-    assertThat(store.read("orders#0").orElseThrow().owner()).isEqualTo(stolenBy.get());
+    assertThat(store.read("test-group/orders#0of1").orElseThrow().epoch()).isEqualTo(newEpoch);
+    assertThat(store.read("test-group/orders#0of1").orElseThrow().owner()).isEqualTo(stolenBy.get());
   }
 
   @Test
@@ -225,7 +226,7 @@ class ListenerEngineTest {
     assertThat(lostReasons.get(0)).contains("rejected").contains("target doc");
     // The partition is competed for again and the third change redelivered, not skipped.
     await().atMost(Duration.ofSeconds(10)).until(() -> calls.get() >= 6);
-    await().atMost(Duration.ofSeconds(5)).until(() -> "5".equals(store.read("orders#0").orElseThrow().checkpoint().token()));
+    await().atMost(Duration.ofSeconds(5)).until(() -> "5".equals(store.read("test-group/orders#0of1").orElseThrow().checkpoint().token()));
   }
 
   @Test
@@ -314,7 +315,7 @@ class ListenerEngineTest {
     assertThat(parked.get(0).error()).contains("IllegalArgumentException").contains("cannot map order v0");
     assertThat(parked.get(0).attempts()).isEqualTo(3);
     assertThat(parked.get(1).error()).contains("parked behind");
-    await().atMost(Duration.ofSeconds(5)).until(() -> "6".equals(store.read("orders#0").orElseThrow().checkpoint().token()));
+    await().atMost(Duration.ofSeconds(5)).until(() -> "6".equals(store.read("test-group/orders#0of1").orElseThrow().checkpoint().token()));
   }
 
   @Test
@@ -407,7 +408,7 @@ class ListenerEngineTest {
     assertThat(l.status().get(0).state()).isEqualTo(PartitionState.STOPPED);
     assertThat(l.status().get(0).error()).isNull();
     // Nothing was acknowledged, so nothing was committed past the bootstrap pin.
-    assertThat(store.read("orders#0").orElseThrow().checkpoint().token()).isEqualTo("0");
+    assertThat(store.read("test-group/orders#0of1").orElseThrow().checkpoint().token()).isEqualTo("0");
   }
 
   @Test
@@ -494,7 +495,7 @@ class ListenerEngineTest {
     Listener<String> l = start(builder(rec));
     await().atMost(Duration.ofSeconds(10)).until(() -> l.status().get(0).state() == PartitionState.ENDED);
     assertThat(rec.values()).containsExactlyElementsOf(expected(0, 5));
-    assertThat(store.read("orders#0").orElseThrow().checkpoint().token()).isEqualTo("5");
+    assertThat(store.read("test-group/orders#0of1").orElseThrow().checkpoint().token()).isEqualTo("5");
   }
 
   @Test
@@ -513,7 +514,9 @@ class ListenerEngineTest {
       List<Integer> ints = values.stream().map(Integer::parseInt).toList();
       assertThat(ints).as("order of %s", key).isSorted().doesNotHaveDuplicates();
     });
-    assertThat(store.list("orders#")).hasSize(4);
+    assertThat(store.list("test-group/orders#")).extracting(LeaseRecord::name)
+        .containsExactly("test-group/orders#0of4", "test-group/orders#1of4", "test-group/orders#2of4",
+            "test-group/orders#3of4");
   }
 
   private static long active(Listener<String> l) {
@@ -538,22 +541,22 @@ class ListenerEngineTest {
 
   @Test
   void badConfigurationIsRejectedNamingTheParameter() {
-    assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {})
+    assertThatThrownBy(() -> Listener.builder(feed, store).group("test-group").handler((e, f) -> {})
         .leaseDuration(Duration.ofSeconds(2)).renewInterval(Duration.ofSeconds(2)).build())
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("renewInterval");
-    assertThatThrownBy(() -> Listener.builder(feed, store).build())
+    assertThatThrownBy(() -> Listener.builder(feed, store).group("test-group").build())
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("handler");
-    assertThatThrownBy(() -> Listener.builder(feed, store).partitions(0))
+    assertThatThrownBy(() -> Listener.builder(feed, store).group("test-group").partitions(0))
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("partitions");
     assertThatThrownBy(() -> CheckpointPolicy.every(0, Duration.ZERO))
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("maxChanges");
-    assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {}).leaseDuration(Duration.ZERO).build())
+    assertThatThrownBy(() -> Listener.builder(feed, store).group("test-group").handler((e, f) -> {}).leaseDuration(Duration.ZERO).build())
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("leaseDuration");
-    assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {}).leaseDuration(Duration.ofSeconds(3))
+    assertThatThrownBy(() -> Listener.builder(feed, store).group("test-group").handler((e, f) -> {}).leaseDuration(Duration.ofSeconds(3))
         .renewInterval(Duration.ofMillis(500)).pollWait(Duration.ofSeconds(1)).build())
         .as("an explicit value is rejected, never clamped").isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("pollWait");
-    assertThat(Listener.builder(feed, store).handler((e, f) -> {}).leaseDuration(Duration.ofMillis(300))
+    assertThat(Listener.builder(feed, store).group("test-group").handler((e, f) -> {}).leaseDuration(Duration.ofMillis(1500))
         .renewInterval(Duration.ofMillis(100)).build().config().pollWait())
         .as("the default adapts to a short renew interval").isEqualTo(Duration.ofMillis(100));
   }

@@ -26,7 +26,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
  * KafkaSink<BsonDocument> sink = KafkaSink.builder("localhost:9092", "orders",
  *         MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build())
  *     .build();
- * Listener.builder(feed, leases).handler(sink).build().start();
+ * Listener.builder(feed, leases).group("kafka-relay").handler(sink).build().start();
  * }</pre>
  *
  * <p>Record key: {@link dev.sluice.feed.ChangeEvent#key()} (UTF-8), so one document's messages

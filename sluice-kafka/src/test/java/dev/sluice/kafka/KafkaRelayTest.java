@@ -142,7 +142,7 @@ class KafkaRelayTest {
 
   private Listener<BsonDocument> listener(Handler<BsonDocument> sink, FailurePolicy failure) {
     Listener<BsonDocument> l =
-        Listener.builder(feed(), leases())
+        Listener.builder(feed(), leases()).group("relay")
             .handler(sink)
             .leaseDuration(Duration.ofSeconds(3))
             .pollWait(Duration.ofMillis(50))
@@ -217,10 +217,10 @@ class KafkaRelayTest {
     try {
       write(keys, 16, 30); // the listener keeps reading; its flushes fail; nothing is committed
       await().atMost(Duration.ofSeconds(30)).until(() -> sink.failures.get() >= 1);
-      Position stuck = leases.read("shop.orders#0").orElseThrow().checkpoint();
+      Position stuck = leases.read("relay/shop.orders#0of1").orElseThrow().checkpoint();
       int failed = sink.failures.get();
       await().atMost(Duration.ofSeconds(30)).until(() -> sink.failures.get() > failed);
-      assertThat(leases.read("shop.orders#0").orElseThrow().checkpoint()).isEqualTo(stuck);
+      assertThat(leases.read("relay/shop.orders#0of1").orElseThrow().checkpoint()).isEqualTo(stuck);
     } finally {
       kafka.startBroker();
     }
@@ -237,7 +237,7 @@ class KafkaRelayTest {
   void oneSinkServesSeveralPartitionsConcurrentlyInFeedOrderPerKey() {
     String topic = topic();
     Listener<BsonDocument> l =
-        Listener.builder(feed(), leases())
+        Listener.builder(feed(), leases()).group("relay")
             .handler(sink(topic, encoder().build()))
             .partitions(3)
             .leaseDuration(Duration.ofSeconds(3))
@@ -309,7 +309,7 @@ class KafkaRelayTest {
         .until(() -> distinctIds(kafka.readAll(live, 20, Duration.ofSeconds(1))) == 20);
     await().atMost(Duration.ofSeconds(10)).until(() -> listener.status().get(0).committed() != null);
     LeaseStore leases = leases();
-    var before = leases.read("shop.orders#0").orElseThrow().checkpoint();
+    var before = leases.read("relay/shop.orders#0of1").orElseThrow().checkpoint();
 
     Replay.Result range =
         Replay.range(feed(), StartPoint.oldest(), null, Duration.ofMillis(500), 7, sink(replay, encoder().build()));
@@ -319,7 +319,7 @@ class KafkaRelayTest {
     assertThat(replayed).hasSize(20);
     assertThat(replayed).allSatisfy(r -> assertThat(header(r, Envelope.HEADER_FENCE_EPOCH)).isEqualTo("0"));
     assertThat(firstDeliveriesPerKey(replayed)).isEqualTo(firstDeliveriesPerKey(kafka.readAll(live, 20, Duration.ofSeconds(5))));
-    assertThat(leases.read("shop.orders#0").orElseThrow().checkpoint()).isEqualTo(before);
+    assertThat(leases.read("relay/shop.orders#0of1").orElseThrow().checkpoint()).isEqualTo(before);
 
     Replay.Result state =
         Replay.currentState("shop.orders", "replay-1", orders.find(),

@@ -32,7 +32,7 @@ public final class RelayNode {
     Listener<BsonDocument> listener =
         Listener.builder(
                 MongoChangeFeed.builder(client, "shop", "orders").batchSize(100).build(),
-                MongoLeaseStore.builder(client.getDatabase("shop")).build())
+                MongoLeaseStore.builder(client.getDatabase("shop")).build()).group("relay")
             .handler(sink)
             .leaseDuration(Duration.ofSeconds(2))
             .acquireInterval(Duration.ofMillis(100))

@@ -1,5 +1,6 @@
 package dev.sluice.app.demo;
 
+import dev.sluice.lease.OwnerId;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.lease.LeaseRecord;
@@ -28,7 +29,7 @@ import org.bson.Document;
  */
 public final class Demo {
   static final String DATABASE = "shop";
-  static final String LEASE = DATABASE + ".orders#0";
+  static final String LEASE = "demo/" + DATABASE + ".orders#0of1";
 
   /** Demo parameters. */
   public record Settings(int changes, int ratePerSecond, Duration lease, int checkpointEvery, int customers) {
@@ -87,7 +88,7 @@ public final class Demo {
       // Figure 3: freeze the owner inside its handler, before its fenced write.
       Polling.require("a third of the changes written", Duration.ofSeconds(60), () -> written.get() >= settings.changes() / 3);
       LeaseRecord before = Polling.requireValue("an owner", Duration.ofSeconds(30), () -> owner(leases));
-      ChildJvm victim = nodes.stream().filter(n -> n.name().equals(before.owner())).findFirst().orElseThrow();
+      ChildJvm victim = nodes.stream().filter(n -> n.name().equals(OwnerId.labelOf(before.owner()))).findFirst().orElseThrow();
       victim.send("arm");
       String inHandler = victim.awaitLineStartingWith("IN-HANDLER", Duration.ofSeconds(30));
       victim.pause();
@@ -99,7 +100,7 @@ public final class Demo {
       LeaseRecord after = Polling.requireValue("a takeover", Duration.ofSeconds(60),
           () -> owner(leases).filter(r -> r.epoch() > before.epoch()));
       long takeoverMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt);
-      out.printf(">>> %s took over with epoch %d after %d ms%n", after.owner(), after.epoch(), takeoverMillis);
+      out.printf(">>> %s took over with epoch %d after %d ms%n", OwnerId.labelOf(after.owner()), after.epoch(), takeoverMillis);
       Polling.require("the new owner to re-process change " + pausedChange, Duration.ofSeconds(60),
           () -> deliveries.countDocuments(new Document("changeNo", pausedChange).append("epoch", after.epoch())) > 0);
 

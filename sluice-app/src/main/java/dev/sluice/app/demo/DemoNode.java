@@ -55,7 +55,7 @@ public final class DemoNode {
 
     Listener<BsonDocument> listener = Listener.builder(
             MongoChangeFeed.builder(client, Demo.DATABASE, "orders").build(),
-            MongoLeaseStore.builder(client.getDatabase(Demo.DATABASE)).build())
+            MongoLeaseStore.builder(client.getDatabase(Demo.DATABASE)).build()).group("demo")
         .owner(name)
         .leaseDuration(lease)
         .renewInterval(lease.dividedBy(3))

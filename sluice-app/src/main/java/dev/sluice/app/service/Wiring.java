@@ -95,7 +95,7 @@ public final class Wiring {
     FailurePolicy failure = "park".equalsIgnoreCase(l.onFailure())
         ? FailurePolicy.park(ConfigLoader.retry(l, at), deadLetters())
         : FailurePolicy.block(ConfigLoader.retry(l, at));
-    return Listener.builder(feed(l), leaseStore())
+    return Listener.builder(feed(l), leaseStore()).group("relay-" + l.collection())
         .handler(handler)
         .partitions(l.partitions() == null ? 1 : l.partitions())
         .leaseDuration(ConfigLoader.leaseDuration(l, at))

@@ -21,7 +21,7 @@ public final class StandbyNode {
     MongoClient client = MongoClients.create(args[0]);
     Listener<BsonDocument> listener = Listener.builder(
             MongoChangeFeed.builder(client, args[1], args[2]).build(),
-            MongoLeaseStore.builder(client.getDatabase(args[1])).build())
+            MongoLeaseStore.builder(client.getDatabase(args[1])).build()).group("failover")
         .owner(args[3])
         .handler((change, fence) -> System.out.println("DELIVERED " + change.document().getInt32("n").getValue()))
         .observer(new ListenerObserver() {

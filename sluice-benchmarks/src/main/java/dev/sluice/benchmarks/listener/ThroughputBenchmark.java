@@ -116,7 +116,7 @@ public final class ThroughputBenchmark {
       long start = System.nanoTime();
       try (Listener<BsonDocument> l = Listener.builder(
               MongoChangeFeed.builder(client, "bench", "events").build(),
-              MongoLeaseStore.builder(client.getDatabase("bench")).build())
+              MongoLeaseStore.builder(client.getDatabase("bench")).build()).group("throughput")
           .checkpoint(policy)
           .handler((change, fence) -> done.countDown())
           .build().start()) {

@@ -129,7 +129,7 @@ public final class KafkaRelayBenchmark {
         long start = System.nanoTime();
         try (Listener<BsonDocument> l = Listener.builder(
                 MongoChangeFeed.builder(client, "bench", "orders").build(),
-                MongoLeaseStore.builder(client.getDatabase("bench")).build())
+                MongoLeaseStore.builder(client.getDatabase("bench")).build()).group("relay")
             .checkpoint(policy)
             .handler(sink)
             .observer(new ListenerObserver() {

@@ -114,7 +114,7 @@ public final class ViewBenchmark {
         listeners.add(
             Listener.builder(
                     MongoChangeFeed.builder(client, "bench", source).batchSize(500).build(),
-                    MongoLeaseStore.builder(db).build())
+                    MongoLeaseStore.builder(db).build()).group("views")
                 .leaseDuration(Duration.ofSeconds(10))
                 .pollWait(Duration.ofMillis(100))
                 .bootstrap(BootstrapPolicy.latest())

@@ -29,9 +29,9 @@ final class Assignment {
   private volatile int fairShare;
   private volatile Lease membership;
 
-  Assignment(LeaseStore store, String stream, String owner, int partitions, Duration duration) {
+  Assignment(LeaseStore store, String memberPrefix, String owner, int partitions, Duration duration) {
     this.store = store;
-    this.memberPrefix = stream + "@member:";
+    this.memberPrefix = memberPrefix;
     this.memberName = memberPrefix + owner;
     this.owner = owner;
     this.partitions = partitions;

@@ -47,7 +47,7 @@ public final class ListenerEngine<D> implements Listener<D> {
       t.setDaemon(true);
       return t;
     });
-    assignment = new Assignment(config.leaseStore(), config.feed().stream(), config.owner(),
+    assignment = new Assignment(config.leaseStore(), config.memberPrefix(), config.owner(),
         config.partitions(), config.leaseDuration());
     assignment.refresh();
     renewals.scheduleWithFixedDelay(assignment::refresh, config.renewInterval().toNanos(),

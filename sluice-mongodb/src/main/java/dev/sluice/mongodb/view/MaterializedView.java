@@ -28,8 +28,8 @@ import org.bson.conversions.Bson;
  *     .lookup("customers", "customerId", "customer", "name", "tier")
  *     .build());
  * // one listener per source collection, each with the view's handler for that source
- * Listener.builder(ordersFeed, leases).handler(orders.handler("orders")).build().start();
- * Listener.builder(customersFeed, leases).handler(orders.handler("customers")).build().start();
+ * Listener.builder(ordersFeed, leases).group("order-view").handler(orders.handler("orders")).build().start();
+ * Listener.builder(customersFeed, leases).group("order-view").handler(orders.handler("customers")).build().start();
  * orders.target().find(MaterializedView.live());
  * }</pre>
  *

@@ -125,7 +125,7 @@ class ListenerOnMongoTest {
   private Listener<BsonDocument> listener(String owner, List<Integer> sink, CheckpointPolicy checkpoint,
       BootstrapPolicy bootstrap, ListenerObserver observer) {
     Listener<BsonDocument> l = Listener.builder(MongoChangeFeed.builder(MONGO.client(), db, "orders").build(),
-            MongoLeaseStore.builder(database()).build())
+            MongoLeaseStore.builder(database()).build()).group("test-group")
         .owner(owner)
         .leaseDuration(Duration.ofSeconds(2))
         .acquireInterval(Duration.ofMillis(100))
@@ -174,7 +174,7 @@ class ListenerOnMongoTest {
     first.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(30));
     // The bootstrap point is pinned as the first checkpoint before anything is delivered.
     await().atMost(Duration.ofSeconds(10)).until(() -> MongoLeaseStore.builder(database()).build()
-        .read(db + ".orders#0").map(r -> r.checkpoint() != null).orElse(false));
+        .read("test-group/" + db + ".orders#0of1").map(r -> r.checkpoint() != null).orElse(false));
     first.kill(); // crashes before processing anything
     write(5, 15); // figure 4b: written while no listener runs
 
@@ -199,7 +199,7 @@ class ListenerOnMongoTest {
     await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 10);
 
     // Another process takes the lease over (as after this one paused): a new owner and epoch.
-    String leaseName = db + ".orders#0";
+    String leaseName = "test-group/" + db + ".orders#0of1";
     long stolenAt = System.nanoTime();
     database().getCollection(MongoLeaseStore.DEFAULT_COLLECTION).updateOne(Filters.eq("_id", leaseName),
         Updates.combine(Updates.set("owner", "thief"), Updates.inc("epoch", 1L)));

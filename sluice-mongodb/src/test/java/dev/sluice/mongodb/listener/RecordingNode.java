@@ -37,7 +37,7 @@ public final class RecordingNode {
 
     Listener<BsonDocument> listener = Listener.builder(
             MongoChangeFeed.builder(client, db, args[2]).build(),
-            MongoLeaseStore.builder(client.getDatabase(db)).build())
+            MongoLeaseStore.builder(client.getDatabase(db)).build()).group("recorder")
         .owner(name)
         .leaseDuration(lease)
         .renewInterval(lease.dividedBy(3))

@@ -52,7 +52,7 @@ public final class ViewNode implements AutoCloseable {
       listeners.add(
           Listener.builder(
                   MongoChangeFeed.builder(client, database, source).batchSize(100).build(),
-                  MongoLeaseStore.builder(db).build())
+                  MongoLeaseStore.builder(db).build()).group("views")
               .owner(node + "-" + source)
               .partitions(partitions)
               .leaseDuration(lease)

@@ -282,7 +282,7 @@ public final class RelayDemo {
       FeedTracker tracker, int holdAt) throws InterruptedException {
     relay.awaitLine(("HOLDING " + holdAt)::equals, Duration.ofSeconds(120));
     // The relay is blocked in its handler, so its checkpoint cannot move any more.
-    Position checkpoint = leases.read(streamName(broker) + "#0").map(LeaseRecord::checkpoint).orElse(null);
+    Position checkpoint = leases.read("relay/" + streamName(broker) + "#0of1").map(LeaseRecord::checkpoint).orElse(null);
     int checkpointed = Polling.value(Duration.ofSeconds(10), POLL, () -> tracker.changesCoveredBy(checkpoint))
         .orElseGet(() -> lastCount(relay, "COMMITTED "));
     // The received ids are a subset of the first `holdAt` changes, so once more than

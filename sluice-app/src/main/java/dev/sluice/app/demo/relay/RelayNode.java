@@ -80,7 +80,7 @@ public final class RelayNode {
                 .streamName(RelayDemo.streamName(broker))
                 .batchSize(200)
                 .build(),
-            MongoLeaseStore.builder(client.getDatabase(RelayDemo.DATABASE)).build())
+            MongoLeaseStore.builder(client.getDatabase(RelayDemo.DATABASE)).build()).group("relay")
         .owner(name)
         .handler(holdingAt(holdAt, sink))
         .leaseDuration(lease)

@@ -39,6 +39,6 @@ final class ShopViews {
   }
 
   static String leaseName(String source) {
-    return DATABASE + "." + source + "#0";
+    return "views/" + DATABASE + "." + source + "#0of1";
   }
 }

@@ -1,5 +1,6 @@
 package dev.sluice.app.demo.views;
 
+import dev.sluice.lease.OwnerId;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Indexes;
@@ -128,11 +129,11 @@ public final class ViewsDemo {
       // a busy machine); it is frozen together with every lease it holds.
       LeaseRecord ordersLease = owner(leases, ShopViews.ORDERS)
           .orElseThrow(() -> new IllegalStateException("nobody holds the orders lease"));
-      ChildJvm paused = ordersLease.owner().equals(first.name()) ? first : standby;
+      ChildJvm paused = OwnerId.labelOf(ordersLease.owner()).equals(first.name()) ? first : standby;
       ChildJvm other = paused == first ? standby : first;
       Map<String, Long> pausedLeases = new TreeMap<>();
       for (String source : ShopViews.SOURCES) {
-        owner(leases, source).filter(r -> r.owner().equals(paused.name()))
+        owner(leases, source).filter(r -> OwnerId.labelOf(r.owner()).equals(paused.name()))
             .ifPresent(r -> pausedLeases.put(source, r.epoch()));
       }
       paused.pause();

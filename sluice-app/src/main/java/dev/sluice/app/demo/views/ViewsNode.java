@@ -65,7 +65,7 @@ public final class ViewsNode {
       };
       listeners.add(Listener.builder(
               MongoChangeFeed.builder(client, ShopViews.DATABASE, source).batchSize(100).build(),
-              MongoLeaseStore.builder(db).build())
+              MongoLeaseStore.builder(db).build()).group("views")
           .owner(node)
           .leaseDuration(lease)
           .renewInterval(lease.dividedBy(3))
