@@ -9,7 +9,10 @@ import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Fans callbacks out to several observers, isolating each from the others' failures. */
+/**
+ * Fans callbacks out to several observers, isolating each from the others' failures and the
+ * engine from all of them. The engine always calls its observer through one of these.
+ */
 final class CompositeObserver implements ListenerObserver {
   private static final Logger log = LoggerFactory.getLogger(CompositeObserver.class);
   private final List<ListenerObserver> observers;
@@ -22,8 +25,10 @@ final class CompositeObserver implements ListenerObserver {
     for (ListenerObserver o : observers) {
       try {
         call.accept(o);
-      } catch (RuntimeException e) {
-        log.warn("Listener observer {} threw; ignored: {}", o, e.toString());
+      } catch (Throwable e) {
+        // An observer must never end a partition or leave a lease renewed with nobody behind
+        // it: whatever it throws (an Error too) is logged and ignored.
+        log.warn("Listener observer {} threw; ignored", o, e);
       }
     }
   }

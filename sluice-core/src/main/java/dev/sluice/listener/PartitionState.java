@@ -2,13 +2,27 @@ package dev.sluice.listener;
 
 /** The state of one partition inside one listener instance. */
 public enum PartitionState {
-  /** Not held by this instance; trying to acquire it. */
+  /**
+   * Not held by this instance; trying to acquire it (also after a restart of the partition that
+   * followed an unexpected error: see {@link PartitionStatus#restarts()}).
+   */
   ACQUIRING,
   /** Held; delivering changes to the handler. */
   ACTIVE,
+  /**
+   * Held, but a change keeps failing after the retry attempts were used up and the failure
+   * policy is {@link FailurePolicy.Block}: the partition does not advance until it succeeds.
+   * {@link PartitionStatus#error()} names the change and the failure.
+   */
+  BLOCKED,
   /** The lease was lost; delivery stopped; will compete again. */
   LOST,
-  /** Stopped for good because of an error the policy says must not be skipped (history lost). */
+  /**
+   * Stopped for good because of an error that retrying cannot fix (history lost under STOP, a
+   * feed or lease-store request the server rejects as invalid or unauthorized, partition counts
+   * that disagree within the group). The lease is released so that a peer may try; {@link
+   * PartitionStatus#error()} names the cause.
+   */
   FAILED,
   /** The source ended the stream (MongoDB invalidate). */
   ENDED,

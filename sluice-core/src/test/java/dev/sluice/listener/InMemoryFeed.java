@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -27,6 +28,10 @@ final class InMemoryFeed implements ChangeFeed<String> {
   private int endAt = -1;
   private volatile int failNextPolls;
   private volatile int crashNextPolls;
+  private volatile int errorNextPolls;
+  private volatile int failNextOpens;
+  private volatile CountDownLatch blockNextPoll;
+  private volatile boolean pollBlocked;
 
   InMemoryFeed(String stream) {
     this.stream = stream;
@@ -69,6 +74,32 @@ final class InMemoryFeed implements ChangeFeed<String> {
     crashNextPolls = n;
   }
 
+  /** The next {@code n} polls throw an {@link Error}, as a linkage error or a stack overflow would. */
+  void errorNextPolls(int n) {
+    errorNextPolls = n;
+  }
+
+  /**
+   * The next {@code n} opens at the latest position fail with a transient error (server
+   * unreachable), as after lost history when the listener skips to latest.
+   */
+  void failNextLatestOpens(int n) {
+    failNextOpens = n;
+  }
+
+  /**
+   * The next poll blocks until {@code release} is counted down, whatever its maxWait, as a
+   * getMore on a slow or unreachable server does.
+   */
+  void blockNextPoll(CountDownLatch release) {
+    blockNextPoll = release;
+  }
+
+  /** Whether a poll is blocked by {@link #blockNextPoll} right now. */
+  boolean pollBlocked() {
+    return pollBlocked;
+  }
+
   @Override
   public String stream() {
     return stream;
@@ -76,6 +107,10 @@ final class InMemoryFeed implements ChangeFeed<String> {
 
   @Override
   public synchronized FeedCursor<String> open(PartitionSpec partition, StartPoint start) {
+    if (start instanceof StartPoint.Latest && failNextOpens > 0) {
+      failNextOpens--;
+      throw new FeedException("injected: server unreachable while opening", null, true);
+    }
     int from;
     if (start instanceof StartPoint.After after) {
       from = Integer.parseInt(after.position().token());
@@ -105,6 +140,21 @@ final class InMemoryFeed implements ChangeFeed<String> {
 
     @Override
     public List<ChangeEvent<String>> poll(Duration maxWait) {
+      CountDownLatch block = blockNextPoll;
+      if (block != null) {
+        blockNextPoll = null;
+        pollBlocked = true;
+        try {
+          block.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return List.of();
+      }
+      if (errorNextPolls > 0) {
+        errorNextPolls--;
+        throw new StackOverflowError("injected error in the feed");
+      }
       if (crashNextPolls > 0) {
         crashNextPolls--;
         throw new IllegalStateException("injected driver bug");

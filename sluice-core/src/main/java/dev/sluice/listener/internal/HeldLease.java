@@ -3,6 +3,8 @@ package dev.sluice.listener.internal;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.LeaseStoreException;
+import java.util.function.Consumer;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -27,14 +29,14 @@ final class HeldLease {
   private final LeaseStore store;
   private final Duration duration;
   private final long marginNanos;
-  private final Runnable onLost;
+  private final Consumer<String> onLost;
   private volatile Lease lease;
   private volatile long deadlineNanos;
   private volatile String lostReason;
   private ScheduledFuture<?> renewal;
   private volatile boolean retired;
 
-  HeldLease(LeaseStore store, Lease lease, long requestStartNanos, Duration duration, Runnable onLost) {
+  HeldLease(LeaseStore store, Lease lease, long requestStartNanos, Duration duration, Consumer<String> onLost) {
     this.store = store;
     this.lease = lease;
     this.duration = duration;
@@ -62,6 +64,14 @@ final class HeldLease {
       extend(renewed, start);
     } catch (LeaseLostException e) {
       markLost(e.getMessage());
+    } catch (LeaseStoreException e) {
+      if (!e.retryable()) {
+        markLost("the store rejects renewals (retrying cannot help): " + e.getMessage());
+      } else if (System.nanoTime() - deadlineNanos > 0) {
+        markLost("renewals failed until the lease expired: " + e);
+      } else {
+        log.warn("Renewal of lease '{}' failed, will retry: {}", lease.name(), e.toString());
+      }
     } catch (RuntimeException e) {
       // The store may be briefly unreachable: keep the lease while the local deadline allows.
       log.warn("Renewal of lease '{}' failed, will retry: {}", lease.name(), e.toString());
@@ -96,7 +106,11 @@ final class HeldLease {
       lostReason = reason;
     }
     log.warn("Lease '{}' epoch {} lost: {}", lease.name(), lease.epoch(), reason);
-    onLost.run();
+    try {
+      onLost.accept(reason);
+    } catch (Throwable t) {
+      log.error("Reporting the loss of lease '{}' failed", lease.name(), t);
+    }
   }
 
   /** Whether delivery may go on: not reported lost, and within the local deadline. */

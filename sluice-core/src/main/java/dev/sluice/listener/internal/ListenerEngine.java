@@ -40,6 +40,7 @@ public final class ListenerEngine<D> implements Listener<D> {
     if (started) {
       return this;
     }
+    refuseAConflictingLayout();
     started = true;
     AtomicInteger n = new AtomicInteger();
     renewals = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -71,12 +72,17 @@ public final class ListenerEngine<D> implements Listener<D> {
       return;
     }
     closed = true;
-    workers.forEach(PartitionWorker::stop);
+    workers.forEach(w -> w.running = false);
+    workers.forEach(PartitionWorker::wake);
+    // Hand every lease over now: waits for a handler call in progress, never for a read of the
+    // feed in flight (that thread leaves when its read returns and touches the lease no more).
+    workers.forEach(PartitionWorker::stopAndHandOver);
     long waitMillis = config.leaseDuration().toMillis() * 2;
-    for (Thread t : threads) {
+    for (int i = 0; i < threads.size(); i++) {
+      Thread t = threads.get(i);
       try {
-        t.join(waitMillis);
-        if (t.isAlive()) {
+        t.join(workers.get(i).holdsLease() ? waitMillis : 200);
+        if (t.isAlive() && workers.get(i).holdsLease()) {
           log.warn("{} did not stop within {} ms (handler still running); its lease will expire",
               t.getName(), waitMillis);
         }
@@ -97,6 +103,26 @@ public final class ListenerEngine<D> implements Listener<D> {
       }
     }
     log.info("Listener {} stopped", config.owner());
+  }
+
+  /**
+   * Fails start() when the group already has partition records for another partition count, so
+   * the mistake shows at once; the workers check again after every acquisition (the store may be
+   * unreachable now, or another member may start at the same moment).
+   */
+  private void refuseAConflictingLayout() {
+    List<dev.sluice.lease.LeaseRecord> records;
+    try {
+      records = config.leaseStore().list(config.partitionPrefix());
+    } catch (RuntimeException e) {
+      log.warn("Cannot list the records of group '{}' at start (checked again on acquisition): {}",
+          config.group(), e.toString());
+      return;
+    }
+    String conflict = Tenure.layoutConflict(config, records);
+    if (conflict != null) {
+      throw new dev.sluice.ConfigurationException(conflict);
+    }
   }
 
   @Override

@@ -1,0 +1,185 @@
+package dev.sluice.listener.internal;
+
+import dev.sluice.SluiceException;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.UndecodableChange;
+import dev.sluice.feed.UndecodableChangeException;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseLostException;
+import dev.sluice.listener.FailurePolicy;
+import dev.sluice.listener.PartitionState;
+import dev.sluice.listener.RetryPolicy;
+import dev.sluice.listener.StaleFenceException;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Hands one change to the handler and applies the failure policy: retry with back-off in place,
+ * then park it (and every later change of its key) or block the partition. Every {@link
+ * Throwable} the handler throws goes through the policy, an {@link Error} too: a handler that
+ * fails with an AssertionError or runs out of memory on one huge document must not end the
+ * partition silently.
+ */
+final class Delivery<D> {
+  private static final Logger log = LoggerFactory.getLogger(Delivery.class);
+
+  private final Tenure<D> tenure;
+  private final PartitionWorker<D> worker;
+
+  Delivery(Tenure<D> tenure) {
+    this.tenure = tenure;
+    this.worker = tenure.worker;
+  }
+
+  /** Delivers {@code event}; CONTINUE once it was handled or parked. */
+  Step deliver(ChangeEvent<D> event) {
+    FailurePolicy policy = tenure.config.failure();
+    RetryPolicy retry = policy.retry();
+    if (policy instanceof FailurePolicy.Park<?>) {
+      Step behind = parkedBehind(event);
+      if (behind != null) {
+        return behind;
+      }
+    }
+    int attempt = 1;
+    while (true) {
+      long start = System.nanoTime();
+      Throwable failure;
+      try {
+        if (event.raw() instanceof UndecodableChange undecodable) {
+          throw new UndecodableChangeException(event, undecodable);
+        }
+        tenure.config.handler().handle(event, tenure.fence);
+        clearInterrupt(event);
+        worker.processed.incrementAndGet();
+        worker.observer.delivered(event, System.nanoTime() - start);
+        tenure.lastProcessed = event.position();
+        tenure.uncommitted++;
+        if (worker.state() == PartitionState.BLOCKED) {
+          worker.setState(PartitionState.ACTIVE);
+        }
+        return Step.CONTINUE;
+      } catch (StaleFenceException e) {
+        clearInterrupt(event);
+        if (!stillHeld()) {
+          tenure.keeper().markLost(e.getMessage());
+          return Step.LOST;
+        }
+        // The lease is ours: the target was written under another lease (another stream or
+        // group writes it, or its key moved partition). Re-acquiring would be rejected again.
+        failure = new SluiceException("A fenced write was rejected although this listener still"
+            + " holds lease '" + tenure.fence.lease() + "' with epoch " + tenure.fence.epoch()
+            + ": the target is written under another lease too, so epochs of different leases"
+            + " are compared; scope the fence per lease (FencedWrites does) or give each target"
+            + " one writer. Cause: " + e.getMessage(), e);
+      } catch (Throwable e) {
+        clearInterrupt(event);
+        failure = e;
+      }
+      worker.observer.handlerFailed(event, attempt, failure);
+      if (attempt >= retry.maxAttempts() && policy instanceof FailurePolicy.Park<?>) {
+        return park(event, describe(failure), attempt);
+      }
+      Duration delay = retry.delayAfter(Math.min(attempt, 64));
+      if (attempt >= retry.maxAttempts()) {
+        worker.recordError("blocked on change " + event.id() + " of key " + event.key()
+            + " after " + attempt + " attempts: " + describe(failure));
+        worker.setState(PartitionState.BLOCKED);
+      }
+      log.warn("Handler failed on {} (attempt {}{}), retrying in {}: {}", event, attempt,
+          attempt >= retry.maxAttempts() ? ", blocking the partition until it succeeds" : "",
+          delay, describe(failure));
+      worker.pause(delay, tenure);
+      if (!worker.running || tenure.ended()) {
+        return Step.STOPPING; // not processed: the next owner gets it again from the checkpoint
+      }
+      if (!tenure.keeper().valid()) {
+        return Step.LOST;
+      }
+      attempt++;
+    }
+  }
+
+  /** Parks {@code event} behind an earlier parked change of its key, or returns null. */
+  private Step parkedBehind(ChangeEvent<D> event) {
+    Duration backoff = Duration.ofMillis(100);
+    while (true) {
+      try {
+        if (!tenure.parked.blocks(event.key())) {
+          return null;
+        }
+        return park(event, "parked behind an earlier parked change of key " + event.key(), 0);
+      } catch (RuntimeException e) {
+        log.warn("Cannot ask the dead-letter store whether key {} is parked, retrying: {}",
+            event.key(), e.toString());
+        worker.pause(backoff, tenure);
+        backoff = PartitionWorker.min(backoff.multipliedBy(2), Tenure.MAX_FEED_BACKOFF);
+        if (!worker.running || tenure.ended()) {
+          return Step.STOPPING;
+        }
+        if (!tenure.keeper().valid()) {
+          return Step.LOST;
+        }
+      }
+    }
+  }
+
+  private Step park(ChangeEvent<D> event, String reason, int attempts) {
+    Duration backoff = Duration.ofMillis(100);
+    while (true) {
+      try {
+        tenure.parked.park(event, tenure.fence.epoch(), reason, attempts);
+        break;
+      } catch (RuntimeException e) {
+        // Never skip a change we could not park: retry until it is durable or the lease is gone.
+        log.warn("Parking {} failed, retrying: {}", event, e.toString());
+        worker.pause(backoff, tenure);
+        backoff = PartitionWorker.min(backoff.multipliedBy(2), Tenure.MAX_FEED_BACKOFF);
+        if (!worker.running || tenure.ended()) {
+          return Step.STOPPING;
+        }
+        if (!tenure.keeper().valid()) {
+          return Step.LOST;
+        }
+      }
+    }
+    worker.observer.parked(event, reason);
+    log.warn("Parked {}: {}", event, reason);
+    tenure.lastProcessed = event.position();
+    tenure.uncommitted++;
+    return Step.CONTINUE;
+  }
+
+  /**
+   * Whether this listener still holds the lease, asked of the store (a renewal): a rejected
+   * fenced write alone does not prove a takeover. An unreachable store counts as held; the
+   * keeper's deadline decides then.
+   */
+  private boolean stillHeld() {
+    long start = System.nanoTime();
+    try {
+      Lease renewed = tenure.config.leaseStore().renew(tenure.keeper().lease(),
+          tenure.config.leaseDuration());
+      tenure.keeper().extend(renewed, start);
+      return true;
+    } catch (LeaseLostException e) {
+      return false;
+    } catch (RuntimeException e) {
+      log.warn("Cannot check lease {} after a rejected fenced write: {}", tenure.fence.lease(),
+          e.toString());
+      return tenure.keeper().valid();
+    }
+  }
+
+  /** Handler code may leave the interrupt flag set; it must not leak into the engine. */
+  private void clearInterrupt(ChangeEvent<D> event) {
+    if (Thread.interrupted()) {
+      log.warn("The handler left the thread's interrupt flag set (change {}); cleared", event.id());
+    }
+  }
+
+  static String describe(Throwable e) {
+    return e.getClass().getName() + ": " + e.getMessage();
+  }
+}

@@ -1,0 +1,460 @@
+package dev.sluice.listener.internal;
+
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.StartPoint;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.listener.Fence;
+import dev.sluice.listener.FailurePolicy;
+import dev.sluice.listener.HistoryLostPolicy;
+import dev.sluice.listener.ListenerConfig;
+import dev.sluice.listener.PartitionState;
+import java.time.Duration;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One lease held by one {@link PartitionWorker}, from acquisition to loss, hand-back, stop or
+ * failure: checks the group's partition layout, opens the feed at the checkpoint (or bootstraps
+ * and pins the start), then runs the feed loop: read a batch, hand each change to {@link
+ * Delivery}, let {@link Checkpointer} commit per the policy, and handle history loss and the end
+ * of the stream. Whatever way it ends, the lease is released unless it was lost.
+ */
+final class Tenure<D> {
+  private static final Logger log = LoggerFactory.getLogger(Tenure.class);
+  static final Duration MAX_FEED_BACKOFF = Duration.ofSeconds(5);
+
+  final PartitionWorker<D> worker;
+  final ListenerConfig<D> config;
+  final Fence fence;
+  private final HeldLease keeper;
+  final ParkedKeys<D> parked;
+  final Checkpointer<D> checkpointer;
+  private final Delivery<D> delivery;
+
+  // Guarded by worker.deliveryLock.
+  FeedCursor<D> cursor;
+  Position committed;
+  Position lastProcessed;
+  int uncommitted;
+  long lastCommitNanos;
+  private boolean ended;
+
+  @SuppressWarnings("unchecked")
+  Tenure(PartitionWorker<D> worker, Lease lease, long requestStartNanos) {
+    this.worker = worker;
+    this.config = worker.config;
+    this.fence = new Fence(worker.leaseName, config.owner(), lease.epoch());
+    this.keeper = new HeldLease(config.leaseStore(), lease, requestStartNanos,
+        config.leaseDuration(), reason -> worker.leaseLost(lease, reason));
+    this.parked = config.failure() instanceof FailurePolicy.Park<?> park
+        ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.feed().stream(),
+            worker.partition.index(), config.clock(), 10_000)
+        : ParkedKeys.none();
+    this.checkpointer = new Checkpointer<>(this);
+    this.delivery = new Delivery<>(this);
+    this.committed = lease.checkpoint();
+    this.lastProcessed = lease.checkpoint();
+    this.lastCommitNanos = System.nanoTime();
+  }
+
+  HeldLease keeper() {
+    return keeper;
+  }
+
+  boolean ended() {
+    return ended;
+  }
+
+  /** Holds the lease until it is lost, the listener stops, or the partition fails or ends. */
+  PartitionState run() {
+    worker.deliveryLock.lock();
+    try {
+      keeper.startRenewing(worker.scheduler, config.renewInterval());
+      Lease lease = keeper.lease();
+      worker.heldEpoch = lease.epoch();
+      worker.committed = lease.checkpoint();
+      worker.observer.acquired(lease);
+      log.info("Partition {} acquired by {} with epoch {}, checkpoint {}",
+          worker.leaseName, config.owner(), lease.epoch(), lease.checkpoint());
+      Step step = checkLayout();
+      if (step == Step.CONTINUE) {
+        step = loadParkedKeys();
+      }
+      if (step == Step.CONTINUE) {
+        step = open();
+      }
+      if (step == Step.CONTINUE) {
+        worker.setState(PartitionState.ACTIVE);
+        return feedLoop();
+      }
+      return endOf(step);
+    } finally {
+      try {
+        finish();
+      } finally {
+        worker.deliveryLock.unlock();
+      }
+    }
+  }
+
+  private PartitionState endOf(Step step) {
+    return switch (step) {
+      case FAILED -> PartitionState.FAILED;
+      case LOST -> PartitionState.LOST;
+      default -> PartitionState.STOPPED;
+    };
+  }
+
+  /** Closes the cursor and releases the lease unless it was lost or already handed over. */
+  private void finish() {
+    closeCursor();
+    if (ended) {
+      return;
+    }
+    ended = true;
+    String lostReason = keeper.retire();
+    if (lostReason != null) {
+      parked.lost(fence.epoch());
+      return; // reported by the keeper's callback when it happened
+    }
+    release();
+  }
+
+  private void release() {
+    try {
+      config.leaseStore().release(keeper.lease());
+    } catch (RuntimeException e) {
+      log.warn("Release of lease '{}' failed; it will expire: {}", worker.leaseName, e.toString());
+    }
+  }
+
+  /**
+   * Called by the closing thread: waits for the handler call in progress, commits what was
+   * processed and releases the lease, while the worker thread may still be blocked in a read.
+   */
+  void handOverFromOutside() {
+    worker.deliveryLock.lock();
+    try {
+      if (ended) {
+        return;
+      }
+      if (keeper.valid() && cursor != null) {
+        checkpointer.checkpoint();
+      }
+      ended = true;
+      if (keeper.retire() == null) {
+        release();
+        log.info("Partition {}: handed over by close()", worker.leaseName);
+      }
+    } finally {
+      worker.deliveryLock.unlock();
+    }
+  }
+
+  /**
+   * Refuses to run when the group already has partition records for another partition count:
+   * two layouts of one group would deliver the same changes twice, to two owners at once.
+   */
+  private Step checkLayout() {
+    Duration backoff = Duration.ofMillis(100);
+    while (worker.running) {
+      if (!keeper.valid()) {
+        return Step.LOST;
+      }
+      try {
+        String conflict = layoutConflict(config, config.leaseStore().list(config.partitionPrefix()));
+        if (conflict == null) {
+          return Step.CONTINUE;
+        }
+        worker.fail(conflict, null);
+        return Step.FAILED;
+      } catch (RuntimeException e) {
+        log.warn("Cannot list the partition records of {} to check the group's layout, retrying"
+            + " in {}: {}", worker.leaseName, backoff, e.toString());
+        worker.pause(backoff, this);
+        backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      }
+    }
+    return Step.STOPPING;
+  }
+
+  /** A message naming the conflicting records, or null if every record agrees with the config. */
+  static String layoutConflict(ListenerConfig<?> config, List<LeaseRecord> records) {
+    String prefix = config.partitionPrefix();
+    for (LeaseRecord r : records) {
+      String suffix = r.name().substring(prefix.length());
+      int of = suffix.indexOf("of");
+      int count;
+      try {
+        count = of < 0 ? -1 : Integer.parseInt(suffix.substring(of + 2));
+      } catch (NumberFormatException e) {
+        continue; // not a partition record of this scheme
+      }
+      if (count > 0 && count != config.partitions() && (r.isHeld() || r.checkpoint() != null)) {
+        return "group '" + config.group() + "' of stream '" + config.feed().stream()
+            + "' already has partition records for " + count + " partitions (" + r.name()
+            + (r.isHeld() ? ", held by " + r.owner() : "") + ", checkpoint " + r.checkpoint()
+            + "), but this listener is configured with " + config.partitions()
+            + ". Every member of a group must use the same partition count. To change it, stop"
+            + " every member and delete the group's records (their names start with '" + prefix
+            + "'), or use a new group, which starts per its bootstrap policy";
+      }
+    }
+    return null;
+  }
+
+  private Step loadParkedKeys() {
+    Duration backoff = Duration.ofMillis(100);
+    while (worker.running) {
+      if (!keeper.valid()) {
+        return Step.LOST;
+      }
+      try {
+        parked.load();
+        return Step.CONTINUE;
+      } catch (RuntimeException e) {
+        // Delivering without knowing the parked keys could overtake a parked change of a key.
+        log.warn("Cannot read parked keys of {} from the dead-letter store, retrying in {}: {}",
+            worker.leaseName, backoff, e.toString());
+        worker.pause(backoff, this);
+        backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      }
+    }
+    return Step.STOPPING;
+  }
+
+  /**
+   * Opens the cursor at the checkpoint, or bootstraps and pins the start as the first checkpoint;
+   * on lost history applies the policy. Retries transient errors with back-off.
+   */
+  Step open() {
+    return open(null);
+  }
+
+  /** As {@link #open()}; with {@code skipping} set, history was lost and the policy skips. */
+  private Step open(HistoryLostException skipping) {
+    Duration backoff = Duration.ofMillis(100);
+    while (worker.running) {
+      if (!keeper.valid()) {
+        return Step.LOST;
+      }
+      try {
+        if (skipping != null) {
+          cursor = config.feed().open(worker.partition, StartPoint.latest());
+          Position resumedAt = cursor.position();
+          Step pinned = checkpointer.commit(resumedAt, 0);
+          if (pinned != Step.CONTINUE) {
+            return pinned;
+          }
+          worker.observer.historyLost(worker.leaseName, skipping, resumedAt);
+          worker.recordError("history lost; skipped to latest at " + resumedAt + ": "
+              + skipping.getMessage());
+          log.error("GAP in partition {}: {} Policy SKIP_TO_LATEST: continuing at {}; changes"
+              + " between {} and {} were NOT delivered.", worker.leaseName, skipping.getMessage(),
+              resumedAt, skipping.lostFrom(), resumedAt);
+        } else if (lastProcessed != null) {
+          cursor = config.feed().open(worker.partition, StartPoint.after(lastProcessed));
+        } else {
+          cursor = config.feed().open(worker.partition, config.bootstrap().startPoint());
+          // Pin the bootstrap point: a crash before the first change is processed must not let
+          // the next owner resolve "latest" again and miss what came in between (figure 4b).
+          Step pinned = checkpointer.commit(cursor.position(), 0);
+          if (pinned != Step.CONTINUE) {
+            return pinned;
+          }
+          log.info("Partition {} bootstrapped at {} ({})", worker.leaseName, cursor.position(),
+              config.bootstrap().startPoint());
+        }
+        return Step.CONTINUE;
+      } catch (HistoryLostException e) {
+        closeCursor();
+        if (config.historyLost() == HistoryLostPolicy.STOP) {
+          worker.observer.historyLost(worker.leaseName, e, null);
+          worker.fail(e.getMessage() + " Policy STOP: partition stopped; no change was skipped.", e);
+          return Step.FAILED;
+        }
+        skipping = e; // open at latest on the next turn, with the same retries as any open
+      } catch (FeedException e) {
+        closeCursor();
+        if (!e.retryable()) {
+          worker.fail("feed cannot be opened: " + e.getMessage(), e);
+          return Step.FAILED;
+        }
+        worker.observer.feedFailed(worker.leaseName, e);
+        log.warn("Opening the feed for {} failed, retrying in {}: {}", worker.leaseName, backoff,
+            e.toString());
+        worker.pause(backoff, this);
+        backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      } catch (RuntimeException e) {
+        closeCursor();
+        worker.observer.feedFailed(worker.leaseName, e);
+        log.error("Opening the feed for {} threw an unexpected error, retrying in {}",
+            worker.leaseName, backoff, e);
+        worker.pause(backoff, this);
+        backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      }
+    }
+    return Step.STOPPING;
+  }
+
+  /** Closes the cursor and opens it again at the last checkpoint after {@code delay}. */
+  Step reopenAtCheckpoint(Duration delay) {
+    closeCursor();
+    lastProcessed = committed;
+    uncommitted = 0;
+    worker.pause(delay, this);
+    if (!worker.running || ended) {
+      return Step.STOPPING;
+    }
+    return open();
+  }
+
+  /** The feed loop. */
+  private PartitionState feedLoop() {
+    Duration feedBackoff = Duration.ofMillis(100);
+    while (worker.running && !ended) {
+      if (!keeper.valid()) {
+        return PartitionState.LOST;
+      }
+      if (worker.assignment.shouldHandBack(worker.partition.index())) {
+        log.info("Partition {}: handing back to balance the cluster", worker.leaseName);
+        Step s = checkpointer.checkpoint();
+        return s == Step.FAILED ? PartitionState.FAILED
+            : s == Step.LOST ? PartitionState.LOST : PartitionState.STOPPED;
+      }
+      List<ChangeEvent<D>> batch;
+      Step step = Step.CONTINUE;
+      try {
+        batch = pollUnlocked();
+        feedBackoff = Duration.ofMillis(100);
+      } catch (HistoryLostException e) {
+        batch = List.of();
+        step = checkpointer.checkpoint();
+        if (step == Step.CONTINUE) {
+          closeCursor();
+          step = historyLostWhileReading(e);
+        }
+      } catch (FeedException e) {
+        batch = List.of();
+        if (!e.retryable()) {
+          step = checkpointer.checkpoint();
+          if (step == Step.CONTINUE || step == Step.REWOUND) {
+            worker.fail("feed failed: " + e.getMessage(), e);
+            step = Step.FAILED;
+          }
+        } else {
+          worker.observer.feedFailed(worker.leaseName, e);
+          log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
+              worker.leaseName, feedBackoff, e.toString());
+          step = reopenAtCheckpoint(feedBackoff);
+          feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+        }
+      } catch (RuntimeException e) {
+        // Not a typed feed error (a driver or feed bug): restart the cursor from the checkpoint
+        // after a back-off rather than let the partition die (seed 004, "Error Handling").
+        batch = List.of();
+        worker.observer.feedFailed(worker.leaseName, e);
+        log.error("Feed of {} threw an unexpected error, re-opening at the last checkpoint in {}",
+            worker.leaseName, feedBackoff, e);
+        step = reopenAtCheckpoint(feedBackoff);
+        feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      }
+      if (ended) {
+        return PartitionState.STOPPED; // handed over by close() while we were reading
+      }
+      for (ChangeEvent<D> event : batch) {
+        if (!worker.running || step != Step.CONTINUE) {
+          break;
+        }
+        if (!keeper.valid()) {
+          return PartitionState.LOST;
+        }
+        worker.newestRead = event.position();
+        step = delivery.deliver(event);
+        if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
+          step = checkpointer.checkpoint();
+        }
+      }
+      if (step == Step.REWOUND) {
+        continue; // the rest of the batch is stale; the cursor reads again from the checkpoint
+      }
+      if (step != Step.CONTINUE) {
+        return step == Step.STOPPING ? stopping() : endOf(step);
+      }
+      if (batch.isEmpty() && cursor != null) {
+        // Progress without changes for this partition (other partitions' changes, post-batch
+        // resume tokens) is worth committing too, so a restart does not re-scan it.
+        Position p = cursor.position();
+        if (p != null) {
+          lastProcessed = p;
+        }
+      }
+      if (checkpointer.dueByTime()) {
+        step = checkpointer.checkpoint();
+        if (step != Step.CONTINUE && step != Step.REWOUND) {
+          return step == Step.STOPPING ? stopping() : endOf(step);
+        }
+      }
+      if (cursor != null && cursor.ended()) {
+        step = checkpointer.checkpoint();
+        if (step == Step.LOST || step == Step.FAILED) {
+          return endOf(step);
+        }
+        Position at = cursor.position();
+        worker.observer.streamEnded(worker.leaseName, at);
+        worker.recordError("the source ended the stream at " + at);
+        log.warn("Partition {}: the source ended the stream at {}", worker.leaseName, at);
+        return PartitionState.ENDED;
+      }
+    }
+    return stopping();
+  }
+
+  /** Stopped by close(): commit what was processed, then release in {@link #finish}. */
+  private PartitionState stopping() {
+    if (!ended && keeper.valid() && cursor != null) {
+      checkpointer.checkpoint();
+    }
+    return PartitionState.STOPPED;
+  }
+
+  private Step historyLostWhileReading(HistoryLostException e) {
+    if (config.historyLost() == HistoryLostPolicy.STOP) {
+      worker.observer.historyLost(worker.leaseName, e, null);
+      worker.fail(e.getMessage() + " Policy STOP: partition stopped; no change was skipped.", e);
+      return Step.FAILED;
+    }
+    // Re-open through open(), which skips to latest with its retries and records the gap.
+    lastProcessed = committed;
+    uncommitted = 0;
+    return open(e);
+  }
+
+  /** Reads a batch without holding the delivery lock, so close() can hand over meanwhile. */
+  private List<ChangeEvent<D>> pollUnlocked() {
+    FeedCursor<D> c = cursor;
+    worker.deliveryLock.unlock();
+    try {
+      return c.poll(config.pollWait());
+    } finally {
+      worker.deliveryLock.lock();
+    }
+  }
+
+  void closeCursor() {
+    if (cursor != null) {
+      try {
+        cursor.close();
+      } catch (RuntimeException e) {
+        log.debug("Closing cursor of {} failed: {}", worker.leaseName, e.toString());
+      }
+      cursor = null;
+    }
+  }
+}

@@ -1,0 +1,91 @@
+package dev.sluice.listener;
+
+import dev.sluice.feed.Position;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStore;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Failure injection around the in-memory reference store, for the engine's unit tests: commits or
+ * listings fail with a given exception a given number of times
+ * ({@link Integer#MAX_VALUE}: for ever).
+ */
+final class FaultyLeaseStore implements LeaseStore {
+  private final LeaseStore delegate;
+  private volatile RuntimeException commitFailure;
+  private final AtomicInteger commitFailuresLeft = new AtomicInteger();
+  private volatile RuntimeException listFailure;
+  private final AtomicInteger listFailuresLeft = new AtomicInteger();
+
+  FaultyLeaseStore(LeaseStore delegate) {
+    this.delegate = delegate;
+  }
+
+  void failCommits(RuntimeException failure, int times) {
+    commitFailure = failure;
+    commitFailuresLeft.set(times);
+  }
+
+  void failLists(RuntimeException failure, int times) {
+    listFailure = failure;
+    listFailuresLeft.set(times);
+  }
+
+  private static void maybeFail(RuntimeException failure, AtomicInteger left) {
+    if (failure != null && left.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0) {
+      throw failure;
+    }
+  }
+
+  @Override
+  public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
+    return delegate.tryAcquire(name, owner, duration);
+  }
+
+  @Override
+  public Lease renew(Lease lease, Duration duration) {
+    return delegate.renew(lease, duration);
+  }
+
+  @Override
+  public Lease commit(Lease lease, Position checkpoint) {
+    maybeFail(commitFailure, commitFailuresLeft);
+    return delegate.commit(lease, checkpoint);
+  }
+
+  @Override
+  public boolean release(Lease lease) {
+    return delegate.release(lease);
+  }
+
+  @Override
+  public Optional<LeaseRecord> read(String name) {
+    return delegate.read(name);
+  }
+
+  @Override
+  public List<LeaseRecord> list(String prefix) {
+    maybeFail(listFailure, listFailuresLeft);
+    return delegate.list(prefix);
+  }
+
+  @Override
+  public Instant now() {
+    return delegate.now();
+  }
+
+  @Override
+  public boolean delete(Lease lease) {
+    return delegate.delete(lease);
+  }
+
+  @Override
+  public boolean deleteIfIdle(String name, long epoch) {
+    return delegate.deleteIfIdle(name, epoch);
+  }
+}
