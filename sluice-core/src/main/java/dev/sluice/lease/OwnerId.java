@@ -11,7 +11,7 @@ import java.util.UUID;
  * two processes configured with the same label must never be "the same owner", or both would hold
  * one lease at once (or trade it back and forth forever). An identity is therefore always {@code
  * label/pid@host/random}, unique to the running instance. See {@code
- * docs/adr/0007-consumer-groups-and-owner-identity.md}.
+ * docs/adr/0009-consumer-groups-and-owner-identity.md}.
  */
 public final class OwnerId {
   private static final int MAX_LABEL = 100;

@@ -10,6 +10,7 @@ import dev.sluice.feed.StartPoint;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
+import java.util.Optional;
 import org.bson.BsonDocument;
 import org.bson.BsonTimestamp;
 
@@ -98,6 +99,12 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
         return source
             .oldestOplogTime()
             .orElseGet(() -> StreamStart.timestampAtOrBefore(source.serverNow()));
+      }
+      // Latest: just after the newest write, so nothing written before the start is delivered;
+      // when the server cannot tell, the current second (may repeat a little, never skips).
+      Optional<BsonTimestamp> newest = source.newestOperationTime();
+      if (newest.isPresent()) {
+        return new BsonTimestamp(newest.get().getTime(), newest.get().getInc() + 1);
       }
       return StreamStart.timestampAtOrBefore(source.serverNow());
     } catch (RuntimeException e) {

@@ -99,6 +99,36 @@ final class DriverStreamSource implements StreamSource {
   }
 
   @Override
+  public Optional<BsonTimestamp> newestOperationTime() {
+    // A replica set member reports the newest operation time with every reply (operationTime,
+    // and isMaster's lastWrite.opTime.ts). A server that reports neither (a standalone server,
+    // the embedded test server) is asked for its newest oplog entry instead.
+    BsonDocument reply = client.getDatabase(database)
+        .runCommand(new BsonDocument("isMaster", new org.bson.BsonInt32(1)), BsonDocument.class);
+    BsonValue operationTime = reply.get("operationTime");
+    if (operationTime != null && operationTime.isTimestamp()) {
+      return Optional.of(operationTime.asTimestamp());
+    }
+    BsonValue lastWrite = reply.get("lastWrite");
+    if (lastWrite != null && lastWrite.isDocument()
+        && lastWrite.asDocument().get("opTime") instanceof BsonDocument opTime
+        && opTime.get("ts") != null && opTime.get("ts").isTimestamp()) {
+      return Optional.of(opTime.get("ts").asTimestamp());
+    }
+    BsonDocument newest =
+        client
+            .getDatabase("local")
+            .getCollection("oplog.rs", BsonDocument.class)
+            .find()
+            .projection(Projections.include("ts"))
+            .sort(Sorts.descending("ts"))
+            .limit(1)
+            .first();
+    BsonValue ts = newest == null ? null : newest.get("ts");
+    return ts != null && ts.isTimestamp() ? Optional.of(ts.asTimestamp()) : Optional.empty();
+  }
+
+  @Override
   public Instant serverNow() {
     return MongoServerTime.now(client.getDatabase(database));
   }

@@ -21,4 +21,12 @@ interface StreamSource {
 
   /** The server's clock. */
   Instant serverNow();
+
+  /**
+   * The operation time of the newest write the server knows of, if it can tell: the start of
+   * "latest" is just after it, so a write made before the listener started is not delivered.
+   */
+  default Optional<BsonTimestamp> newestOperationTime() {
+    return Optional.empty();
+  }
 }

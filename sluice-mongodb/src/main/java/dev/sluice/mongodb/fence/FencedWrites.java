@@ -29,8 +29,11 @@ import org.bson.conversions.Bson;
  * newer one (seed 000, figure 3; {@code docs/adr/0013-mongodb-fenced-writes.md}).
  *
  * <p><b>Fenced by epoch</b> ({@link #updateOne}, {@link #replaceOne}): the target document
- * carries the epoch of the last write in {@value #FENCE_FIELD}; a write applies only while that
- * is at most the writer's epoch, and sets it to the writer's epoch. A write from an older epoch
+ * carries, per lease, the epoch of the last write in {@code _fence.<lease>}; a write applies only
+ * while that is at most the writer's epoch, and sets it to the writer's epoch. Epochs are only
+ * comparable within one lease, so each lease has its own entry: a document written by two
+ * streams (a summary of orders and of refunds), or by a key that moved partition, keeps one
+ * fence per writer and never compares the epochs of different leases. A write from an older epoch
  * throws {@link StaleFenceException}, which makes the engine stop the partition at once. Absent
  * documents are created (upsert); if two writers race to create one, the loser of the insert
  * retries against the winner's fence, so a newer epoch never loses to an older one.
@@ -47,8 +50,28 @@ import org.bson.conversions.Bson;
  */
 public interface FencedWrites {
 
-  /** The field holding the epoch of the last fenced write. */
+  /** The field holding, per lease, the epoch of the last fenced write: {@code _fence.<lease>}. */
   String FENCE_FIELD = "_fence";
+
+  /**
+   * The path of {@code lease}'s entry in {@value #FENCE_FIELD}: the lease name with {@code %},
+   * {@code .} and {@code $} escaped, since they are path separators or reserved in field names.
+   */
+  static String fencePath(String lease) {
+    Objects.requireNonNull(lease, "lease");
+    String key = lease.replace("%", "%25").replace(".", "%2E").replace("$", "%24");
+    return FENCE_FIELD + "." + key;
+  }
+
+  /** The epoch of {@code lease}'s last fenced write recorded in {@code document}, or -1 if none. */
+  static long fencedEpoch(org.bson.Document document, String lease) {
+    Object fences = document.get(FENCE_FIELD);
+    if (!(fences instanceof org.bson.Document d)) {
+      return -1;
+    }
+    Object epoch = d.get(fencePath(lease).substring(FENCE_FIELD.length() + 1));
+    return epoch instanceof Number n ? n.longValue() : -1;
+  }
 
   /**
    * Applies {@code update} to the document {@code _id = id} (creating it if absent) only if no
@@ -62,18 +85,21 @@ public interface FencedWrites {
     Objects.requireNonNull(id, "id");
     Objects.requireNonNull(update, "update");
     Objects.requireNonNull(fence, "fence");
-    Bson fenced = Updates.combine(update, Updates.set(FENCE_FIELD, fence.epoch()));
+    String path = fencePath(fence.lease());
+    Bson fenced = Updates.combine(update, Updates.set(path, fence.epoch()));
     boolean applied =
         upsertRace(
             () ->
                 target.updateOne(
-                    notNewer(id, fence.epoch()), fenced, new UpdateOptions().upsert(true)));
+                    notNewer(id, path, fence.epoch()), fenced, new UpdateOptions().upsert(true)));
     fence.requireApplied(applied, describe(target, id));
   }
 
   /**
    * Replaces the document {@code _id = id} (creating it if absent) with {@code replacement} plus
-   * {@value #FENCE_FIELD}, only if no write from a newer epoch was applied to it.
+   * {@value #FENCE_FIELD}, only if no write from a newer epoch of this lease was applied to it.
+   * The other leases' fence entries are kept: the replacement is a compare-and-swap on the whole
+   * {@value #FENCE_FIELD} document, retried when another writer changed it in between.
    *
    * @throws StaleFenceException if the document holds a write from a newer epoch
    */
@@ -85,13 +111,28 @@ public interface FencedWrites {
     MongoCollection<BsonDocument> docs = target.withDocumentClass(BsonDocument.class);
     BsonDocument doc =
         replacement.toBsonDocument(BsonDocument.class, docs.getCodecRegistry()).clone();
-    doc.put(FENCE_FIELD, new BsonInt64(fence.epoch()));
-    boolean applied =
-        upsertRace(
-            () ->
-                docs.replaceOne(
-                    notNewer(id, fence.epoch()), doc, new ReplaceOptions().upsert(true)));
-    fence.requireApplied(applied, describe(target, id));
+    String path = fencePath(fence.lease());
+    String key = path.substring(FENCE_FIELD.length() + 1);
+    while (true) {
+      BsonDocument current = docs.find(eq("_id", id)).projection(new BsonDocument(FENCE_FIELD,
+          new org.bson.BsonInt32(1))).first();
+      BsonDocument fences = current != null && current.get(FENCE_FIELD) instanceof BsonDocument f
+          ? f.clone() : new BsonDocument();
+      org.bson.BsonValue mine = fences.get(key);
+      if (mine != null && mine.isNumber() && mine.asNumber().longValue() > fence.epoch()) {
+        fence.requireApplied(false, describe(target, id));
+      }
+      fences.put(key, new BsonInt64(fence.epoch()));
+      doc.put(FENCE_FIELD, fences);
+      Bson unchanged = current == null
+          ? and(eq("_id", id), exists(FENCE_FIELD, false))
+          : and(eq("_id", id), current.containsKey(FENCE_FIELD)
+              ? eq(FENCE_FIELD, current.get(FENCE_FIELD)) : exists(FENCE_FIELD, false));
+      // A miss means someone wrote in between (or created the document): read again and retry.
+      if (upsertRace(() -> docs.replaceOne(unchanged, doc, new ReplaceOptions().upsert(true)))) {
+        return;
+      }
+    }
   }
 
   /**
@@ -112,8 +153,8 @@ public interface FencedWrites {
         () -> target.updateOne(filter, versioned, new UpdateOptions().upsert(true)));
   }
 
-  private static Bson notNewer(Object id, long epoch) {
-    return and(eq("_id", id), or(exists(FENCE_FIELD, false), lte(FENCE_FIELD, epoch)));
+  private static Bson notNewer(Object id, String path, long epoch) {
+    return and(eq("_id", id), or(exists(path, false), lte(path, epoch)));
   }
 
   /**

@@ -48,7 +48,7 @@ class FencedWritesTest {
     Document d = view.find(Filters.eq("_id", "a")).first();
     assertThat(d.getString("v")).isEqualTo("from-2");
     assertThat(d.getString("w")).isEqualTo("again-2");
-    assertThat(d.getLong(FencedWrites.FENCE_FIELD)).isEqualTo(2L);
+    assertThat(FencedWrites.fencedEpoch(d, "orders#0")).isEqualTo(2L);
 
     FencedWrites.replaceOne(view, "a", new Document("v", "from-3"), fence(3));
     assertThatThrownBy(
@@ -56,7 +56,27 @@ class FencedWritesTest {
         .isInstanceOf(StaleFenceException.class);
     d = view.find(Filters.eq("_id", "a")).first();
     assertThat(d).containsEntry("v", "from-3").doesNotContainKey("w");
-    assertThat(d.getLong(FencedWrites.FENCE_FIELD)).isEqualTo(3L);
+    assertThat(FencedWrites.fencedEpoch(d, "orders#0")).isEqualTo(3L);
+  }
+
+  @Test
+  void fencesAreScopedPerLeaseSoTwoStreamsCanWriteOneDocument() {
+    MongoCollection<Document> summary = fresh();
+    Fence orders = new Fence("totals/shop.orders#0of1", "a", 1_000_000L);
+    Fence refunds = new Fence("totals/shop.refunds#0of1", "b", 7L);
+    FencedWrites.updateOne(summary, "day-1", Updates.inc("orders", 1), orders);
+    // The refunds lease has a much lower epoch: it is no older, just another lease.
+    FencedWrites.updateOne(summary, "day-1", Updates.inc("refunds", 1), refunds);
+    FencedWrites.replaceOne(summary, "day-1", new Document("orders", 5).append("refunds", 1), orders);
+    FencedWrites.updateOne(summary, "day-1", Updates.inc("refunds", 1), refunds);
+    assertThatThrownBy(() -> FencedWrites.updateOne(summary, "day-1", Updates.inc("refunds", 1),
+        new Fence(refunds.lease(), "stale", 6L)))
+        .as("still fenced within the lease").isInstanceOf(StaleFenceException.class);
+    Document d = summary.find().first();
+    assertThat(d.getInteger("orders")).isEqualTo(5);
+    assertThat(d.getInteger("refunds")).isEqualTo(2);
+    assertThat(FencedWrites.fencedEpoch(d, orders.lease())).isEqualTo(1_000_000L);
+    assertThat(FencedWrites.fencedEpoch(d, refunds.lease())).isEqualTo(7L);
   }
 
   @Test
@@ -107,7 +127,7 @@ class FencedWritesTest {
             .isTrue();
         Document d = view.find().first();
         assertThat(d.getLong("by")).as("round %d", round).isEqualTo((long) writers);
-        assertThat(d.getLong(FencedWrites.FENCE_FIELD)).isEqualTo((long) writers);
+        assertThat(FencedWrites.fencedEpoch(d, "orders#0")).isEqualTo((long) writers);
         assertThat(view.countDocuments()).isEqualTo(1);
       }
     } finally {

@@ -174,7 +174,7 @@ class ListenerOnMongoTest {
     first.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(30));
     // The bootstrap point is pinned as the first checkpoint before anything is delivered.
     await().atMost(Duration.ofSeconds(10)).until(() -> MongoLeaseStore.builder(database()).build()
-        .read("test-group/" + db + ".orders#0of1").map(r -> r.checkpoint() != null).orElse(false));
+        .read("recorder/" + db + ".orders#0of1").map(r -> r.checkpoint() != null).orElse(false));
     first.kill(); // crashes before processing anything
     write(5, 15); // figure 4b: written while no listener runs
 
