@@ -246,14 +246,17 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
    * microseconds (millisecond precision × 1000), so a document is only deleted once that clock
    * is past its epoch: a document created, deleted and re-created within one millisecond would
    * otherwise repeat an epoch. Such a young document waits for the server clock to move on (at
-   * most {@value #MAX_CLOCK_WAIT_MICROS} µs); further ahead, only a clock that stepped back can
-   * explain it, and the document is kept (false).
+   * most {@value #MAX_CLOCK_WAIT_MICROS} µs of server clock, and one second of asking); further
+   * ahead, only a clock that stepped back can explain it, and the document is kept (false).
    */
   private boolean deleteWhen(
       String action, String name, long epoch, java.util.function.Function<Instant, Bson> filter) {
     Instant now = now(action, name);
+    // The process clock only bounds how long we keep asking; it judges nothing.
+    long giveUpAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
     while (Math.multiplyExact(now.toEpochMilli(), 1000L) <= epoch) {
-      if (epoch - Math.multiplyExact(now.toEpochMilli(), 1000L) > MAX_CLOCK_WAIT_MICROS) {
+      if (epoch - Math.multiplyExact(now.toEpochMilli(), 1000L) > MAX_CLOCK_WAIT_MICROS
+          || System.nanoTime() - giveUpAt > 0) {
         return false;
       }
       now = now(action, name);

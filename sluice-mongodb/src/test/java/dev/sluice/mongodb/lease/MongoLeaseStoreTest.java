@@ -19,11 +19,14 @@ import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Date;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.bson.Document;
 import org.bson.conversions.Bson;
 import org.junit.jupiter.api.AfterAll;
@@ -81,6 +84,50 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
     long deleted = database.getCollection(MongoLeaseStore.DEFAULT_COLLECTION)
         .deleteOne(Filters.eq("_id", name)).getDeletedCount();
     assertThat(deleted).as("documents deleted for %s", name).isEqualTo(1);
+  }
+
+  /**
+   * A re-created document's epoch comes from the server clock at millisecond precision. A server
+   * whose clock advances one millisecond only every 50 readings makes "created, deleted and
+   * re-created within one millisecond" the normal case: the store's deletions must wait for the
+   * clock instead of letting the next creation repeat an epoch.
+   */
+  @Test
+  void aDocumentDeletedAndRecreatedWithinOneServerMillisecondNeverRepeatsAnEpoch() {
+    AtomicLong readings = new AtomicLong();
+    Instant start = Instant.now();
+    Clock slow = new Clock() {
+      @Override
+      public Instant instant() {
+        return start.plusMillis(readings.incrementAndGet() / 50);
+      }
+
+      @Override
+      public ZoneId getZone() {
+        return ZoneOffset.UTC;
+      }
+
+      @Override
+      public Clock withZone(ZoneId zone) {
+        return this;
+      }
+    };
+    try (EmbeddedMongo slowServer = EmbeddedMongo.start(slow);
+        MongoClient c = slowServer.client()) {
+      LeaseStore store = MongoLeaseStore.builder(c.getDatabase("slow")).build();
+      for (int i = 0; i < 10; i++) {
+        String name = "quick#" + i;
+        Lease first = store.tryAcquire(name, "a", Duration.ofSeconds(30)).orElseThrow();
+        store.release(first);
+        assertThat(store.deleteIfIdle(name, first.epoch())).isTrue();
+        Lease second = store.tryAcquire(name, "a", Duration.ofSeconds(30)).orElseThrow();
+        assertThat(second.epoch()).as("round %d, after deleteIfIdle", i)
+            .isGreaterThan(first.epoch());
+        assertThat(store.delete(second)).isTrue();
+        Lease third = store.tryAcquire(name, "b", Duration.ofSeconds(30)).orElseThrow();
+        assertThat(third.epoch()).as("round %d, after delete", i).isGreaterThan(second.epoch());
+      }
+    }
   }
 
   @Test

@@ -486,6 +486,24 @@ public abstract class LeaseStoreContract {
   }
 
   @Test
+  void aRecordDeletedAndRecreatedAtOnceNeverRepeatsAnEpoch() {
+    // Within one tick of a store clock that seeds epochs, as fast as the store can go.
+    LeaseStore store = store();
+    for (int i = 0; i < 30; i++) {
+      String name = uniqueName("quick-delete");
+      Lease first = store.tryAcquire(name, "a", LONG).orElseThrow();
+      assertThat(store.delete(first)).isTrue();
+      Lease second = store.tryAcquire(name, "a", LONG).orElseThrow();
+      assertThat(second.epoch()).as("round %d, after delete", i).isGreaterThan(first.epoch());
+      assertThat(store.release(second)).isTrue();
+      assertThat(store.deleteIfIdle(name, second.epoch())).isTrue();
+      Lease third = store.tryAcquire(name, "b", LONG).orElseThrow();
+      assertThat(third.epoch()).as("round %d, after deleteIfIdle", i)
+          .isGreaterThan(second.epoch());
+    }
+  }
+
+  @Test
   void aHeldRecordDeletedBehindTheStoresBackIsLostToItsHolder() {
     LeaseStore store = store();
     String name = uniqueName("raw-delete-held");
