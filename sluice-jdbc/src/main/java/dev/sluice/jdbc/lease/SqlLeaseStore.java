@@ -19,14 +19,15 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
  * {@link LeaseStore} on PostgreSQL or MariaDB/MySQL: one row per lease, taken with the
  * compare-and-swap of {@code seeds/002} under REPEATABLE READ (read the row, update it only if its
- * {@code version} is still the one read, commit; zero rows, a serialization failure, a failed
- * commit or a lost insert race all mean "not acquired"). Expiry is judged with the database's
+ * {@code version} is still the one read, commit; zero rows, a serialization failure (also at
+ * commit) or a lost insert race all mean "not acquired"). Expiry is judged with the database's
  * clock ({@code now()} / {@code UTC_TIMESTAMP(6)}), never the JVM's. Epochs are seeded from that
  * clock in microseconds ({@code max(epoch + 1, clock)} per acquisition), so they stay strictly
  * increasing also after a row was deleted and re-created. Failures other than contention are
@@ -245,7 +246,7 @@ public final class SqlLeaseStore implements LeaseStore {
   @Override
   public boolean delete(Lease lease) {
     ConfigurationException.requireNonNull(lease, "lease");
-    return deleteWhere("delete", lease.name(), "owner = ? AND epoch = ?", (ps, i) -> {
+    return deleteWhere("delete", lease.name(), d -> "owner = ? AND epoch = ?", (ps, i) -> {
       ps.setString(i, lease.owner());
       ps.setLong(i + 1, lease.epoch());
     });
@@ -259,8 +260,8 @@ public final class SqlLeaseStore implements LeaseStore {
    */
   @Override
   public boolean deleteIfIdle(String name, long epoch) {
-    return deleteWhere("deleteIfIdle", name, "epoch = ? AND (owner IS NULL OR expires_at IS NULL"
-        + " OR expires_at <= " + dialectOrDetect().now + ")", (ps, i) -> ps.setLong(i, epoch));
+    return deleteWhere("deleteIfIdle", name, d -> "epoch = ? AND (owner IS NULL"
+        + " OR expires_at IS NULL OR expires_at <= " + d.now + ")", (ps, i) -> ps.setLong(i, epoch));
   }
 
   @FunctionalInterface
@@ -268,11 +269,12 @@ public final class SqlLeaseStore implements LeaseStore {
     void bind(PreparedStatement ps, int firstIndex) throws SQLException;
   }
 
-  private boolean deleteWhere(String op, String name, String condition, WhereBinder binder) {
+  private boolean deleteWhere(String op, String name, Function<SqlDialect, String> condition,
+      WhereBinder binder) {
     requireName(name);
     return query(op, name, (c, d) -> {
       try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + table + " WHERE name = ?"
-          + " AND epoch < " + d.nowMicros + " AND " + condition)) {
+          + " AND epoch < " + d.nowMicros + " AND " + condition.apply(d))) {
         ps.setString(1, name);
         binder.bind(ps, 2);
         int deleted = ps.executeUpdate();
@@ -282,12 +284,6 @@ public final class SqlLeaseStore implements LeaseStore {
         return deleted == 1;
       }
     });
-  }
-
-  /** The dialect, detecting it (one connection) if nothing has used the store yet. */
-  private SqlDialect dialectOrDetect() {
-    SqlDialect d = dialect;
-    return d != null ? d : query("detect", null, (c, detected) -> detected);
   }
 
   @Override
