@@ -34,6 +34,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 import org.bson.BsonBoolean;
 import org.bson.BsonDateTime;
@@ -89,8 +90,8 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
                 .partialFilterExpression(eq(DISPOSABLE, true)));
       }
     } catch (MongoException e) {
-      throw MongoLeaseFailures.failure("set up the clean-up index of collection " + collection
-          + " for", null, e);
+      throw MongoLeaseFailures.failure(
+          "set up the indexes of collection '" + collection + "'", null, e);
     }
   }
 
@@ -250,7 +251,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
    * ahead, only a clock that stepped back can explain it, and the document is kept (false).
    */
   private boolean deleteWhen(
-      String action, String name, long epoch, java.util.function.Function<Instant, Bson> filter) {
+      String action, String name, long epoch, Function<Instant, Bson> filter) {
     Instant now = now(action, name);
     // The process clock only bounds how long we keep asking; it judges nothing.
     long giveUpAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
