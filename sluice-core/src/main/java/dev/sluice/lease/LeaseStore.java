@@ -16,12 +16,18 @@ import java.util.Optional;
  *   <li>Expiry is judged on the store's clock ({@link #now()}), never the caller's.
  *   <li>At any instant at most one owner holds a name.
  *   <li>Every successful {@link #tryAcquire} returns an epoch strictly greater than any epoch
- *       ever granted for that name, even after release, expiry or a lost insert race.
+ *       ever granted for that name, even after release, expiry, a lost insert race or the
+ *       deletion of the record (by {@link #delete}, {@link #deleteIfIdle}, a TTL clean-up or an
+ *       operator).
  *   <li>{@link #renew}, {@link #commit} and {@link #release} succeed only while owner
  *       <em>and</em> epoch still match: a stale holder can never extend, move the checkpoint or
  *       release a lease someone else now holds.
  *   <li>Contention is not an error: losing a race (including a duplicate-key insert race) yields
  *       {@link Optional#empty()}.
+ *   <li>Any other failure is a {@link LeaseStoreException}: {@link
+ *       LeaseStoreException#retryable() retryable} if the same call may succeed later (server
+ *       unreachable, timeout, failover, serialization conflict), not retryable if only a change
+ *       of configuration can fix it (authorization, missing table, rejected document).
  * </ul>
  *
  * <p>Implementations are thread-safe.
@@ -70,22 +76,25 @@ public interface LeaseStore {
 
   /**
    * Deletes the record of a lease this owner still holds (owner and epoch match), for records
-   * that are never reused, such as one process's group membership. A fenced write.
+   * that are never reused, such as one process's group membership. A fenced write: a stale owner
+   * or epoch deletes nothing. The holder's later renew/commit throw {@link LeaseLostException}.
+   * Epochs granted for the name afterwards are still higher than {@code lease.epoch()}.
    *
-   * @return whether this call deleted it
+   * @return whether this call deleted it (false if the lease is no longer this owner's and
+   *     epoch's, or was already deleted)
+   * @throws LeaseStoreException if the store failed
    */
-  default boolean delete(Lease lease) {
-    throw new UnsupportedOperationException(getClass().getName() + " does not implement delete");
-  }
+  boolean delete(Lease lease);
 
   /**
    * Deletes {@code name}'s record if nobody holds it (released, or expired on the store's clock)
    * and its epoch is still {@code epoch}: clean-up that can never remove a held lease or a record
-   * someone re-acquired since it was read. Epochs stay monotonic after a deletion.
+   * someone re-acquired since it was read (every acquisition changes the epoch). Deleting also
+   * deletes the checkpoint; whether a record may be deleted is the caller's decision. Epochs
+   * stay monotonic after a deletion.
    *
    * @return whether this call deleted it
+   * @throws LeaseStoreException if the store failed
    */
-  default boolean deleteIfIdle(String name, long epoch) {
-    throw new UnsupportedOperationException(getClass().getName() + " does not implement deleteIfIdle");
-  }
+  boolean deleteIfIdle(String name, long epoch);
 }

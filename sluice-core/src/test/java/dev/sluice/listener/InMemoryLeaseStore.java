@@ -21,6 +21,8 @@ final class InMemoryLeaseStore implements LeaseStore {
   private record Row(String owner, long epoch, Instant expiresAt, Position checkpoint) {}
 
   private final Map<String, Row> rows = new TreeMap<>();
+  /** The highest epoch ever granted per name; survives deletion so epochs never repeat. */
+  private final Map<String, Long> highestEpoch = new TreeMap<>();
   private final Clock clock;
   private int commits;
 
@@ -35,7 +37,7 @@ final class InMemoryLeaseStore implements LeaseStore {
     if (row != null && row.owner() != null && row.expiresAt().isAfter(now) && !row.owner().equals(owner)) {
       return Optional.empty();
     }
-    long epoch = row == null ? 1 : row.epoch() + 1;
+    long epoch = highestEpoch.merge(name, 1L, (last, one) -> last + one);
     Row next = new Row(owner, epoch, now.plus(duration), row == null ? null : row.checkpoint());
     rows.put(name, next);
     return Optional.of(new Lease(name, owner, epoch, next.expiresAt(), next.checkpoint()));
@@ -75,10 +77,31 @@ final class InMemoryLeaseStore implements LeaseStore {
     return true;
   }
 
+  @Override
+  public synchronized boolean delete(Lease lease) {
+    Row row = rows.get(lease.name());
+    if (row == null || !lease.owner().equals(row.owner()) || row.epoch() != lease.epoch()) {
+      return false;
+    }
+    rows.remove(lease.name());
+    return true;
+  }
+
+  @Override
+  public synchronized boolean deleteIfIdle(String name, long epoch) {
+    Row row = rows.get(name);
+    if (row == null || row.epoch() != epoch
+        || row.owner() != null && row.expiresAt().isAfter(clock.instant())) {
+      return false;
+    }
+    rows.remove(name);
+    return true;
+  }
+
   /** Simulates another process taking the lease over (as after this process paused). */
   synchronized long steal(String name, String thief) {
     Row row = rows.get(name);
-    long epoch = row.epoch() + 1;
+    long epoch = highestEpoch.merge(name, 1L, (last, one) -> last + one);
     rows.put(name, new Row(thief, epoch, clock.instant().plusSeconds(600), row.checkpoint()));
     return epoch;
   }

@@ -15,7 +15,7 @@ import java.util.Locale;
 
 /** What differs between PostgreSQL and MariaDB/MySQL for the lease table. */
 enum SqlDialect {
-  POSTGRESQL("now()", "postgresql.sql") {
+  POSTGRESQL("now()", "CAST(EXTRACT(EPOCH FROM now()) * 1000000 AS BIGINT)", "postgresql.sql") {
     @Override
     void setTime(PreparedStatement ps, int index, Instant time) throws SQLException {
       ps.setObject(index, time == null ? null : OffsetDateTime.ofInstant(time, ZoneOffset.UTC));
@@ -41,7 +41,8 @@ enum SqlDialect {
   },
 
   /** MariaDB and MySQL (InnoDB): times stored as UTC DATETIME(6). */
-  MARIADB("UTC_TIMESTAMP(6)", "mariadb.sql") {
+  MARIADB("UTC_TIMESTAMP(6)",
+      "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))", "mariadb.sql") {
     @Override
     void setTime(PreparedStatement ps, int index, Instant time) throws SQLException {
       ps.setObject(index, time == null ? null : LocalDateTime.ofInstant(time, ZoneOffset.UTC));
@@ -67,11 +68,15 @@ enum SqlDialect {
     }
   };
 
+  /** The database's clock as a timestamp. */
   final String now;
+  /** The database's clock in microseconds since the epoch, as a BIGINT expression. */
+  final String nowMicros;
   private final String ddlResource;
 
-  SqlDialect(String now, String ddlResource) {
+  SqlDialect(String now, String nowMicros, String ddlResource) {
     this.now = now;
+    this.nowMicros = nowMicros;
     this.ddlResource = ddlResource;
   }
 

@@ -1,12 +1,12 @@
 package dev.sluice.jdbc.lease;
 
 import dev.sluice.ConfigurationException;
-import dev.sluice.SluiceException;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.LeaseStoreException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -19,15 +19,19 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
  * {@link LeaseStore} on PostgreSQL or MariaDB/MySQL: one row per lease, taken with the
  * compare-and-swap of {@code seeds/002} under REPEATABLE READ (read the row, update it only if its
- * {@code version} is still the one read, commit; zero rows, a serialization failure, a failed
- * commit or a lost insert race all mean "not acquired"). Expiry is judged with the database's
- * clock ({@code now()} / {@code UTC_TIMESTAMP(6)}), never the JVM's. See
+ * {@code version} is still the one read, commit; zero rows, a serialization failure (also at
+ * commit) or a lost insert race all mean "not acquired"). Expiry is judged with the database's
+ * clock ({@code now()} / {@code UTC_TIMESTAMP(6)}), never the JVM's. Epochs are seeded from that
+ * clock in microseconds ({@code max(epoch + 1, clock)} per acquisition), so they stay strictly
+ * increasing also after a row was deleted and re-created. Failures other than contention are
+ * {@link LeaseStoreException}s, retryable or not by SQLSTATE. See
  * {@code docs/adr/0021-sql-lease-compare-and-swap.md} and the DDL in {@code postgresql.sql} /
  * {@code mariadb.sql} next to this class (run on first use).
  *
@@ -156,21 +160,26 @@ public final class SqlLeaseStore implements LeaseStore {
       return Optional.of(casTransaction("tryAcquire", name, (c, d) -> {
         Row row = select(c, d, name);
         Instant expiresAt = expiry(row.now(), duration);
+        // Epochs are seeded from the database's clock in microseconds, so that a row deleted
+        // and re-created (deleteIfIdle, an operator's DELETE) continues above every epoch it
+        // granted before; max() keeps them increasing if the clock steps back meanwhile.
+        long seed = micros(row.now());
         if (row.name() == null) {
           try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + table
               + " (name, owner, epoch, expires_at, version, checkpoint, checkpoint_time)"
-              + " VALUES (?, ?, 1, ?, 1, NULL, NULL)")) {
+              + " VALUES (?, ?, ?, ?, 1, NULL, NULL)")) {
             ps.setString(1, name);
             ps.setString(2, owner);
-            d.setTime(ps, 3, expiresAt);
+            ps.setLong(3, seed);
+            d.setTime(ps, 4, expiresAt);
             ps.executeUpdate();
           }
-          return new Lease(name, owner, 1, expiresAt, null);
+          return new Lease(name, owner, seed, expiresAt, null);
         }
         if (row.heldBySomeoneAt() && !owner.equals(row.owner())) {
           return null;
         }
-        long epoch = row.epoch() + 1;
+        long epoch = Math.max(Math.addExact(row.epoch(), 1), seed);
         casUpdate(c, "owner = ?, epoch = ?, expires_at = ?", row, ps -> {
           ps.setString(1, owner);
           ps.setLong(2, epoch);
@@ -228,10 +237,59 @@ public final class SqlLeaseStore implements LeaseStore {
     }
   }
 
+  /**
+   * One conditional {@code DELETE} on owner and epoch. Like {@link #deleteIfIdle}, it also
+   * requires the row's epoch to be below the database clock in microseconds, so that the epoch a
+   * re-created row starts with is above it; only a database clock that stepped back can make
+   * this refuse (false).
+   */
+  @Override
+  public boolean delete(Lease lease) {
+    ConfigurationException.requireNonNull(lease, "lease");
+    return deleteWhere("delete", lease.name(), d -> "owner = ? AND epoch = ?", (ps, i) -> {
+      ps.setString(i, lease.owner());
+      ps.setLong(i + 1, lease.epoch());
+    });
+  }
+
+  /**
+   * One conditional {@code DELETE}: epoch still the one given, nobody holding it on the
+   * database's clock. An acquisition always changes the epoch, so one that committed between the
+   * caller's read and this statement makes it match nothing; one still in flight loses its
+   * compare-and-swap and returns empty.
+   */
+  @Override
+  public boolean deleteIfIdle(String name, long epoch) {
+    return deleteWhere("deleteIfIdle", name, d -> "epoch = ? AND (owner IS NULL"
+        + " OR expires_at IS NULL OR expires_at <= " + d.now + ")", (ps, i) -> ps.setLong(i, epoch));
+  }
+
+  @FunctionalInterface
+  private interface WhereBinder {
+    void bind(PreparedStatement ps, int firstIndex) throws SQLException;
+  }
+
+  private boolean deleteWhere(String op, String name, Function<SqlDialect, String> condition,
+      WhereBinder binder) {
+    requireName(name);
+    return query(op, name, (c, d) -> {
+      try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + table + " WHERE name = ?"
+          + " AND epoch < " + d.nowMicros + " AND " + condition.apply(d))) {
+        ps.setString(1, name);
+        binder.bind(ps, 2);
+        int deleted = ps.executeUpdate();
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+        return deleted == 1;
+      }
+    });
+  }
+
   @Override
   public Optional<LeaseRecord> read(String name) {
     requireName(name);
-    return query("read", (c, d) -> {
+    return query("read", name, (c, d) -> {
       Row row = select(c, d, name);
       return row.name() == null ? Optional.<LeaseRecord>empty() : Optional.of(row.toRecord());
     });
@@ -241,7 +299,7 @@ public final class SqlLeaseStore implements LeaseStore {
   public List<LeaseRecord> list(String prefix) {
     ConfigurationException.requireNonNull(prefix, "prefix");
     String pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%";
-    return query("list", (c, d) -> {
+    return query("list", prefix + "*", (c, d) -> {
       List<LeaseRecord> records = new ArrayList<>();
       try (PreparedStatement ps = c.prepareStatement("SELECT " + COLUMNS + ", " + d.now
           + " FROM " + table + " t WHERE t.name LIKE ? ESCAPE '!'")) {
@@ -260,7 +318,7 @@ public final class SqlLeaseStore implements LeaseStore {
 
   @Override
   public Instant now() {
-    return query("now", (c, d) -> {
+    return query("now", null, (c, d) -> {
       try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT " + d.now)) {
         rs.next();
         return d.getTime(rs, 1);
@@ -274,6 +332,11 @@ public final class SqlLeaseStore implements LeaseStore {
   }
 
   // ---------------------------------------------------------------------------------------------
+
+  private static long micros(Instant dbNow) {
+    return Math.addExact(Math.multiplyExact(dbNow.getEpochSecond(), 1_000_000L),
+        dbNow.getNano() / 1_000);
+  }
 
   private static Instant expiry(Instant dbNow, Duration duration) {
     // Truncated to what both databases store, so the lease we return equals the stored row.
@@ -346,8 +409,8 @@ public final class SqlLeaseStore implements LeaseStore {
         return casTransaction(op, lease.name(), body);
       } catch (CasFailed e) {
         if (attempt >= FENCED_WRITE_ATTEMPTS) {
-          throw new SluiceException("SqlLeaseStore " + op + " of '" + lease.name()
-              + "' lost " + attempt + " compare-and-swap races in a row; giving up");
+          throw new LeaseStoreException("SqlLeaseStore " + op + " of '" + lease.name()
+              + "' lost " + attempt + " compare-and-swap races in a row; giving up", true, null);
         }
       }
     }
@@ -377,8 +440,12 @@ public final class SqlLeaseStore implements LeaseStore {
         try {
           c.commit();
         } catch (SQLException e) {
-          // Seed 002: a commit that fails means someone else changed the row first.
-          throw new CasFailed();
+          // Seed 002: a commit that fails because someone else changed the row first is a lost
+          // race. Any other failure (connection lost, permission) is reported as such.
+          if (d.isConcurrentUpdate(e) || d.isDuplicateKey(e)) {
+            throw new CasFailed();
+          }
+          throw e;
         }
         return result;
       } catch (CasFailed | RuntimeException e) {
@@ -398,19 +465,23 @@ public final class SqlLeaseStore implements LeaseStore {
     }
   }
 
-  private <T> T query(String op, Tx<T> body) {
+  private <T> T query(String op, String name, Tx<T> body) {
     try (Connection c = dataSource.getConnection()) {
       SqlDialect d = ready(c);
       return body.run(c, d);
     } catch (SQLException e) {
-      throw failure(op, null, e);
+      throw failure(op, name, e);
     }
   }
 
-  private SluiceException failure(String op, String name, SQLException e) {
-    return new SluiceException("SqlLeaseStore " + op + (name == null ? "" : " of '" + name + "'")
-        + " on table " + table + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState()
-        + ", error " + e.getErrorCode() + ")", e);
+  /** Retryable or not by SQLSTATE ({@link SqlFailures}), naming the operation and the cause. */
+  private LeaseStoreException failure(String op, String name, SQLException e) {
+    boolean retryable = SqlFailures.retryable(e);
+    return new LeaseStoreException("SqlLeaseStore " + op
+        + (name == null ? "" : " of '" + name + "'") + " on table " + table + " failed ("
+        + (retryable ? "may succeed if retried" : "will not succeed until the database or its"
+        + " configuration is fixed") + "): " + e.getMessage() + " (SQLState " + e.getSQLState()
+        + ", error " + e.getErrorCode() + ")", retryable, e);
   }
 
   private static void rollbackQuietly(Connection c) {

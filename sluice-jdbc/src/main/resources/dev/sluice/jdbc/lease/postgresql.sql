@@ -4,7 +4,7 @@
 CREATE TABLE IF NOT EXISTS sluice_lease (
   name            VARCHAR(255) NOT NULL PRIMARY KEY, -- lock:<name> or <stream>#<partition>
   owner           VARCHAR(255),                      -- NULL once released
-  epoch           BIGINT       NOT NULL,             -- fencing token, +1 per acquisition
+  epoch           BIGINT       NOT NULL,             -- fencing token: max(+1, clock in micros)
   expires_at      TIMESTAMP WITH TIME ZONE,          -- NULL once released
   version         BIGINT       NOT NULL,             -- compare-and-swap counter, +1 per write
   checkpoint      TEXT,                              -- listener checkpoint (Position.token)

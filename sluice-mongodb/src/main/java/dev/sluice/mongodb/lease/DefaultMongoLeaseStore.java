@@ -6,9 +6,7 @@ import static com.mongodb.client.model.Filters.lte;
 import static com.mongodb.client.model.Filters.or;
 import static com.mongodb.client.model.Filters.regex;
 
-import com.mongodb.MongoCommandException;
 import com.mongodb.MongoException;
-import com.mongodb.MongoWriteException;
 import com.mongodb.WriteConcern;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
@@ -25,6 +23,7 @@ import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.mongodb.internal.MongoErrors;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Duration;
@@ -35,7 +34,9 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.regex.Pattern;
+import org.bson.BsonBoolean;
 import org.bson.BsonDateTime;
 import org.bson.BsonDocument;
 import org.bson.BsonInt64;
@@ -51,19 +52,61 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   static final String EXPIRES_AT = "expiresAt";
   static final String CHECKPOINT = "checkpoint";
   static final String TOUCHED_AT = "touchedAt";
+  /**
+   * True while the record never held a checkpoint: only such records (locks, memberships,
+   * partitions never committed) may be removed by the optional TTL clean-up. A commit sets it
+   * false for good, in the same single-document write as the checkpoint.
+   */
+  static final String DISPOSABLE = "disposable";
+  /**
+   * When the record stops being held: its expiry while someone holds it (refreshed by every
+   * acquisition and renewal), the release time once released. The TTL index counts from here,
+   * so it can only delete a record nobody has held for the whole idle period.
+   */
+  static final String IDLE_SINCE = "idleSince";
+  /** Name of the clean-up TTL index. */
+  static final String TTL_INDEX = "sluice_idle_disposable_ttl";
+  /** How far ahead of the server clock an epoch may be before a deletion waits for the clock. */
+  private static final long MAX_CLOCK_WAIT_MICROS = 50_000;
 
   private final MongoDatabase database;
   private final MongoCollection<BsonDocument> leases;
 
   DefaultMongoLeaseStore(
-      MongoDatabase database, String collection, WriteConcern writeConcern, Duration ttl) {
+      MongoDatabase database, String collection, WriteConcern writeConcern, Duration idle) {
     this.database = database;
     this.leases =
         database.getCollection(collection, BsonDocument.class).withWriteConcern(writeConcern);
-    if (ttl != null) {
-      leases.createIndex(
-          Indexes.ascending(TOUCHED_AT),
-          new IndexOptions().expireAfter(ttl.toSeconds(), TimeUnit.SECONDS));
+    try {
+      dropUnsafeLegacyTtlIndex();
+      if (idle != null) {
+        // Only disposable records (never a checkpoint) and only counted from when they were
+        // last held: a held lease or any record with a checkpoint can never be removed.
+        leases.createIndex(
+            Indexes.ascending(IDLE_SINCE),
+            new IndexOptions()
+                .name(TTL_INDEX)
+                .expireAfter(idle.toSeconds(), TimeUnit.SECONDS)
+                .partialFilterExpression(eq(DISPOSABLE, true)));
+      }
+    } catch (MongoException e) {
+      throw MongoLeaseFailures.failure(
+          "set up the indexes of collection '" + collection + "'", null, e);
+    }
+  }
+
+  /**
+   * Earlier versions' clean-up was a TTL index on {@code touchedAt}, which could delete a lease
+   * held longer than the idle period without a renewal and any record's checkpoint. It is ours
+   * and unsafe: drop it.
+   */
+  private void dropUnsafeLegacyTtlIndex() {
+    for (BsonDocument index : leases.listIndexes(BsonDocument.class)) {
+      BsonValue key = index.get("key");
+      if (index.containsKey("expireAfterSeconds") && key != null && key.isDocument()
+          && key.asDocument().containsKey(TOUCHED_AT)) {
+        leases.dropIndex(index.getString("name").getValue());
+      }
     }
   }
 
@@ -77,7 +120,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     requireName(name);
     requireOwner(owner);
     requireDuration(duration);
-    Instant now = now();
+    Instant now = now("acquire", name);
     Instant expiresAt = now.plus(duration);
     // Free (released: owner null), expired on the server's clock, or held by this very owner
     // (a restarted holder re-acquires at once; the new epoch fences its previous incarnation).
@@ -95,6 +138,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
             Updates.set(OWNER, owner),
             Updates.set(EXPIRES_AT, new Date(expiresAt.toEpochMilli())),
             Updates.set(TOUCHED_AT, new Date(now.toEpochMilli())),
+            Updates.set(IDLE_SINCE, new Date(expiresAt.toEpochMilli())),
             Updates.inc(EPOCH, 1L));
     try {
       BsonDocument taken =
@@ -112,14 +156,16 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
               .append(OWNER, new BsonString(owner))
               .append(EPOCH, new BsonInt64(Math.multiplyExact(now.toEpochMilli(), 1000L)))
               .append(EXPIRES_AT, new BsonDateTime(expiresAt.toEpochMilli()))
-              .append(TOUCHED_AT, new BsonDateTime(now.toEpochMilli()));
+              .append(TOUCHED_AT, new BsonDateTime(now.toEpochMilli()))
+              .append(DISPOSABLE, BsonBoolean.TRUE)
+              .append(IDLE_SINCE, new BsonDateTime(expiresAt.toEpochMilli()));
       leases.insertOne(created);
       return Optional.of(toLease(created));
     } catch (MongoException e) {
       if (MongoErrors.isDuplicateKey(e)) {
         return Optional.empty();
       }
-      throw storeFailure("acquire", name, e);
+      throw MongoLeaseFailures.failure("acquire", name, e);
     }
   }
 
@@ -127,7 +173,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   public Lease renew(Lease lease, Duration duration) {
     Objects.requireNonNull(lease, "lease");
     requireDuration(duration);
-    Instant now = now();
+    Instant now = now("renew", lease.name());
     Instant expiresAt = now.plus(duration);
     UpdateResult result =
         update(
@@ -135,7 +181,8 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
             "renew",
             Updates.combine(
                 Updates.set(EXPIRES_AT, new Date(expiresAt.toEpochMilli())),
-                Updates.set(TOUCHED_AT, new Date(now.toEpochMilli()))));
+                Updates.set(TOUCHED_AT, new Date(now.toEpochMilli())),
+                Updates.set(IDLE_SINCE, new Date(expiresAt.toEpochMilli()))));
     if (result.getMatchedCount() == 0) {
       throw lost(lease, "renewal matched no document with this owner and epoch");
     }
@@ -146,7 +193,9 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   public Lease commit(Lease lease, Position checkpoint) {
     Objects.requireNonNull(lease, "lease");
     Objects.requireNonNull(checkpoint, "checkpoint");
-    UpdateResult result = update(lease, "commit", Updates.set(CHECKPOINT, toBson(checkpoint)));
+    // A record with a checkpoint is never disposable again: losing it would lose the position.
+    UpdateResult result = update(lease, "commit", Updates.combine(
+        Updates.set(CHECKPOINT, toBson(checkpoint)), Updates.set(DISPOSABLE, false)));
     if (result.getMatchedCount() == 0) {
       throw lost(lease, "checkpoint commit of " + checkpoint + " matched no document with this "
           + "owner and epoch; the checkpoint was not moved");
@@ -162,26 +211,80 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
         update(
             lease,
             "release",
-            Updates.combine(Updates.set(OWNER, BsonNull.VALUE), Updates.unset(EXPIRES_AT)));
+            Updates.combine(
+                Updates.set(OWNER, BsonNull.VALUE),
+                Updates.unset(EXPIRES_AT),
+                Updates.currentDate(IDLE_SINCE)));
     return result.getMatchedCount() > 0;
+  }
+
+  @Override
+  public boolean delete(Lease lease) {
+    Objects.requireNonNull(lease, "lease");
+    return deleteWhen(
+        "delete",
+        lease.name(),
+        lease.epoch(),
+        now -> and(eq("_id", lease.name()), eq(OWNER, lease.owner()), eq(EPOCH, lease.epoch())));
+  }
+
+  @Override
+  public boolean deleteIfIdle(String name, long epoch) {
+    requireName(name);
+    return deleteWhen(
+        "deleteIfIdle",
+        name,
+        epoch,
+        now ->
+            and(
+                eq("_id", name),
+                eq(EPOCH, epoch),
+                or(eq(OWNER, null), lte(EXPIRES_AT, new Date(now.toEpochMilli())))));
+  }
+
+  /**
+   * One conditional {@code deleteOne}. A re-created document starts at the server clock in
+   * microseconds (millisecond precision × 1000), so a document is only deleted once that clock
+   * is past its epoch: a document created, deleted and re-created within one millisecond would
+   * otherwise repeat an epoch. Such a young document waits for the server clock to move on (at
+   * most {@value #MAX_CLOCK_WAIT_MICROS} µs of server clock, and one second of asking); further
+   * ahead, only a clock that stepped back can explain it, and the document is kept (false).
+   */
+  private boolean deleteWhen(
+      String action, String name, long epoch, Function<Instant, Bson> filter) {
+    Instant now = now(action, name);
+    // The process clock only bounds how long we keep asking; it judges nothing.
+    long giveUpAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+    while (Math.multiplyExact(now.toEpochMilli(), 1000L) <= epoch) {
+      if (epoch - Math.multiplyExact(now.toEpochMilli(), 1000L) > MAX_CLOCK_WAIT_MICROS
+          || System.nanoTime() - giveUpAt > 0) {
+        return false;
+      }
+      now = now(action, name);
+    }
+    try {
+      return leases.deleteOne(filter.apply(now)).getDeletedCount() == 1;
+    } catch (MongoException e) {
+      throw MongoLeaseFailures.failure(action, name, e);
+    }
   }
 
   @Override
   public Optional<LeaseRecord> read(String name) {
     requireName(name);
-    Instant now = now();
+    Instant now = now("read", name);
     try {
       BsonDocument doc = leases.find(eq("_id", name)).first();
       return Optional.ofNullable(doc).map(d -> toRecord(d, now));
     } catch (MongoException e) {
-      throw storeFailure("read", name, e);
+      throw MongoLeaseFailures.failure("read", name, e);
     }
   }
 
   @Override
   public List<LeaseRecord> list(String prefix) {
     Objects.requireNonNull(prefix, "prefix");
-    Instant now = now();
+    Instant now = now("list", prefix + "*");
     List<LeaseRecord> records = new ArrayList<>();
     try {
       Bson filter = prefix.isEmpty() ? new BsonDocument() : regex("_id", "^" + Pattern.quote(prefix));
@@ -189,14 +292,27 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
         records.add(toRecord(d, now));
       }
     } catch (MongoException e) {
-      throw storeFailure("list", prefix + "*", e);
+      throw MongoLeaseFailures.failure("list", prefix + "*", e);
     }
     return records;
   }
 
   @Override
   public Instant now() {
-    return MongoServerTime.now(database);
+    return now("read the server clock", null);
+  }
+
+  /** The server's clock; a failure names what it was read for. */
+  private Instant now(String action, String name) {
+    try {
+      return MongoServerTime.now(database);
+    } catch (SluiceException e) {
+      if (e.getCause() instanceof MongoException cause) {
+        throw MongoLeaseFailures.failure(action, name, cause);
+      }
+      // The server answered without a clock: not something a retry changes.
+      throw new LeaseStoreException(e.getMessage(), false, e);
+    }
   }
 
   private UpdateResult update(Lease lease, String action, Bson update) {
@@ -204,15 +320,10 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     try {
       return leases.updateOne(held, update);
     } catch (MongoException e) {
-      throw storeFailure(action, lease.name(), e);
+      throw MongoLeaseFailures.failure(action, lease.name(), e);
     }
   }
 
-
-  private static SluiceException storeFailure(String action, String name, MongoException e) {
-    return new SluiceException(
-        "MongoDB lease store could not " + action + " lease '" + name + "': " + e.getMessage(), e);
-  }
 
   private static LeaseLostException lost(Lease lease, String detail) {
     return new LeaseLostException(lease.name(), lease.epoch(), detail + " (owner " + lease.owner()

@@ -11,7 +11,8 @@ import java.time.Duration;
  * change a single-document conditional write (see {@code docs/adr/0010-mongodb-lease-document.md}).
  *
  * <p>Document shape: {@code {_id: name, owner, epoch, expiresAt, checkpoint: {token, time},
- * touchedAt}}. Expiry is judged on the server's clock ({@code docs/adr/0011-mongodb-lease-clock.md});
+ * touchedAt, disposable, idleSince}} ({@code disposable} and {@code idleSince} drive the optional
+ * clean-up, see {@link Builder#expireUnusedAfter}). Expiry is judged on the server's clock ({@code docs/adr/0011-mongodb-lease-clock.md});
  * the store has no process-clock input at all, so a skewed process clock cannot affect it.
  *
  * <pre>{@code
@@ -19,6 +20,9 @@ import java.time.Duration;
  * }</pre>
  */
 public interface MongoLeaseStore extends LeaseStore {
+
+  /** The shortest idle period {@link Builder#expireUnusedAfter} accepts. */
+  Duration MIN_IDLE = Duration.ofHours(1);
 
   /** The default collection name. */
   String DEFAULT_COLLECTION = "sluice_leases";
@@ -66,23 +70,53 @@ public interface MongoLeaseStore extends LeaseStore {
     }
 
     /**
-     * Optional clean-up: a TTL index deletes lease documents untouched for {@code idle} (a safety
-     * net for lock names used once). Deleting a document also deletes its checkpoint, so never
-     * use it for listener leases whose checkpoint must survive idle periods. Epochs stay strictly
-     * increasing after a deletion (see ADR 0010). Default: no clean-up.
+     * Optional clean-up of records nobody needs any more: a TTL index
+     * ({@code sluice_idle_disposable_ttl} on {@code idleSince}, partial on {@code disposable:
+     * true}) lets the server delete a lease document once it has been idle for {@code idle}.
+     * Default: no clean-up.
+     *
+     * <p><b>What is cleaned</b>: documents that never held a checkpoint (lock records,
+     * listener membership records, partitions of a group that never committed) and that nobody
+     * has held for {@code idle}: released {@code idle} ago, or expired {@code idle} ago (a
+     * crashed holder). {@code idleSince} is the lease's expiry while it is held, moved forward
+     * by every acquisition and renewal, and the release time once released.
+     *
+     * <p><b>What is never cleaned</b>: a held lease, however long it is held and however rarely
+     * it is renewed (its {@code idleSince} is in the future until it expires); any document with
+     * a checkpoint, even if nobody held it for months (a consumer group whose members are all
+     * down must find its position again: a commit clears {@code disposable} for good); and
+     * documents written before this index existed (they carry no {@code disposable} flag).
+     * Delete those explicitly with {@link #deleteIfIdle} when a group or stream is
+     * decommissioned.
+     *
+     * <p>Epochs stay strictly increasing after a deletion (ADR 0010). Building a store also drops
+     * the clean-up index of earlier versions (TTL on {@code touchedAt}), which did not have these
+     * guarantees. The embedded test server ignores TTL indexes; a real server's TTL monitor runs
+     * every 60 s.
+     *
+     * @param idle at least one hour: the deletion counts from the expiry on the primary's clock,
+     *     and an hour is far above the clock difference between replica-set members after a
+     *     failover and the TTL monitor's one-minute period, so a holder that renews late or a
+     *     new primary with a slightly different clock never loses a record it still uses
      */
     public Builder expireUnusedAfter(Duration idle) {
       ConfigurationException.requireNonNull(idle, "expireUnusedAfter");
       ConfigurationException.require(
-          idle.compareTo(Duration.ofMinutes(1)) >= 0,
+          idle.compareTo(MIN_IDLE) >= 0,
           "expireUnusedAfter",
           idle,
-          "must be at least one minute (far longer than any lease)");
+          "must be at least " + MIN_IDLE.toHours() + " hour (clock differences between replica-set"
+              + " members and the TTL monitor's period must never make a live record look idle)");
       this.expireUnusedAfter = idle;
       return this;
     }
 
-    /** Builds the store and creates the TTL index if clean-up was asked for. */
+    /**
+     * Builds the store, creates the TTL index if clean-up was asked for and drops an earlier
+     * version's unsafe one.
+     *
+     * @throws dev.sluice.lease.LeaseStoreException if the indexes cannot be listed or changed
+     */
     public MongoLeaseStore build() {
       return new DefaultMongoLeaseStore(database, collection, writeConcern, expireUnusedAfter);
     }

@@ -7,6 +7,8 @@ import static org.awaitility.Awaitility.await;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.IndexOptions;
+import com.mongodb.client.model.Indexes;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
@@ -17,8 +19,16 @@ import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Date;
 import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.bson.Document;
+import org.bson.conversions.Bson;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -68,21 +78,56 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
     return MongoLeaseStore.builder(database).build();
   }
 
+  @Override
+  protected void deleteRecordDirectly(String name) {
+    // What the optional TTL clean-up or an operator does.
+    long deleted = database.getCollection(MongoLeaseStore.DEFAULT_COLLECTION)
+        .deleteOne(Filters.eq("_id", name)).getDeletedCount();
+    assertThat(deleted).as("documents deleted for %s", name).isEqualTo(1);
+  }
+
+  /**
+   * A re-created document's epoch comes from the server clock at millisecond precision. A server
+   * whose clock advances one millisecond only every 50 readings makes "created, deleted and
+   * re-created within one millisecond" the normal case: the store's deletions must wait for the
+   * clock instead of letting the next creation repeat an epoch.
+   */
   @Test
-  void epochsKeepIncreasingAfterTheDocumentIsDeleted() {
-    MongoLeaseStore store = MongoLeaseStore.builder(database).build();
-    String name = uniqueName("deleted");
-    long last = 0;
-    for (int i = 0; i < 5; i++) {
-      Lease l = store.tryAcquire(name, "a", Duration.ofSeconds(30)).orElseThrow();
-      assertThat(l.epoch()).isGreaterThan(last);
-      last = l.epoch();
-      store.release(l);
+  void aDocumentDeletedAndRecreatedWithinOneServerMillisecondNeverRepeatsAnEpoch() {
+    AtomicLong readings = new AtomicLong();
+    Instant start = Instant.now();
+    Clock slow = new Clock() {
+      @Override
+      public Instant instant() {
+        return start.plusMillis(readings.incrementAndGet() / 50);
+      }
+
+      @Override
+      public ZoneId getZone() {
+        return ZoneOffset.UTC;
+      }
+
+      @Override
+      public Clock withZone(ZoneId zone) {
+        return this;
+      }
+    };
+    try (EmbeddedMongo slowServer = EmbeddedMongo.start(slow);
+        MongoClient c = slowServer.client()) {
+      LeaseStore store = MongoLeaseStore.builder(c.getDatabase("slow")).build();
+      for (int i = 0; i < 10; i++) {
+        String name = "quick#" + i;
+        Lease first = store.tryAcquire(name, "a", Duration.ofSeconds(30)).orElseThrow();
+        store.release(first);
+        assertThat(store.deleteIfIdle(name, first.epoch())).isTrue();
+        Lease second = store.tryAcquire(name, "a", Duration.ofSeconds(30)).orElseThrow();
+        assertThat(second.epoch()).as("round %d, after deleteIfIdle", i)
+            .isGreaterThan(first.epoch());
+        assertThat(store.delete(second)).isTrue();
+        Lease third = store.tryAcquire(name, "b", Duration.ofSeconds(30)).orElseThrow();
+        assertThat(third.epoch()).as("round %d, after delete", i).isGreaterThan(second.epoch());
+      }
     }
-    // What the optional TTL clean-up does on a real server (the embedded one never expires).
-    database.getCollection(store.collectionName()).deleteOne(Filters.eq("_id", name));
-    Lease recreated = store.tryAcquire(name, "a", Duration.ofSeconds(30)).orElseThrow();
-    assertThat(recreated.epoch()).isGreaterThan(last);
   }
 
   @Test
@@ -129,6 +174,11 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
             () -> MongoLeaseStore.builder(database).expireUnusedAfter(Duration.ofSeconds(1)))
         .isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("expireUnusedAfter");
+    assertThatThrownBy(
+            () -> MongoLeaseStore.builder(database).expireUnusedAfter(Duration.ofMinutes(59)))
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("expireUnusedAfter")
+        .hasMessageContaining("1 hour");
     MongoLeaseStore store = MongoLeaseStore.builder(database).build();
     assertThatThrownBy(() -> store.tryAcquire("n", "o", Duration.ZERO))
         .isInstanceOf(ConfigurationException.class)
@@ -150,13 +200,128 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
     assertThat(d.getLong("epoch")).isEqualTo(l.epoch());
     assertThat(d.get("checkpoint", Document.class).getString("token")).isEqualTo("tok");
     assertThat(d.getDate("touchedAt")).isNotNull();
-    assertThat(database.getCollection("shape").listIndexes())
-        .as("the optional clean-up is a TTL index on touchedAt")
-        .anySatisfy(
-            index -> {
-              assertThat(index.get("key", Document.class)).containsKey("touchedAt");
-              assertThat(index.get("expireAfterSeconds", Number.class).longValue())
-                  .isEqualTo(Duration.ofDays(7).toSeconds());
-            });
+    assertThat(d.getBoolean("disposable")).as("a record with a checkpoint").isFalse();
+    assertThat(d.getDate("idleSince")).isEqualTo(Date.from(l.expiresAt()));
+  }
+
+  // ---------------------------------------------------------------- the optional TTL clean-up
+
+  @Test
+  void theCleanUpIndexOnlyCoversDisposableRecordsCountedFromWhenTheyWereLastHeld() {
+    String collection = "ttl_" + UUID.randomUUID().toString().substring(0, 8);
+    MongoLeaseStore.builder(database)
+        .collection(collection)
+        .expireUnusedAfter(Duration.ofDays(7))
+        .build();
+
+    assertThat(database.getCollection(collection).listIndexes())
+        .filteredOn(index -> index.containsKey("expireAfterSeconds"))
+        .singleElement()
+        .satisfies(index -> {
+          assertThat(index.getString("name")).isEqualTo("sluice_idle_disposable_ttl");
+          assertThat(index.get("key", Document.class)).isEqualTo(new Document("idleSince", 1));
+          assertThat(index.get("expireAfterSeconds", Number.class).longValue())
+              .isEqualTo(Duration.ofDays(7).toSeconds());
+          assertThat(index.get("partialFilterExpression", Document.class))
+              .isEqualTo(new Document("disposable", true));
+        });
+    database.getCollection(collection).drop();
+  }
+
+  /**
+   * The embedded server never runs a TTL monitor, so this test asks the collection exactly what
+   * a real server's monitor would delete at a later time (the index's own key, expiry and
+   * partial filter, read back with listIndexes), then deletes it as the monitor would.
+   */
+  @Test
+  void theCleanUpNeverRemovesAHeldLeaseOrACheckpointAndEpochsSurviveIt() {
+    Duration idle = MongoLeaseStore.MIN_IDLE;
+    String collection = "ttl_" + UUID.randomUUID().toString().substring(0, 8);
+    MongoLeaseStore store =
+        MongoLeaseStore.builder(database).collection(collection).expireUnusedAfter(idle).build();
+    Position position = new Position("tok", Instant.parse("2024-05-01T10:00:00Z"));
+
+    // Held far longer than the idle period and never renewed meanwhile.
+    Lease heldLong = store.tryAcquire(uniqueName("held-long"), "a", idle.multipliedBy(3))
+        .orElseThrow();
+    // The checkpoint of a group whose members are all down: released, then nobody for months.
+    Lease down = store.commit(store.tryAcquire(uniqueName("group-down"), "a", Duration.ofSeconds(30))
+        .orElseThrow(), position);
+    store.release(down);
+    // The checkpoint of a crashed holder: expired, never released.
+    Lease crashed = store.commit(store.tryAcquire(uniqueName("crashed"), "a", Duration.ofSeconds(1))
+        .orElseThrow(), position);
+    // Disposable: a released lock and a crashed member's membership record.
+    Lease lock = store.tryAcquire(uniqueName("lock"), "a", Duration.ofSeconds(30)).orElseThrow();
+    store.release(lock);
+    Lease member = store.tryAcquire(uniqueName("member"), "a", Duration.ofSeconds(1))
+        .orElseThrow();
+    Instant now = store.now();
+
+    assertThat(ttlWouldDelete(collection, now.plus(idle).minusSeconds(60)))
+        .as("nothing is idle for the whole period yet")
+        .isEmpty();
+    assertThat(ttlWouldDelete(collection, now.plus(idle).plusSeconds(120)))
+        .as("an hour later: only the disposable records")
+        .containsExactlyInAnyOrder(lock.name(), member.name());
+    assertThat(ttlWouldDelete(collection, now.plus(idle.multipliedBy(3)).plusSeconds(60)))
+        .as("the long lease is still held then")
+        .containsExactlyInAnyOrder(lock.name(), member.name());
+    assertThat(ttlWouldDelete(collection, now.plus(Duration.ofDays(3650))))
+        .as("ten years later: never a checkpoint")
+        .containsExactlyInAnyOrder(lock.name(), member.name(), heldLong.name());
+
+    // A renewal moves the held lease's idleSince along with its expiry.
+    Lease renewed = store.renew(heldLong, idle.multipliedBy(10));
+    assertThat(ttlWouldDelete(collection, now.plus(idle.multipliedBy(5))))
+        .doesNotContain(renewed.name());
+
+    // The monitor deletes them (an hour later at the earliest: let the clock tick at least);
+    // the names continue with higher epochs.
+    await().atMost(Duration.ofSeconds(10)).until(() -> store.now().isAfter(now));
+    for (String name : List.of(lock.name(), member.name())) {
+      database.getCollection(collection).deleteOne(Filters.eq("_id", name));
+    }
+    assertThat(store.tryAcquire(lock.name(), "b", Duration.ofSeconds(30)).orElseThrow().epoch())
+        .isGreaterThan(lock.epoch());
+    assertThat(store.tryAcquire(member.name(), "b", Duration.ofSeconds(30)).orElseThrow().epoch())
+        .isGreaterThan(member.epoch());
+    assertThat(store.read(down.name()).orElseThrow().checkpoint()).isEqualTo(position);
+    assertThat(store.read(crashed.name()).orElseThrow().checkpoint()).isEqualTo(position);
+    database.getCollection(collection).drop();
+  }
+
+  @Test
+  void anEarlierVersionsTtlIndexOnTouchedAtIsDropped() {
+    String collection = "ttl_" + UUID.randomUUID().toString().substring(0, 8);
+    database.getCollection(collection).createIndex(
+        Indexes.ascending("touchedAt"), new IndexOptions().expireAfter(60L, TimeUnit.SECONDS));
+
+    MongoLeaseStore.builder(database).collection(collection).build();
+
+    assertThat(database.getCollection(collection).listIndexes())
+        .noneMatch(index -> index.get("key", Document.class).containsKey("touchedAt"));
+    database.getCollection(collection).drop();
+  }
+
+  /** The _ids a TTL monitor would delete at {@code at}, judged by the index as it is defined. */
+  private static List<String> ttlWouldDelete(String collection, Instant at) {
+    Document ttl = database.getCollection(collection).listIndexes().into(new ArrayList<>())
+        .stream()
+        .filter(index -> index.containsKey("expireAfterSeconds"))
+        .reduce((a, b) -> {
+          throw new AssertionError("more than one TTL index: " + a + ", " + b);
+        })
+        .orElseThrow();
+    String field = ttl.get("key", Document.class).keySet().iterator().next();
+    long seconds = ttl.get("expireAfterSeconds", Number.class).longValue();
+    Document partial = ttl.get("partialFilterExpression", Document.class);
+    Bson expired = Filters.lte(field, Date.from(at.minusSeconds(seconds)));
+    Bson filter = partial == null ? expired : Filters.and(partial, expired);
+    List<String> ids = new ArrayList<>();
+    for (Document d : database.getCollection(collection).find(filter)) {
+      ids.add(d.getString("_id"));
+    }
+    return ids;
   }
 }

@@ -24,7 +24,9 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * A lease fuzz tester for any {@link LeaseStore}, run in several JVMs at once: each JVM runs
  * threads that contend for one lease name for a while and append every interval during which
- * the store guaranteed them the lease to a ledger file. {@link #verify} then checks the merged
+ * the store guaranteed them the lease to a ledger file. Holders release, delete or abandon the
+ * lease; threads that lose and holders that lost it delete the record if idle, so epochs are also
+ * checked across deletions, and deleteIfIdle against held leases. {@link #verify} then checks the merged
  * ledgers: epochs unique and strictly increasing in time, and no two intervals overlap.
  *
  * <p>Usage (one process per JVM, typically through {@code ChildJvm}):
@@ -143,6 +145,11 @@ public final class LeaseFuzz {
     while (System.nanoTime() < deadline) {
       Optional<Lease> acquired = store.tryAcquire(name, owner, lease);
       if (acquired.isEmpty()) {
+        if (random.nextInt(4) == 0) {
+          // A janitor: deletes the record it just read if idle. Must never hit a held lease
+          // (the next grant would overlap) nor one re-acquired since the read.
+          store.read(name).ifPresent(r -> store.deleteIfIdle(name, r.epoch()));
+        }
         Thread.sleep(random.nextLong(1, Math.max(2, leaseMillis / 10)));
         continue;
       }
@@ -170,11 +177,24 @@ public final class LeaseFuzz {
         stillHeld = false;
       }
       Instant heldTo = promisedUntil;
-      if (stillHeld && random.nextBoolean()) {
-        // Give it up early: held until a store time read before the release.
+      int ending = random.nextInt(6);
+      if (stillHeld && ending < 3) {
+        // Give it up early: held until a store time read before the release or deletion.
         Instant now = store.now();
         heldTo = now.isBefore(promisedUntil) ? now : promisedUntil;
-        store.release(current);
+        if (ending == 2) {
+          // Deleting the record (as a membership record is at shutdown): epochs granted after
+          // the deletion must still be above this one.
+          store.delete(current);
+        } else {
+          store.release(current);
+          if (ending == 1) {
+            store.deleteIfIdle(name, current.epoch());
+          }
+        }
+      } else if (!stillHeld && ending == 0) {
+        // Clean-up of the record this thread lost, if nobody took it since.
+        store.deleteIfIdle(name, current.epoch());
       }
       if (!heldTo.isBefore(heldFrom)) {
         synchronized (out) {

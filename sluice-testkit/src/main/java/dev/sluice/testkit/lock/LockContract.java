@@ -11,6 +11,7 @@ import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.lock.Lock;
 import dev.sluice.lock.LockProvider;
 import dev.sluice.lock.LockTimeoutException;
@@ -472,7 +473,8 @@ public abstract class LockContract {
     public Lease renew(Lease lease, Duration duration) {
       if (cut) {
         refusedRenewals.incrementAndGet();
-        throw new SluiceException("store unreachable (renewals cut off by the test)");
+        throw new LeaseStoreException("store unreachable (renewals cut off by the test)", true,
+            null);
       }
       Lease renewed = delegate.renew(lease, duration);
       renewals.incrementAndGet();
@@ -487,6 +489,16 @@ public abstract class LockContract {
     @Override
     public boolean release(Lease lease) {
       return delegate.release(lease);
+    }
+
+    @Override
+    public boolean delete(Lease lease) {
+      return delegate.delete(lease);
+    }
+
+    @Override
+    public boolean deleteIfIdle(String name, long epoch) {
+      return delegate.deleteIfIdle(name, epoch);
     }
 
     @Override

@@ -1,0 +1,105 @@
+package dev.sluice.mongodb.lease;
+
+import com.mongodb.MongoClientException;
+import com.mongodb.MongoConnectionPoolClearedException;
+import com.mongodb.MongoException;
+import com.mongodb.MongoExecutionTimeoutException;
+import com.mongodb.MongoInterruptedException;
+import com.mongodb.MongoNodeIsRecoveringException;
+import com.mongodb.MongoNotPrimaryException;
+import com.mongodb.MongoSecurityException;
+import com.mongodb.MongoServerException;
+import com.mongodb.MongoServerUnavailableException;
+import com.mongodb.MongoSocketException;
+import com.mongodb.MongoTimeoutException;
+import com.mongodb.MongoWriteConcernException;
+import dev.sluice.lease.LeaseStoreException;
+import java.util.Set;
+
+/**
+ * Whether a failed lease-store request may succeed if simply tried again. Duplicate keys never
+ * get here: they are contention ({@code Optional.empty()}).
+ */
+final class MongoLeaseFailures {
+  private MongoLeaseFailures() {}
+
+  /** Server errors only a change of configuration or schema can fix. */
+  private static final Set<Integer> DETERMINISTIC = Set.of(
+      2, // BadValue
+      9, // FailedToParse
+      13, // Unauthorized
+      14, // TypeMismatch
+      18, // AuthenticationFailed
+      20, // IllegalOperation
+      26, // NamespaceNotFound
+      67, // CannotCreateIndex
+      85, // IndexOptionsConflict
+      86, // IndexKeySpecsConflict
+      100, // UnsatisfiableWriteConcern
+      121, // DocumentValidationFailure
+      166, // CommandNotSupportedOnView
+      8000, // AtlasError (authorization on Atlas)
+      10334); // BSONObjectTooLarge
+
+  /** Server errors of failovers, shutdowns and timeouts. */
+  private static final Set<Integer> TRANSIENT = Set.of(
+      6, // HostUnreachable
+      7, // HostNotFound
+      50, // MaxTimeMSExpired
+      64, // WriteConcernFailed (wtimeout)
+      89, // NetworkTimeout
+      91, // ShutdownInProgress
+      112, // WriteConflict
+      134, // ReadConcernMajorityNotAvailableYet
+      189, // PrimarySteppedDown
+      262, // ExceededTimeLimit
+      9001, // SocketException
+      10107, // NotWritablePrimary
+      11600, // InterruptedAtShutdown
+      11602, // InterruptedDueToReplStateChange
+      13435, // NotPrimaryNoSecondaryOk
+      13436); // NotPrimaryOrSecondary
+
+  static boolean retryable(MongoException e) {
+    if (e.hasErrorLabel("RetryableWriteError")
+        || e.hasErrorLabel(MongoException.TRANSIENT_TRANSACTION_ERROR_LABEL)
+        || e.hasErrorLabel(MongoException.RETRYABLE_ERROR_LABEL)
+        || e.hasErrorLabel(MongoException.SYSTEM_OVERLOADED_ERROR_LABEL)) {
+      return true;
+    }
+    if (e instanceof MongoSecurityException) {
+      return false;
+    }
+    if (e instanceof MongoSocketException || e instanceof MongoTimeoutException
+        || e instanceof MongoInterruptedException || e instanceof MongoExecutionTimeoutException
+        || e instanceof MongoNotPrimaryException || e instanceof MongoNodeIsRecoveringException
+        || e instanceof MongoConnectionPoolClearedException
+        || e instanceof MongoServerUnavailableException) {
+      return true;
+    }
+    int code = e instanceof MongoWriteConcernException w
+        ? w.getWriteConcernError().getCode() : e.getCode();
+    if (DETERMINISTIC.contains(code)) {
+      return false;
+    }
+    if (TRANSIENT.contains(code)) {
+      return true;
+    }
+    if (e instanceof MongoServerException) {
+      // An unknown server error: retrying is the cautious answer for a lease, whose holder
+      // loses nothing by waiting and is stopped by expiry anyway.
+      return true;
+    }
+    // The client itself refused (a closed client, an unsupported option): retrying cannot help.
+    return !(e instanceof MongoClientException);
+  }
+
+  static LeaseStoreException failure(String action, String name, MongoException e) {
+    boolean retryable = retryable(e);
+    return new LeaseStoreException("MongoDB lease store could not " + action
+        + (name == null ? "" : " lease '" + name + "'") + " ("
+        + (retryable ? "may succeed if retried" : "will not succeed until the database or its"
+        + " configuration is fixed") + ", error " + e.getCode() + "): " + e.getMessage(),
+        retryable, e);
+  }
+}
