@@ -556,6 +556,59 @@ class ListenerEngineTest {
   }
 
   @Test
+  void twoConsumerGroupsOfOneStreamEachGetEveryChange() {
+    // An indexer and a cache invalidator, built as the README shows, on one collection.
+    Recorder indexer = new Recorder();
+    Recorder invalidator = new Recorder();
+    start(builder(indexer).group("indexer"));
+    start(builder(invalidator).group("cache-invalidator"));
+    write(0, 300);
+    await().atMost(Duration.ofSeconds(15))
+        .until(() -> indexer.seen.size() >= 300 && invalidator.seen.size() >= 300);
+    assertThat(indexer.values()).isEqualTo(expected(0, 300));
+    assertThat(invalidator.values()).isEqualTo(expected(0, 300));
+    assertThat(store.read("indexer/orders#0of1")).isPresent();
+    assertThat(store.read("cache-invalidator/orders#0of1")).isPresent();
+  }
+
+  @Test
+  void aGroupIsRequiredAndValidated() {
+    assertThatThrownBy(() -> Listener.builder(feed, store).handler((e, f) -> {}).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("group must be set");
+    assertThatThrownBy(() -> Listener.builder(feed, store).group("a/b").handler((e, f) -> {}).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("group");
+    assertThatThrownBy(() -> Listener.builder(new InMemoryFeed("shop.orders#2"), store).group("g")
+        .handler((e, f) -> {}).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("stream")
+        .hasMessageContaining("'#'");
+    assertThatThrownBy(() -> builder((e, f) -> {}).leaseDuration(Duration.ofMillis(30))
+        .renewInterval(Duration.ofMillis(10)).pollWait(Duration.ofMillis(5)).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("leaseDuration")
+        .hasMessageContaining("at least PT1S");
+    assertThatThrownBy(() -> builder((e, f) -> {}).leaseDuration(Duration.ofSeconds(3))
+        .renewInterval(Duration.ofMillis(1500)).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("at most a third");
+  }
+
+  @Test
+  void twoListenersWithTheSameOwnerLabelNeverShareOrTradeALease() {
+    Recorder a = new Recorder();
+    Recorder b = new Recorder();
+    Listener<String> first = start(builder(a).owner("svc"));
+    await().atMost(Duration.ofSeconds(10)).until(() -> active(first) == 1);
+    Listener<String> second = start(builder(b).owner("svc"));
+    assertThat(first.owner()).startsWith("svc/").isNotEqualTo(second.owner());
+    long epoch = store.read("test-group/orders#0of1").orElseThrow().epoch();
+    write(0, 50);
+    await().atMost(Duration.ofSeconds(10)).until(() -> a.seen.size() == 50);
+    // Several renew and acquire intervals later, still one holder and the same epoch.
+    await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(3))
+        .until(() -> store.read("test-group/orders#0of1").orElseThrow().epoch() == epoch);
+    assertThat(b.seen).isEmpty();
+    assertThat(active(second)).isZero();
+  }
+
+  @Test
   void partitionsAreSharedFairlyAndTakenBackWhenAnInstanceLeaves() {
     Recorder rec = new Recorder();
     Listener<String> a = start(builder(rec).owner("a").partitions(4));

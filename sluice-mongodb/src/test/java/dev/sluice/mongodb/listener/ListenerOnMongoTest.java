@@ -159,6 +159,27 @@ class ListenerOnMongoTest {
   }
 
   @Test
+  void twoJvmsGivenTheSameOwnerLabelNeverHoldThePartitionTogetherNorTradeIt() {
+    ChildJvm one = node("svc", 2000, 1, "oldest");
+    one.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(30));
+    ChildJvm two = node("svc", 2000, 1, "oldest");
+    two.awaitLineStartingWith("READY", Duration.ofSeconds(30));
+    LeaseStore leases = MongoLeaseStore.builder(database()).build();
+    String lease = "recorder/" + db + ".orders#0of1";
+    LeaseRecord held = leases.read(lease).orElseThrow();
+    write(0, 100);
+    await().atMost(Duration.ofSeconds(30)).until(() -> delivered().size() == 100);
+    // Several renew and acquire intervals (lease 2 s): the label is not the identity, so the
+    // second JVM neither joins the holder nor takes the lease over.
+    await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5))
+        .until(() -> leases.read(lease).orElseThrow().epoch() == held.epoch());
+    assertThat(held.owner()).startsWith("svc/");
+    assertThat(database().getCollection("deliveries").distinct("epoch", Long.class).into(new HashSet<>()))
+        .containsExactly(held.epoch());
+    assertThat(two.output()).noneMatch(l -> l.startsWith("ACQUIRED"));
+  }
+
+  @Test
   void figure4aWritesMadeBeforeTheFirstListenerStartedAreDelivered() {
     write(0, 25); // before any listener ever ran
     List<Integer> seen = new CopyOnWriteArrayList<>();
