@@ -11,6 +11,7 @@ import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStoreException;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -239,5 +240,26 @@ class SupervisionTest {
     assertThat(two.status()).allSatisfy(s ->
         assertThat(s.error()).contains("partition records for 1 partitions"));
     assertThat(second).isEmpty();
+  }
+
+  @Test
+  void aPartitionThatKeepsLosingItsLeaseShowsFlappingWithItsLastErrorWhileActive() {
+    write(2);
+    Listener<String> l = start(builder((e, f) -> {}));
+    await().atMost(Duration.ofSeconds(10)).until(() -> "2".equals(checkpoint()));
+    assertThat(status(l).flapping()).isFalse();
+    for (int loss = 1; loss <= 3; loss++) {
+      int expected = loss;
+      long thiefEpoch = memory.steal(LEASE, "thief");
+      await().atMost(Duration.ofSeconds(5)).until(() -> status(l).recentLosses() == expected);
+      memory.release(new Lease(LEASE, "thief", thiefEpoch, Instant.MAX, null));
+      await().atMost(Duration.ofSeconds(10)).until(() -> status(l).state() == PartitionState.ACTIVE
+          && status(l).epoch() > thiefEpoch);
+    }
+    PartitionStatus s = status(l);
+    assertThat(s.state()).isEqualTo(PartitionState.ACTIVE);
+    assertThat(s.flapping()).as("three losses in the window").isTrue();
+    assertThat(s.error()).as("the last loss is shown").isNotNull();
+    assertThat(s.errorAt()).isNotNull();
   }
 }
