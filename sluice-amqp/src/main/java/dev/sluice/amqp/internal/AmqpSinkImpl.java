@@ -13,20 +13,42 @@ import dev.sluice.sink.OutboundMessage;
 import dev.sluice.sink.SinkException;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** See {@link AmqpSink}; decisions in {@code docs/adr/0041-sink-acknowledgement.md}. */
+/**
+ * See {@link AmqpSink}; decisions in {@code docs/adr/0041-sink-acknowledgement.md} and, for how a
+ * returned message is matched to its confirm, {@code docs/adr/0046-amqp-return-correlation.md}.
+ */
 public final class AmqpSinkImpl<D> implements AmqpSink<D> {
   private static final Logger LOG = LoggerFactory.getLogger(AmqpSink.class);
+
+  /**
+   * Points in the confirm and return handling where a test can hold a thread to force an
+   * interleaving (the default does nothing). Not an extension point.
+   */
+  interface Probe {
+    /** On the client's reader thread, before a returned message is recorded. */
+    default void returnArriving(String messageId) {}
+
+    /** On the flushing thread, once every confirm arrived and before returns are read. */
+    default void confirmsSettled(boolean allAcked) {}
+  }
+
+  private static final Probe NO_PROBE = new Probe() {};
+
+  private final Probe probe;
 
   private final ConnectionFactory factory;
   private final String exchange;
@@ -46,6 +68,18 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
       Function<? super OutboundMessage<D>, String> routingKey,
       Duration flushTimeout,
       int maxMessageBytes) {
+    this(factory, exchange, encoder, routingKey, flushTimeout, maxMessageBytes, NO_PROBE);
+  }
+
+  AmqpSinkImpl(
+      ConnectionFactory factory,
+      String exchange,
+      MessageEncoder<D> encoder,
+      Function<? super OutboundMessage<D>, String> routingKey,
+      Duration flushTimeout,
+      int maxMessageBytes,
+      Probe probe) {
+    this.probe = probe;
     // Our own copy: the sink reconnects itself after a failed flush, so the client's automatic
     // recovery (which would replay publishes on a new channel behind our back) is off.
     this.factory = factory.clone();
@@ -94,7 +128,9 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
               .headers(headers)
               .build();
       try {
-        lane.channel().basicPublish(exchange, key, true, props, m.body());
+        Channel channel = lane.channel();
+        lane.unconfirmed.put(channel.getNextPublishSeqNo(), m.id());
+        channel.basicPublish(exchange, key, true, props, m.body());
         lane.published++;
       } catch (IOException | RuntimeException | TimeoutException e) {
         // An outage is not the change's fault: fail the flush so delivery pauses, do not park.
@@ -114,10 +150,19 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
     SinkException failure = lane.failure;
     int published = lane.published;
     if (failure == null && lane.channel != null && published > 0) {
+      Channel channel = lane.channel;
       try {
-        if (!lane.channel.waitForConfirms(Math.max(1, flushTimeout.toMillis()))) {
-          failure = new SinkException("AMQP broker negatively acknowledged (nack) at least one of "
-              + published + " messages to exchange '" + exchange + "'");
+        boolean allAcked = channel.waitForConfirms(Math.max(1, flushTimeout.toMillis()));
+        probe.confirmsSettled(allAcked);
+        if (!allAcked) {
+          // Qpid sends basic.nack BEFORE basic.return for an unroutable mandatory message, and
+          // waitForConfirms wakes up on the nack: the return may still be on the wire. Any
+          // synchronous method on this channel is answered after the broker wrote the return,
+          // and the client runs return listeners on its reader thread in frame order, so once
+          // this round trip completes every return for the nacked messages is recorded.
+          // (RabbitMQ sends the return before the ack or nack: nothing to wait for there.)
+          channel.basicQos(0);
+          failure = nacked(lane, published);
         }
       } catch (TimeoutException e) {
         failure = new SinkException(
@@ -125,16 +170,19 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         failure = new SinkException("Interrupted while waiting for AMQP confirms", e);
-      } catch (RuntimeException e) {
+      } catch (IOException | RuntimeException e) {
         failure = new SinkException("AMQP channel failed while waiting for confirms: " + e, e);
       }
-      // A returned message explains a nack better than the nack itself (Qpid nacks unroutable
-      // mandatory messages, RabbitMQ acks them after the return): report the return.
-      Returned r = lane.returned.poll();
+      // A returned message explains a failure better than the nack itself (Qpid nacks
+      // unroutable mandatory messages, RabbitMQ acks them after the return): report the return,
+      // preferring one whose publish was nacked.
+      Returned r = lane.firstReturn();
       if (r != null) {
+        int more = lane.returned.size() - 1;
         failure = new SinkException(
             "AMQP broker returned message " + r.messageId + " as unroutable: exchange '" + exchange
                 + "', routing key '" + r.routingKey + "': " + r.replyCode + " " + r.replyText
+                + (more > 0 ? " (and " + more + " more returned messages)" : "")
                 + " (bind a queue to it)");
       }
     }
@@ -144,6 +192,16 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
       lane.reset();
       throw failure;
     }
+  }
+
+  private SinkException nacked(Lane lane, int published) {
+    List<String> ids = new ArrayList<>(lane.nacked.values());
+    String which = ids.isEmpty() ? "at least one of " + published + " messages"
+        : (ids.size() == 1 ? "message " : ids.size() + " of " + published + " messages: ")
+            + String.join(", ", ids.subList(0, Math.min(ids.size(), 10)))
+            + (ids.size() > 10 ? ", ..." : "");
+    return new SinkException(
+        "AMQP broker negatively acknowledged (nack) " + which + " to exchange '" + exchange + "'");
   }
 
   private Connection connection() throws IOException, TimeoutException {
@@ -175,11 +233,16 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
 
   private record Returned(String messageId, String routingKey, int replyCode, String replyText) {}
 
-  /** One partition's channel; used by that partition's thread only. */
+  /** One partition's channel; used by that partition's thread only (listeners aside). */
   private final class Lane {
     Channel channel;
     SinkException failure;
     int published;
+    /** Publish sequence number to message id, until confirmed; the reader thread removes. */
+    final NavigableMap<Long, String> unconfirmed = new ConcurrentSkipListMap<>();
+    /** Nacked publishes (sequence number to message id) since the last flush. */
+    final NavigableMap<Long, String> nacked = new ConcurrentSkipListMap<>();
+    /** Returned messages, recorded on the reader thread in the order the broker sent them. */
     final Queue<Returned> returned = new ConcurrentLinkedQueue<>();
 
     Channel channel() throws IOException, TimeoutException {
@@ -187,18 +250,43 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
         reset();
         Channel c = connection().createChannel();
         c.confirmSelect();
-        c.addReturnListener(
-            ret -> returned.add(new Returned(
-                ret.getProperties().getMessageId(), ret.getRoutingKey(), ret.getReplyCode(), ret.getReplyText())));
+        c.addReturnListener(ret -> {
+          String id = ret.getProperties().getMessageId();
+          probe.returnArriving(id);
+          returned.add(new Returned(id, ret.getRoutingKey(), ret.getReplyCode(), ret.getReplyText()));
+        });
+        c.addConfirmListener(
+            (tag, multiple) -> settle(tag, multiple, null),
+            (tag, multiple) -> settle(tag, multiple, nacked));
         channel = c;
       }
       return channel;
+    }
+
+    private void settle(long tag, boolean multiple, Map<Long, String> into) {
+      Map<Long, String> settled = multiple ? unconfirmed.headMap(tag, true) : unconfirmed.subMap(tag, true, tag, true);
+      if (into != null) {
+        into.putAll(settled);
+      }
+      settled.clear();
+    }
+
+    /** The first return of a nacked publish, else the first return, else null. */
+    Returned firstReturn() {
+      for (Returned r : returned) {
+        if (nacked.containsValue(r.messageId)) {
+          return r;
+        }
+      }
+      return returned.peek();
     }
 
     void reset() {
       failure = null;
       published = 0;
       returned.clear();
+      unconfirmed.clear();
+      nacked.clear();
       Channel c = channel;
       channel = null;
       if (c != null) {

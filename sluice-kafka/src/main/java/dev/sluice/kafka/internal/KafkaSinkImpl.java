@@ -75,7 +75,11 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     Map<String, Object> c = new HashMap<>(userConfig);
     c.put(ProducerConfig.ACKS_CONFIG, "all");
     c.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-    c.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5);
+    // One request in flight: a batch refused while a broker takes over a partition's leadership
+    // is retried before any later batch of that partition goes out. With more, a later batch
+    // can be appended first and the refused one then loops on OUT_OF_ORDER_SEQUENCE_NUMBER
+    // forever (KAFKA-14359), breaking per-key order. ADR 0046.
+    c.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);
     c.put(ProducerConfig.RETRIES_CONFIG, Integer.MAX_VALUE);
     c.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     c.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);

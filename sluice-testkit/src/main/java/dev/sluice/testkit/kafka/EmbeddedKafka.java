@@ -5,20 +5,30 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import kafka.server.BrokerServer;
 import kafka.testkit.KafkaClusterTestKit;
 import kafka.testkit.TestKitNodes;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.server.common.MetadataVersion;
 
@@ -90,37 +100,58 @@ public final class EmbeddedKafka implements AutoCloseable {
 
   /**
    * Creates a topic with topic-level configs (such as {@code max.message.bytes}) and returns once
-   * the broker reports a leader for every partition. Producing to a topic whose leader is not
-   * elected yet gets NOT_LEADER_OR_FOLLOWER; an idempotent producer retrying that first batch
-   * while later ones are in flight can then loop on OUT_OF_ORDER_SEQUENCE_NUMBER (seen here as a
-   * flush timing out), so tests must not start before the leader exists.
+   * the leader of every partition serves it, not merely once the metadata names a leader.
+   *
+   * <p>The broker publishes a new topic in its metadata cache before its replica manager has
+   * created the partitions' logs; a produce in that window gets NOT_LEADER_OR_FOLLOWER. A new
+   * idempotent producer whose first batch for a partition is refused that way while its next
+   * batch (sent on the same connection, in flight) arrives just after the log exists gets the
+   * next batch appended (the broker accepts any first sequence from an unknown producer) and then
+   * retries the first one forever with OUT_OF_ORDER_SEQUENCE_NUMBER (KAFKA-14359, KAFKA-15591):
+   * a flush times out. ListOffsets is answered by the same leader-only path as Produce, so once
+   * it succeeds on every partition a produce cannot meet that window any more.
    */
   public void createTopic(String name, int partitions, Map<String, String> configs) {
     try (Admin admin = admin()) {
       admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
-      // A bounded poll, not Awaitility: this class also runs in the demo, outside any test.
-      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
-      while (!leadersElected(admin, name)) {
-        if (System.nanoTime() > deadline) {
-          throw new SluiceException("Topic " + name + " has partitions without a leader after 30 s");
-        }
-        Thread.sleep(20);
-      }
-    } catch (Exception e) {
-      throw new SluiceException("Cannot create topic " + name + ": " + e, e);
+      awaitServed(admin, List.of(name));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new SluiceException("Interrupted while creating topic " + name, e);
+    } catch (ExecutionException e) {
+      throw new SluiceException("Cannot create topic " + name + ": " + e.getCause(), e.getCause());
     }
   }
 
-  private static boolean leadersElected(Admin admin, String topic) {
-    try {
-      return admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().stream()
-          .allMatch(p -> p.leader() != null && !p.leader().isEmpty());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new SluiceException("Interrupted while waiting for the leaders of " + topic, e);
-    } catch (java.util.concurrent.ExecutionException e) {
-      return false; // metadata not there yet
+  /**
+   * Waits until every partition of {@code topics} has a leader that answers ListOffsets (a
+   * leader-only request, as Produce is). A bounded poll, not Awaitility: this class also runs in
+   * the demo, outside any test.
+   */
+  private static void awaitServed(Admin admin, Collection<String> topics) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    String last = "no answer yet";
+    while (System.nanoTime() < deadline) {
+      try {
+        Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+        boolean leaders = true;
+        for (TopicDescription t : admin.describeTopics(topics).allTopicNames().get(5, TimeUnit.SECONDS).values()) {
+          for (TopicPartitionInfo p : t.partitions()) {
+            leaders &= p.leader() != null && !p.leader().isEmpty();
+            request.put(new TopicPartition(t.name(), p.partition()), OffsetSpec.latest());
+          }
+        }
+        if (leaders) {
+          admin.listOffsets(request).all().get(5, TimeUnit.SECONDS);
+          return;
+        }
+        last = "a partition has no leader in the metadata";
+      } catch (ExecutionException | TimeoutException e) {
+        last = String.valueOf(e.getCause() == null ? e : e.getCause());
+      }
+      Thread.sleep(20);
     }
+    throw new SluiceException("Partitions of " + topics + " not served by a leader after 30 s: " + last);
   }
 
   public Admin admin() {
@@ -174,6 +205,15 @@ public final class EmbeddedKafka implements AutoCloseable {
     try {
       cluster.brokers().get(brokerId).startup();
       cluster.waitForReadyBrokers();
+      // Registered and unfenced is not serving: the partitions' leadership comes back after
+      // that; a fresh producer (the sinks replace theirs after a failed flush) must not race it
+      // (see createTopic).
+      try (Admin admin = admin()) {
+        Set<String> topics = admin.listTopics(new ListTopicsOptions().listInternal(true)).names().get();
+        if (!topics.isEmpty()) {
+          awaitServed(admin, topics);
+        }
+      }
     } catch (Exception e) {
       throw new SluiceException("Cannot restart the embedded Kafka broker: " + e, e);
     }
