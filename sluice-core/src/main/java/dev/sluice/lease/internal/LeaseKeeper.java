@@ -80,7 +80,7 @@ public final class LeaseKeeper {
     Lease current = lease;
     long start = ticker.nanos();
     if (start - deadlineNanos >= 0) {
-      markLost("not renewed before its local deadline (store unreachable or process paused for"
+      markLost("not renewed before it ran out (store unreachable or process paused for"
           + " longer than the lease of " + duration + ")");
       return;
     }
@@ -109,10 +109,11 @@ public final class LeaseKeeper {
 
   private void retryLater(Lease current, RuntimeException e) {
     if (ticker.nanos() - deadlineNanos >= 0) {
-      markLost("renewals failed until the local deadline passed: " + e,
-          e instanceof SluiceException se ? se
-              : new LeaseLostException(current.name(), current.epoch(),
-                  "renewals failed until the local deadline passed: " + e));
+      String reason = "not renewed before it ran out: renewals failed until the local deadline"
+          + " passed: " + e;
+      LeaseLostException lost = new LeaseLostException(current.name(), current.epoch(), reason);
+      lost.initCause(e);
+      markLost(reason, lost);
     } else {
       LOG.warn("Renewal of lease '{}' failed, will retry until its local deadline: {}",
           current.name(), e.toString());
@@ -172,7 +173,8 @@ public final class LeaseKeeper {
     }
     if (ticker.nanos() - deadlineNanos >= 0) {
       if (!retired) {
-        markLost("local deadline passed without a successful renewal");
+        markLost("not renewed before it ran out (local deadline passed without a successful"
+            + " renewal)");
       }
       return false;
     }
