@@ -77,8 +77,9 @@ public interface LockProvider extends AutoCloseable {
     }
 
     /**
-     * How often a held lock is extended. Must be positive and less than half the lease duration,
-     * so one failed extension still leaves time for another. Default: a third of the lease.
+     * How often a held lock is extended. Must be positive and at most a third of the lease
+     * duration, so two extensions can fail in a row (a store fail-over, a GC pause) and a third
+     * still comes in time. Default: a third of the lease.
      */
     public Builder extendEvery(Duration extendEvery) {
       ConfigurationException.requireNonNull(extendEvery, "extendEvery");
@@ -158,8 +159,9 @@ public interface LockProvider extends AutoCloseable {
     /** Validates the combination and builds the provider. */
     public LockProvider build() {
       Duration every = extendEvery != null ? extendEvery : leaseDuration.dividedBy(3);
-      ConfigurationException.require(every.multipliedBy(2).compareTo(leaseDuration) < 0,
-          "extendEvery", every, "must be less than half of leaseDuration (" + leaseDuration + ")");
+      ConfigurationException.require(every.multipliedBy(3).compareTo(leaseDuration) <= 0,
+          "extendEvery", every, "must be at most a third of leaseDuration " + leaseDuration
+              + " so that two extensions can fail in a row without losing the lock");
       return new LeaseLockProvider(store, leaseDuration, every, initialBackoff, maxBackoff, ticker,
           onLost, namePrefix, ownerLabel);
     }

@@ -450,7 +450,7 @@ public abstract class LockContract {
     assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofSeconds(10))
         .extendEvery(Duration.ofSeconds(5)).build())
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("extendEvery")
-        .hasMessageContaining("half of leaseDuration");
+        .hasMessageContaining("a third of leaseDuration");
     assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofMillis(10)))
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("leaseDuration");
     assertThatThrownBy(() -> LockProvider.on(store).extendEvery(Duration.ZERO))
@@ -476,6 +476,23 @@ public abstract class LockContract {
     // The default extension interval (a third of the lease) is valid for any lease duration.
     LockProvider defaults = LockProvider.on(store).leaseDuration(Duration.ofMillis(100)).build();
     providers.add(defaults);
+  }
+
+  @Test
+  void anExtensionIntervalAboveAThirdOfTheLeaseIsRejectedSayingWhy() {
+    LeaseStore store = createLeaseStore();
+    // 4 s of a 10 s lease: below half, accepted before, but two failed extensions lose the lock
+    assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofSeconds(10))
+        .extendEvery(Duration.ofSeconds(4)).build())
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("extendEvery")
+        .hasMessageContaining("PT4S")
+        .hasMessageContaining("must be at most a third of leaseDuration PT10S")
+        .hasMessageContaining("two extensions can fail in a row");
+    LockProvider third = LockProvider.on(store).leaseDuration(Duration.ofSeconds(9))
+        .extendEvery(Duration.ofSeconds(3)).build();
+    providers.add(third);
+    assertThat(third.tryAcquire(uniqueName("third"))).isPresent();
   }
 
   // ------------------------------------------------------------------ helpers
