@@ -30,6 +30,8 @@ public final class LeaseLockProvider implements LockProvider {
   private static final AtomicInteger PROVIDERS = new AtomicInteger();
   /** Lease names are stored in VARCHAR(255) columns by the SQL store. */
   static final int MAX_LEASE_NAME = 255;
+  /** Owners are stored in VARCHAR(255) columns by the SQL store. */
+  static final int MAX_OWNER = 255;
 
   final LeaseStore store;
   final Duration leaseDuration;
@@ -60,6 +62,12 @@ public final class LeaseLockProvider implements LockProvider {
     // The label is for people; the identity the store compares is unique to this provider, so
     // two providers given the same label never both hold a lock (docs/locks.md).
     this.ownerBase = OwnerId.unique(ownerLabel);
+    // '#' and up to 19 digits of the acquisition number follow; a very long host name could
+    // otherwise push the identity past the SQL store's owner column.
+    ConfigurationException.require(ownerBase.length() + 20 <= MAX_OWNER, "ownerLabel",
+        ownerLabel == null ? "(none)" : "'" + ownerLabel + "'",
+        "with this host's pid@host the owner identity '" + ownerBase + "' leaves no room for the"
+            + " acquisition number within " + MAX_OWNER + " characters; use a shorter label");
     int n = PROVIDERS.incrementAndGet();
     AtomicInteger threads = new AtomicInteger();
     // One small daemon pool per provider extends all its locks; daemon so a forgotten provider
