@@ -2,6 +2,7 @@ package dev.sluice.lock;
 
 import dev.sluice.ConfigurationException;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.OwnerId;
 import dev.sluice.lock.internal.LeaseLockProvider;
 import dev.sluice.Ticker;
 import java.time.Duration;
@@ -57,7 +58,7 @@ public interface LockProvider extends AutoCloseable {
     private Ticker ticker = Ticker.system();
     private LockLostListener onLost;
     private String namePrefix = "lock:";
-    private String ownerId;
+    private String ownerLabel;
 
     private Builder(LeaseStore store) {
       this.store = store;
@@ -76,8 +77,9 @@ public interface LockProvider extends AutoCloseable {
     }
 
     /**
-     * How often a held lock is extended. Must be positive and less than half the lease duration,
-     * so one failed extension still leaves time for another. Default: a third of the lease.
+     * How often a held lock is extended. Must be positive and at most a third of the lease
+     * duration, so two extensions can fail in a row (a store fail-over, a GC pause) and a third
+     * still comes in time. Default: a third of the lease.
      */
     public Builder extendEvery(Duration extendEvery) {
       ConfigurationException.requireNonNull(extendEvery, "extendEvery");
@@ -133,24 +135,35 @@ public interface LockProvider extends AutoCloseable {
     }
 
     /**
-     * Identifies this process in the store (shown as the holder in timeouts and status tools).
-     * Each acquisition appends its own sequence number. Default: host name, pid and a random id.
+     * A label for people, shown with the holder in timeouts and status tools (at most 100
+     * characters, no {@code /}). It is not the identity: the store compares {@code
+     * label/pid@host/random#n}, unique to this provider and acquisition, so two providers given
+     * the same label (two instances of one service) still exclude each other. Default: no label.
      */
+    public Builder ownerLabel(String ownerLabel) {
+      this.ownerLabel = OwnerId.validLabel(ownerLabel, "ownerLabel");
+      return this;
+    }
+
+    /**
+     * Former name of {@link #ownerLabel}: the value was never the identity the store compares.
+     *
+     * @deprecated use {@link #ownerLabel}
+     */
+    @Deprecated
     public Builder ownerId(String ownerId) {
-      ConfigurationException.requireNonNull(ownerId, "ownerId");
-      ConfigurationException.require(!ownerId.isBlank() && ownerId.length() <= 200, "ownerId",
-          "'" + ownerId + "'", "must be 1..200 characters, not blank");
-      this.ownerId = ownerId;
+      this.ownerLabel = OwnerId.validLabel(ownerId, "ownerId");
       return this;
     }
 
     /** Validates the combination and builds the provider. */
     public LockProvider build() {
       Duration every = extendEvery != null ? extendEvery : leaseDuration.dividedBy(3);
-      ConfigurationException.require(every.multipliedBy(2).compareTo(leaseDuration) < 0,
-          "extendEvery", every, "must be less than half of leaseDuration (" + leaseDuration + ")");
+      ConfigurationException.require(every.multipliedBy(3).compareTo(leaseDuration) <= 0,
+          "extendEvery", every, "must be at most a third of leaseDuration " + leaseDuration
+              + " so that two extensions can fail in a row without losing the lock");
       return new LeaseLockProvider(store, leaseDuration, every, initialBackoff, maxBackoff, ticker,
-          onLost, namePrefix, ownerId);
+          onLost, namePrefix, ownerLabel);
     }
   }
 }

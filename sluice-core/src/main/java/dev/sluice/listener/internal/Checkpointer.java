@@ -1,5 +1,6 @@
 package dev.sluice.listener.internal;
 
+import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
@@ -52,7 +53,7 @@ final class Checkpointer<D> {
         if (Thread.interrupted()) {
           log.warn("The handler's flush left the interrupt flag set; cleared");
         }
-        if (e instanceof StaleFenceException && !tenure.keeper().valid()) {
+        if (e instanceof StaleFenceException && !tenure.keeper().isValid()) {
           return Step.LOST;
         }
         log.warn("Handler flush failed for {}; re-delivering from checkpoint {}: {}",
@@ -69,14 +70,14 @@ final class Checkpointer<D> {
     Duration backoff = Duration.ofMillis(50);
     int triesWhileStopping = 0;
     while (true) {
-      HeldLease keeper = tenure.keeper();
-      if (!keeper.valid()) {
+      LeaseKeeper keeper = tenure.keeper();
+      if (!keeper.isValid()) {
         return Step.LOST;
       }
       long start = System.nanoTime();
       try {
         Lease result = tenure.config.leaseStore().commit(keeper.lease(), position);
-        keeper.updateCheckpoint(result);
+        keeper.checkpointed(result);
         tenure.committed = position;
         tenure.lastProcessed = position;
         tenure.uncommitted = 0;

@@ -94,7 +94,7 @@ final class Delivery<D> {
       if (!worker.running || tenure.ended()) {
         return Step.STOPPING; // not processed: the next owner gets it again from the checkpoint
       }
-      if (!tenure.keeper().valid()) {
+      if (!tenure.keeper().isValid()) {
         return Step.LOST;
       }
       attempt++;
@@ -118,7 +118,7 @@ final class Delivery<D> {
         if (!worker.running || tenure.ended()) {
           return Step.STOPPING;
         }
-        if (!tenure.keeper().valid()) {
+        if (!tenure.keeper().isValid()) {
           return Step.LOST;
         }
       }
@@ -139,7 +139,7 @@ final class Delivery<D> {
         if (!worker.running || tenure.ended()) {
           return Step.STOPPING;
         }
-        if (!tenure.keeper().valid()) {
+        if (!tenure.keeper().isValid()) {
           return Step.LOST;
         }
       }
@@ -161,14 +161,14 @@ final class Delivery<D> {
     try {
       Lease renewed = tenure.config.leaseStore().renew(tenure.keeper().lease(),
           tenure.config.leaseDuration());
-      tenure.keeper().extend(renewed, start);
+      tenure.keeper().extended(renewed, start);
       return true;
     } catch (LeaseLostException e) {
       return false;
     } catch (RuntimeException e) {
       log.warn("Cannot check lease {} after a rejected fenced write: {}", tenure.fence.lease(),
           e.toString());
-      return tenure.keeper().valid();
+      return tenure.keeper().isValid();
     }
   }
 

@@ -1,5 +1,7 @@
 package dev.sluice.listener.internal;
 
+import dev.sluice.Ticker;
+import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
@@ -32,7 +34,7 @@ final class Tenure<D> {
   final PartitionWorker<D> worker;
   final ListenerConfig<D> config;
   final Fence fence;
-  private final HeldLease keeper;
+  private final LeaseKeeper keeper;
   final ParkedKeys<D> parked;
   final Checkpointer<D> checkpointer;
   private final Delivery<D> delivery;
@@ -50,8 +52,9 @@ final class Tenure<D> {
     this.worker = worker;
     this.config = worker.config;
     this.fence = new Fence(worker.leaseName, config.owner(), lease.epoch());
-    this.keeper = new HeldLease(config.leaseStore(), lease, requestStartNanos,
-        config.leaseDuration(), reason -> worker.leaseLost(lease, reason));
+    this.keeper = new LeaseKeeper(config.leaseStore(), lease, requestStartNanos,
+        config.leaseDuration(), config.renewInterval(), worker.scheduler, Ticker.system(),
+        (lost, cause) -> worker.leaseLost(lease, keeper().lostReason()));
     this.parked = config.failure() instanceof FailurePolicy.Park<?> park
         ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.feed().stream(),
             worker.partition.index(), config.clock(), 10_000)
@@ -63,7 +66,7 @@ final class Tenure<D> {
     this.lastCommitNanos = System.nanoTime();
   }
 
-  HeldLease keeper() {
+  LeaseKeeper keeper() {
     return keeper;
   }
 
@@ -75,7 +78,7 @@ final class Tenure<D> {
   PartitionState run() {
     worker.deliveryLock.lock();
     try {
-      keeper.startRenewing(worker.scheduler, config.renewInterval());
+      keeper.start();
       Lease lease = keeper.lease();
       worker.heldEpoch = lease.epoch();
       worker.committed = lease.checkpoint();
@@ -144,7 +147,7 @@ final class Tenure<D> {
       if (ended) {
         return;
       }
-      if (keeper.valid() && cursor != null) {
+      if (keeper.isValid() && cursor != null) {
         checkpointer.checkpoint();
       }
       ended = true;
@@ -164,7 +167,7 @@ final class Tenure<D> {
   private Step checkLayout() {
     Duration backoff = Duration.ofMillis(100);
     while (worker.running) {
-      if (!keeper.valid()) {
+      if (!keeper.isValid()) {
         return Step.LOST;
       }
       try {
@@ -212,7 +215,7 @@ final class Tenure<D> {
   private Step loadParkedKeys() {
     Duration backoff = Duration.ofMillis(100);
     while (worker.running) {
-      if (!keeper.valid()) {
+      if (!keeper.isValid()) {
         return Step.LOST;
       }
       try {
@@ -241,7 +244,7 @@ final class Tenure<D> {
   private Step open(HistoryLostException skipping) {
     Duration backoff = Duration.ofMillis(100);
     while (worker.running) {
-      if (!keeper.valid()) {
+      if (!keeper.isValid()) {
         return Step.LOST;
       }
       try {
@@ -319,7 +322,7 @@ final class Tenure<D> {
   private PartitionState feedLoop() {
     Duration feedBackoff = Duration.ofMillis(100);
     while (worker.running && !ended) {
-      if (!keeper.valid()) {
+      if (!keeper.isValid()) {
         return PartitionState.LOST;
       }
       if (worker.assignment.shouldHandBack(worker.partition.index())) {
@@ -372,7 +375,7 @@ final class Tenure<D> {
         if (!worker.running || step != Step.CONTINUE) {
           break;
         }
-        if (!keeper.valid()) {
+        if (!keeper.isValid()) {
           return PartitionState.LOST;
         }
         worker.newestRead = event.position();
@@ -418,7 +421,7 @@ final class Tenure<D> {
 
   /** Stopped by close(): commit what was processed, then release in {@link #finish}. */
   private PartitionState stopping() {
-    if (!ended && keeper.valid() && cursor != null) {
+    if (!ended && keeper.isValid() && cursor != null) {
       checkpointer.checkpoint();
     }
     return PartitionState.STOPPED;

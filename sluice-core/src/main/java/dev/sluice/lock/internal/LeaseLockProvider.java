@@ -5,18 +5,16 @@ import dev.sluice.SluiceException;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.OwnerId;
 import dev.sluice.lock.Lock;
 import dev.sluice.lock.LockLostListener;
 import dev.sluice.lock.LockProvider;
 import dev.sluice.lock.LockTimeoutException;
-import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
 import dev.sluice.Ticker;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
@@ -32,6 +30,8 @@ public final class LeaseLockProvider implements LockProvider {
   private static final AtomicInteger PROVIDERS = new AtomicInteger();
   /** Lease names are stored in VARCHAR(255) columns by the SQL store. */
   static final int MAX_LEASE_NAME = 255;
+  /** Owners are stored in VARCHAR(255) columns by the SQL store. */
+  static final int MAX_OWNER = 255;
 
   final LeaseStore store;
   final Duration leaseDuration;
@@ -44,12 +44,12 @@ public final class LeaseLockProvider implements LockProvider {
   private final String ownerBase;
   private final AtomicLong acquisitions = new AtomicLong();
   final ScheduledThreadPoolExecutor extender;
-  private final Set<HeldLock> held = ConcurrentHashMap.newKeySet();
+  private final Set<LeaseLock> held = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
   public LeaseLockProvider(LeaseStore store, Duration leaseDuration, Duration extendEvery,
       Duration initialBackoff, Duration maxBackoff, Ticker ticker, LockLostListener onLost,
-      String namePrefix, String ownerId) {
+      String namePrefix, String ownerLabel) {
     this.store = store;
     this.leaseDuration = leaseDuration;
     this.extendEvery = extendEvery;
@@ -59,7 +59,15 @@ public final class LeaseLockProvider implements LockProvider {
     this.onLost = onLost != null ? onLost : (lock, cause) -> LOG.warn(
         "Lock '{}' (token {}) was lost: {}", lock.name(), lock.token(), cause.getMessage());
     this.namePrefix = namePrefix;
-    this.ownerBase = ownerId != null ? ownerId : defaultOwnerId();
+    // The label is for people; the identity the store compares is unique to this provider, so
+    // two providers given the same label never both hold a lock (docs/locks.md).
+    this.ownerBase = OwnerId.unique(ownerLabel);
+    // '#' and up to 19 digits of the acquisition number follow; a very long host name could
+    // otherwise push the identity past the SQL store's owner column.
+    ConfigurationException.require(ownerBase.length() + 20 <= MAX_OWNER, "ownerLabel",
+        ownerLabel == null ? "(none)" : "'" + ownerLabel + "'",
+        "with this host's pid@host the owner identity '" + ownerBase + "' leaves no room for the"
+            + " acquisition number within " + MAX_OWNER + " characters; use a shorter label");
     int n = PROVIDERS.incrementAndGet();
     AtomicInteger threads = new AtomicInteger();
     // One small daemon pool per provider extends all its locks; daemon so a forgotten provider
@@ -73,17 +81,6 @@ public final class LeaseLockProvider implements LockProvider {
     this.extender.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
   }
 
-  private static String defaultOwnerId() {
-    String host;
-    try {
-      host = InetAddress.getLocalHost().getHostName();
-    } catch (Exception e) {
-      host = "unknown-host";
-    }
-    String pid = Long.toString(ProcessHandle.current().pid());
-    return host + "/" + pid + "/" + UUID.randomUUID().toString().substring(0, 8);
-  }
-
   @Override
   public Optional<Lock> tryAcquire(String name) {
     String leaseName = leaseName(name);
@@ -95,7 +92,7 @@ public final class LeaseLockProvider implements LockProvider {
     if (lease.isEmpty()) {
       return Optional.empty();
     }
-    HeldLock lock = new HeldLock(this, name, lease.get(), sentAt + leaseDuration.toNanos());
+    LeaseLock lock = new LeaseLock(this, name, lease.get(), sentAt);
     held.add(lock);
     if (closed) {
       // Raced with close(): do not leave a lock behind that nobody extends or releases.
@@ -163,11 +160,11 @@ public final class LeaseLockProvider implements LockProvider {
     }
   }
 
-  void forget(HeldLock lock) {
+  void forget(LeaseLock lock) {
     held.remove(lock);
   }
 
-  void notifyLost(HeldLock lock, SluiceException cause) {
+  void notifyLost(LeaseLock lock, SluiceException cause) {
     try {
       onLost.lockLost(lock, cause);
     } catch (RuntimeException e) {
@@ -181,7 +178,7 @@ public final class LeaseLockProvider implements LockProvider {
       return;
     }
     closed = true;
-    for (HeldLock lock : List.copyOf(held)) {
+    for (LeaseLock lock : List.copyOf(held)) {
       lock.close();
     }
     extender.shutdownNow();

@@ -24,6 +24,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *       {@code ENTER token} and {@code EXIT token} to the shared ledger file and makes a fenced
  *       write with its token; prints {@code DONE acquisitions rejected}.
  *   <li>{@code hold}: acquires, prints {@code ACQUIRED token}, then holds (extending) until killed.
+ *   <li>{@code try-hold-as label}: with owner label {@code label} (set through the deprecated
+ *       {@code ownerId}, as existing code does), one {@code tryAcquire}: prints {@code ACQUIRED
+ *       token} and holds until killed, or prints {@code BUSY holder} and exits.
  *   <li>{@code pause resource goFile}: acquires, makes a fenced write, checks {@code isHeld()},
  *       prints {@code READY token}, then waits for {@code goFile} and makes its (late) fenced
  *       write: prints {@code LATE_WRITE applied|rejected}; the lost-lock callback prints
@@ -41,7 +44,11 @@ public final class LockChildMain {
     Duration lease = Duration.ofMillis(Long.parseLong(args[4]));
     Duration extend = Duration.ofMillis(Long.parseLong(args[5]));
     CountDownLatch lost = new CountDownLatch(1);
-    LockProvider locks = LockProvider.on(backend.leaseStore()).leaseDuration(lease)
+    LockProvider.Builder builder = LockProvider.on(backend.leaseStore());
+    if (mode.equals("try-hold-as")) {
+      setOwnerLabel(builder, args[6]);
+    }
+    LockProvider locks = builder.leaseDuration(lease)
         .extendEvery(extend).backoff(Duration.ofMillis(5), Duration.ofMillis(50))
         .onLost((lock, cause) -> {
           System.out.println("LOST " + lock.token() + " " + cause.getMessage());
@@ -55,6 +62,16 @@ public final class LockChildMain {
           Lock lock = locks.acquire(name, Duration.ofSeconds(30));
           System.out.println("ACQUIRED " + lock.token());
           Thread.sleep(Long.MAX_VALUE); // until SIGKILL
+        }
+        case "try-hold-as" -> {
+          Optional<Lock> lock = locks.tryAcquire(name);
+          if (lock.isEmpty()) {
+            System.out.println("BUSY " + backend.leaseStore().read("lock:" + name)
+                .map(r -> r.owner() + " " + r.epoch()).orElse("nobody"));
+          } else {
+            System.out.println("ACQUIRED " + lock.get().token());
+            Thread.sleep(Long.MAX_VALUE); // until SIGKILL
+          }
         }
         case "pause" -> {
           String resource = args[6];
@@ -87,6 +104,11 @@ public final class LockChildMain {
       backend.close();
     }
     System.exit(0);
+  }
+
+  @SuppressWarnings("deprecation")
+  private static void setOwnerLabel(LockProvider.Builder builder, String label) {
+    builder.ownerId(label);
   }
 
   private static void fuzz(LockProvider locks, LockTestBackend backend, String name, Path ledger,

@@ -279,7 +279,7 @@ public abstract class LockContract {
 
   @Test
   void aWaitThatRunsOutNamesTheLockTheWaitAndTheHolder() {
-    LockProvider a = LockProvider.on(createLeaseStore()).ownerId("holder-process")
+    LockProvider a = LockProvider.on(createLeaseStore()).ownerLabel("holder-process")
         .leaseDuration(LEASE).extendEvery(EXTEND).build();
     providers.add(a);
     LockProvider b = provider();
@@ -292,10 +292,52 @@ public abstract class LockContract {
         .isInstanceOfSatisfying(LockTimeoutException.class, e -> {
           assertThat(e.lockName()).isEqualTo(name);
           assertThat(e.waited()).isEqualTo(wait);
-          assertThat(e.holder()).get().asString().startsWith("holder-process#");
-          assertThat(e.getMessage()).contains(name, wait.toString(), "holder-process#");
+          // the label, then the part unique to the provider, then the acquisition number
+          assertThat(e.holder()).get().asString().startsWith("holder-process/").contains("#");
+          assertThat(e.getMessage()).contains(name, wait.toString(), "holder-process/");
         });
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(wait);
+  }
+
+  @Test
+  void twoProvidersWithTheSameOwnerLabelNeverBothHoldALock() {
+    // Two instances of one service, configured alike: the label is for people, not the identity.
+    LockProvider first = LockProvider.on(createLeaseStore()).ownerLabel("billing")
+        .leaseDuration(LEASE).extendEvery(EXTEND).build();
+    providers.add(first);
+    LockProvider second = LockProvider.on(createLeaseStore()).ownerLabel("billing")
+        .leaseDuration(LEASE).extendEvery(EXTEND).build();
+    providers.add(second);
+    String name = uniqueName("same-label");
+
+    Lock held = first.tryAcquire(name).orElseThrow();
+    assertThat(second.tryAcquire(name)).as("a second provider labelled 'billing'").isEmpty();
+    assertThat(held.isHeld()).isTrue();
+    assertThatThrownBy(() -> second.acquire(name, Duration.ofMillis(200)))
+        .isInstanceOfSatisfying(LockTimeoutException.class,
+            e -> assertThat(e.holder()).get().asString().startsWith("billing/"));
+
+    held.close();
+    Lock next = second.tryAcquire(name).orElseThrow();
+    assertThat(next.token()).isGreaterThan(held.token());
+    assertThat(first.tryAcquire(name)).isEmpty();
+  }
+
+  @Test
+  void theDeprecatedOwnerIdIsOnlyALabelToo() {
+    @SuppressWarnings("deprecation")
+    LockProvider first = LockProvider.on(createLeaseStore()).ownerId("billing")
+        .leaseDuration(LEASE).extendEvery(EXTEND).build();
+    providers.add(first);
+    @SuppressWarnings("deprecation")
+    LockProvider second = LockProvider.on(createLeaseStore()).ownerId("billing")
+        .leaseDuration(LEASE).extendEvery(EXTEND).build();
+    providers.add(second);
+    String name = uniqueName("same-owner-id");
+
+    Lock held = first.tryAcquire(name).orElseThrow();
+    assertThat(second.tryAcquire(name)).isEmpty();
+    assertThat(held.isHeld()).isTrue();
   }
 
   // ------------------------------------------------------------------ loss
@@ -318,7 +360,7 @@ public abstract class LockContract {
     assertThat(lock.isHeld()).isFalse();
     assertThat(lostLocks).containsExactly(lock);
     assertThat(causes.get(0)).isInstanceOf(LeaseLostException.class)
-        .hasMessageContaining("not extended before it ran out");
+        .hasMessageContaining("not renewed before it ran out");
   }
 
   @Test
@@ -408,7 +450,7 @@ public abstract class LockContract {
     assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofSeconds(10))
         .extendEvery(Duration.ofSeconds(5)).build())
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("extendEvery")
-        .hasMessageContaining("half of leaseDuration");
+        .hasMessageContaining("a third of leaseDuration");
     assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofMillis(10)))
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("leaseDuration");
     assertThatThrownBy(() -> LockProvider.on(store).extendEvery(Duration.ZERO))
@@ -416,6 +458,12 @@ public abstract class LockContract {
     assertThatThrownBy(() -> LockProvider.on(store)
         .backoff(Duration.ofSeconds(2), Duration.ofSeconds(1)))
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("backoff.max");
+    assertThatThrownBy(() -> LockProvider.on(store).ownerLabel("x".repeat(101)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("ownerLabel")
+        .hasMessageContaining("1..100 characters");
+    assertThatThrownBy(() -> LockProvider.on(store).ownerLabel("billing/eu"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("ownerLabel")
+        .hasMessageContaining("without '/'");
     assertThatThrownBy(() -> LockProvider.on(null))
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("store");
     LockProvider p = provider();
@@ -428,6 +476,23 @@ public abstract class LockContract {
     // The default extension interval (a third of the lease) is valid for any lease duration.
     LockProvider defaults = LockProvider.on(store).leaseDuration(Duration.ofMillis(100)).build();
     providers.add(defaults);
+  }
+
+  @Test
+  void anExtensionIntervalAboveAThirdOfTheLeaseIsRejectedSayingWhy() {
+    LeaseStore store = createLeaseStore();
+    // 4 s of a 10 s lease: below half, accepted before, but two failed extensions lose the lock
+    assertThatThrownBy(() -> LockProvider.on(store).leaseDuration(Duration.ofSeconds(10))
+        .extendEvery(Duration.ofSeconds(4)).build())
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("extendEvery")
+        .hasMessageContaining("PT4S")
+        .hasMessageContaining("must be at most a third of leaseDuration PT10S")
+        .hasMessageContaining("two extensions can fail in a row");
+    LockProvider third = LockProvider.on(store).leaseDuration(Duration.ofSeconds(9))
+        .extendEvery(Duration.ofSeconds(3)).build();
+    providers.add(third);
+    assertThat(third.tryAcquire(uniqueName("third"))).isPresent();
   }
 
   // ------------------------------------------------------------------ helpers

@@ -141,6 +141,28 @@ public abstract class LockFuzzAndCrash {
   }
 
   @Test
+  void twoJvmsGivenTheSameOwnerLabelNeverBothHoldTheLock() {
+    // Two instances of one service deployed with the same configuration: ownerId("billing").
+    String name = uniqueName("label");
+    ChildJvm first = child("billing-1", "try-hold-as", name, "billing");
+    long firstToken = Long.parseLong(
+        first.awaitLineStartingWith("ACQUIRED ", Duration.ofSeconds(60)).split(" ")[1]);
+
+    ChildJvm second = child("billing-2", "try-hold-as", name, "billing");
+    String answer = second.awaitLine(
+        line -> line.startsWith("ACQUIRED ") || line.startsWith("BUSY "), Duration.ofSeconds(60));
+    assertThat(answer).as("the second JVM labelled 'billing' while the first holds the lock")
+        .startsWith("BUSY billing/").endsWith(" " + firstToken);
+    assertThat(second.awaitExit(Duration.ofSeconds(30))).isZero();
+    assertThat(first.isAlive()).isTrue();
+
+    first.kill();
+    try (Lock lock = locks.acquire(name, Duration.ofSeconds(30))) {
+      assertThat(lock.token()).isGreaterThan(firstToken);
+    }
+  }
+
+  @Test
   void aHolderPausedWithSigstopPastItsLeaseLosesItAndItsLateFencedWriteIsRejected()
       throws IOException {
     String name = uniqueName("pause");

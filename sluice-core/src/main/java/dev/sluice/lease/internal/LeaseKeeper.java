@@ -1,0 +1,234 @@
+package dev.sluice.lease.internal;
+
+import dev.sluice.SluiceException;
+import dev.sluice.Ticker;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseLostException;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.LeaseStoreException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keeps one lease this process holds: the single set of rules behind listener partitions,
+ * membership and locks (docs/adr/0016-one-lease-keeper.md).
+ *
+ * <p>Validity is judged twice: by the store's answer (a rejected renewal or a non-retryable store
+ * error is a loss) and by a local deadline on the monotonic {@link Ticker}: the start of the last
+ * successful request plus the lease duration, less a small margin. The store set its expiry from
+ * its own clock when it received that request, so in real time its expiry is later than this
+ * deadline; when renewals cannot get through (store unreachable, process paused) the holder stops
+ * before the store could give the lease to anyone else (docs/adr/0002-clocks.md). A renewal that
+ * returns after the local deadline is a loss even though the store accepted it: the lease may have
+ * been someone else's in between.
+ */
+public final class LeaseKeeper {
+  private static final Logger LOG = LoggerFactory.getLogger(LeaseKeeper.class);
+
+  /** Told once, on a scheduler or caller thread, when the lease is lost. */
+  @FunctionalInterface
+  public interface LossListener {
+    void onLost(Lease lease, SluiceException cause);
+  }
+
+  private final LeaseStore store;
+  private final Duration duration;
+  private final Duration renewEvery;
+  private final long marginNanos;
+  private final ScheduledExecutorService scheduler;
+  private final Ticker ticker;
+  private final LossListener onLost;
+  private volatile Lease lease;
+  private volatile long deadlineNanos;
+  private volatile String lostReason;
+  private volatile SluiceException lostCause;
+  private volatile boolean retired;
+  private ScheduledFuture<?> renewal;
+
+  public LeaseKeeper(LeaseStore store, Lease lease, long requestStartNanos, Duration duration,
+      Duration renewEvery, ScheduledExecutorService scheduler, Ticker ticker, LossListener onLost) {
+    this.store = Objects.requireNonNull(store, "store");
+    this.lease = Objects.requireNonNull(lease, "lease");
+    this.duration = Objects.requireNonNull(duration, "duration");
+    this.renewEvery = Objects.requireNonNull(renewEvery, "renewEvery");
+    this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+    this.ticker = Objects.requireNonNull(ticker, "ticker");
+    this.onLost = Objects.requireNonNull(onLost, "onLost");
+    this.marginNanos = Math.min(duration.toNanos() / 20, TimeUnit.MILLISECONDS.toNanos(500));
+    this.deadlineNanos = requestStartNanos + duration.toNanos() - marginNanos;
+  }
+
+  /** Starts renewing every {@code renewEvery} on the scheduler. */
+  public synchronized void start() {
+    if (retired || lostReason != null || renewal != null) {
+      return;
+    }
+    long every = renewEvery.toNanos();
+    renewal = scheduler.scheduleWithFixedDelay(this::renewOnce, every, every, TimeUnit.NANOSECONDS);
+  }
+
+  /** One renewal attempt; what the scheduler runs. Package-private for tests. */
+  void renewOnce() {
+    if (lostReason != null || retired) {
+      return;
+    }
+    Lease current = lease;
+    long start = ticker.nanos();
+    if (start - deadlineNanos >= 0) {
+      markLost("not renewed before it ran out (store unreachable or process paused for"
+          + " longer than the lease of " + duration + ")");
+      return;
+    }
+    try {
+      Lease renewed = store.renew(current, duration);
+      if (ticker.nanos() - deadlineNanos >= 0) {
+        // The store accepted, but our deadline passed while we waited (a pause, a slow store):
+        // the lease may have been someone else's in between, so the holder must stop.
+        markLost("the renewal returned after the local deadline (process paused or store slow"
+            + " for longer than the lease of " + duration + ")");
+        return;
+      }
+      extended(renewed, start);
+    } catch (LeaseLostException e) {
+      markLost(e.getMessage(), e);
+    } catch (LeaseStoreException e) {
+      if (!e.retryable()) {
+        markLost("the store rejects renewals (retrying cannot help): " + e.getMessage(), e);
+      } else {
+        retryLater(current, e);
+      }
+    } catch (RuntimeException e) {
+      retryLater(current, e);
+    }
+  }
+
+  private void retryLater(Lease current, RuntimeException e) {
+    if (ticker.nanos() - deadlineNanos >= 0) {
+      String reason = "not renewed before it ran out: renewals failed until the local deadline"
+          + " passed: " + e;
+      LeaseLostException lost = new LeaseLostException(current.name(), current.epoch(), reason);
+      lost.initCause(e);
+      markLost(reason, lost);
+    } else {
+      LOG.warn("Renewal of lease '{}' failed, will retry until its local deadline: {}",
+          current.name(), e.toString());
+    }
+  }
+
+  /** Records a successful out-of-band renewal or commit whose request started at {@code requestStartNanos}. */
+  public synchronized void extended(Lease renewed, long requestStartNanos) {
+    if (lostReason != null) {
+      return;
+    }
+    lease = renewed;
+    long candidate = requestStartNanos + duration.toNanos() - marginNanos;
+    if (candidate - deadlineNanos > 0) {
+      deadlineNanos = candidate;
+    }
+  }
+
+  /** Keeps the latest committed checkpoint in the lease value without touching the deadline. */
+  public synchronized void checkpointed(Lease committed) {
+    lease = lease.withCheckpoint(committed.checkpoint());
+  }
+
+  /** Marks the lease lost (once) and tells the loss listener. */
+  public void markLost(String reason) {
+    markLost(reason, null);
+  }
+
+  private void markLost(String reason, SluiceException cause) {
+    Lease current;
+    SluiceException reported;
+    synchronized (this) {
+      if (lostReason != null || retired) {
+        return;
+      }
+      current = lease;
+      reported = cause != null ? cause
+          : new LeaseLostException(current.name(), current.epoch(), reason);
+      lostCause = reported;
+      lostReason = reason;
+      if (renewal != null) {
+        renewal.cancel(false);
+      }
+    }
+    LOG.warn("Lease '{}' epoch {} lost: {}", current.name(), current.epoch(), reason);
+    try {
+      onLost.onLost(current, reported);
+    } catch (Throwable t) {
+      LOG.error("Reporting the loss of lease '{}' failed", current.name(), t);
+    }
+  }
+
+  /** Whether the holder may go on: not marked lost, and the local deadline not passed. */
+  public boolean isValid() {
+    if (lostReason != null) {
+      return false;
+    }
+    if (ticker.nanos() - deadlineNanos >= 0) {
+      if (!retired) {
+        markLost("not renewed before it ran out (local deadline passed without a successful"
+            + " renewal)");
+      }
+      return false;
+    }
+    return true;
+  }
+
+  /** The lease as last granted, renewed or committed. */
+  public Lease lease() {
+    return lease;
+  }
+
+  /** Why the lease was lost, or {@code null}. */
+  public String lostReason() {
+    return lostReason;
+  }
+
+  /** The exception describing the loss, or {@code null}. */
+  public SluiceException lostCause() {
+    return lostCause;
+  }
+
+  /**
+   * Stops renewing and releases the lease in the store if it is still valid, so another owner can
+   * take it at once. A failed release is logged: the lease then expires on its own.
+   *
+   * @return whether the store released it
+   */
+  public boolean release() {
+    boolean valid = isValid();
+    retire();
+    if (!valid) {
+      return false;
+    }
+    Lease current = lease;
+    try {
+      return store.release(current);
+    } catch (RuntimeException e) {
+      LOG.warn("Could not release lease '{}' (epoch {}); it will expire", current.name(),
+          current.epoch(), e);
+      return false;
+    }
+  }
+
+  /**
+   * Stops renewing without releasing, so a renewal still in flight cannot report a later release
+   * or hand-over as a loss.
+   *
+   * @return the loss reason if the lease was already lost, else {@code null}
+   */
+  public synchronized String retire() {
+    retired = true;
+    if (renewal != null) {
+      renewal.cancel(false);
+    }
+    return lostReason;
+  }
+}
