@@ -20,7 +20,7 @@ class ChaosTest {
 
   static ChaosHarness.Settings shortRun() {
     long seed = Long.getLong("chaos.seed", ThreadLocalRandom.current().nextLong(1, 1_000_000));
-    int rounds = Integer.getInteger("chaos.rounds", 6);
+    int rounds = Integer.getInteger("chaos.rounds", 8);
     return new ChaosHarness.Settings(seed, rounds, Duration.ofSeconds(2), 10, 16, 40, 3, 5,
         Duration.ofSeconds(60), Duration.ZERO, Duration.ofSeconds(15),
         Path.of("target", "chaos", Long.toString(seed)));
