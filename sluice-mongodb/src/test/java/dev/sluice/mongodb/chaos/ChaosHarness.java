@@ -119,10 +119,12 @@ public final class ChaosHarness implements AutoCloseable {
    *     measure it only while the next rounds run)
    * @param balanceWait how long the end waits for a balanced assignment
    * @param outputDir where each member's output is written at the end
+   * @param budget no round starts once this much time has passed since the first one (the report
+   *     shows the rounds actually run)
    */
   public record Settings(long seed, int rounds, Duration lease, int checkpointBatch, int keys, int writesPerSecond,
       int minMembers, int maxMembers, Duration roundTimeout, Duration joinWait, Duration balanceWait,
-      Path outputDir) {
+      Path outputDir, Duration budget) {
     public Settings {
       require(rounds >= 0, "rounds", rounds, "must be >= 0");
       require(lease != null && lease.toMillis() >= 500, "lease", lease, "must be at least 500 ms");
@@ -137,6 +139,7 @@ public final class ChaosHarness implements AutoCloseable {
       require(joinWait != null && !joinWait.isNegative(), "joinWait", joinWait, "must not be negative");
       require(balanceWait != null && !balanceWait.isNegative(), "balanceWait", balanceWait, "must not be negative");
       require(outputDir != null, "outputDir", null, "must be set");
+      require(budget != null && !budget.isNegative() && !budget.isZero(), "budget", budget, "must be positive");
     }
 
     private static void require(boolean ok, String name, Object value, String why) {
@@ -148,7 +151,7 @@ public final class ChaosHarness implements AutoCloseable {
     /** Same settings with another seed. */
     public Settings withSeed(long s) {
       return new Settings(s, rounds, lease, checkpointBatch, keys, writesPerSecond, minMembers, maxMembers,
-          roundTimeout, joinWait, balanceWait, outputDir);
+          roundTimeout, joinWait, balanceWait, outputDir, budget);
     }
   }
 
@@ -207,6 +210,7 @@ public final class ChaosHarness implements AutoCloseable {
   private int kills;
   private int pauses;
   private int joinCount;
+  private int roundsRun;
 
   /**
    * Starts the database side: the embedded server (or a client of {@code -Dsluice.mongodb.uri})
@@ -285,8 +289,15 @@ public final class ChaosHarness implements AutoCloseable {
       keys.forEach(k -> none.put(k, 0L));
       awaitProgressBeyond(none, "the first changes");
 
+      long roundsStarted = System.nanoTime();
       for (int round = 1; round <= settings.rounds(); round++) {
+        if (System.nanoTime() - roundsStarted > settings.budget().toNanos()) {
+          out.printf("chaos: time budget %s used up after %d of %d rounds%n", settings.budget(), roundsRun,
+              settings.rounds());
+          break;
+        }
         runRound(round);
+        roundsRun++;
       }
 
       writer.stop();
@@ -578,7 +589,7 @@ public final class ChaosHarness implements AutoCloseable {
     long reopens = events.countDocuments(Filters.eq("type", "feedFailed"));
     long handlerFailures = events.countDocuments(Filters.eq("type", "handlerFailed"));
     long bound = (long) settings.checkpointBatch() * (takeovers + reopens + handlerFailures);
-    return new ChaosReport(settings.seed(), settings.rounds(), kills, pauses, joinCount, writer.total(),
+    return new ChaosReport(settings.seed(), roundsRun, kills, pauses, joinCount, writer.total(),
         a.lostCount, List.copyOf(a.lost), a.orderViolations, List.copyOf(a.violations), a.duplicates, bound,
         takeovers, reopens, handlerFailures, a.deepestReplay, settings.checkpointBatch(), stall.getValue(),
         stall.getKey(), liveHoldings(), balanced, List.copyOf(joins), wall);

@@ -23,7 +23,7 @@ class ChaosTest {
     int rounds = Integer.getInteger("chaos.rounds", 8);
     return new ChaosHarness.Settings(seed, rounds, Duration.ofSeconds(2), 10, 16, 40, 3, 5,
         Duration.ofSeconds(60), Duration.ZERO, Duration.ofSeconds(15),
-        Path.of("target", "chaos", Long.toString(seed)));
+        Path.of("target", "chaos", Long.toString(seed)), Duration.ofMinutes(30));
   }
 
   @Test
@@ -38,6 +38,7 @@ class ChaosTest {
     String seed = "chaos seed " + settings.seed() + " (repeat with -Dchaos.seed=" + settings.seed()
         + "; members' output in " + settings.outputDir().toAbsolutePath() + ")";
 
+    assertThat(report.rounds()).as(seed + ": rounds run").isEqualTo(settings.rounds());
     if (settings.rounds() >= 3) { // every three rounds kill, pause and add once each
       assertThat(report.kills()).as(seed + ": rounds killed a member").isPositive();
       assertThat(report.pauses()).as(seed + ": rounds paused a member").isPositive();
