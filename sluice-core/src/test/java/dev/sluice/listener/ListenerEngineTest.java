@@ -616,7 +616,7 @@ class ListenerEngineTest {
 
     Listener<String> b = start(builder(rec).owner("b").partitions(4));
     await().atMost(Duration.ofSeconds(15)).until(() -> active(a) == 2 && active(b) == 2);
-    assertThat(store.list("orders#")).allSatisfy(r -> assertThat(r.isHeld()).isTrue());
+    assertThat(store.list("test-group/orders#")).hasSize(4).allSatisfy(r -> assertThat(r.isHeld()).isTrue());
 
     b.close();
     await().atMost(Duration.ofSeconds(15)).until(() -> active(a) == 4);
