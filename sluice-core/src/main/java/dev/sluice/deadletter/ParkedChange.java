@@ -13,12 +13,18 @@ import java.util.Objects;
  *     earlier change of the same key
  * @param attempts how many times the handler was tried (0 when parked behind another change)
  * @param parkedAt when it was parked
+ * @param epoch the lease epoch of the owner that parked it (0: not fenced, e.g. entries written
+ *     before epochs were recorded)
  */
 public record ParkedChange<D>(
-    ChangeEvent<D> event, int partition, String error, int attempts, Instant parkedAt) {
+    ChangeEvent<D> event, int partition, String error, int attempts, Instant parkedAt,
+    long epoch) {
   public ParkedChange {
     Objects.requireNonNull(event, "event");
     Objects.requireNonNull(error, "error");
     Objects.requireNonNull(parkedAt, "parkedAt");
+    if (epoch < 0) {
+      throw new IllegalArgumentException("epoch must be >= 0, but was " + epoch);
+    }
   }
 }

@@ -7,15 +7,21 @@ import static org.awaitility.Awaitility.await;
 import dev.sluice.ConfigurationException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.deadletter.DeadLetterStore;
+import dev.sluice.deadletter.DeadLetters;
 import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -23,6 +29,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
@@ -285,24 +292,44 @@ class ListenerEngineTest {
     assertThat(attempts).containsExactly(1, 2, 3, 4);
   }
 
-  /** Dead-letter store in memory, for the engine's unit tests. */
+  /** Dead-letter store in memory, for the engine's unit tests (one stream, partition 0 fenced). */
   private static final class MemoryDeadLetters implements DeadLetterStore<String> {
     final Map<String, ParkedChange<String>> entries = Collections.synchronizedMap(new LinkedHashMap<>());
     /** While positive, {@link #parkedKeys} fails as an unreachable store would. */
     final AtomicInteger unreachableReads = new AtomicInteger();
+    final AtomicInteger hasParkedQueries = new AtomicInteger();
+    private final Map<Integer, Long> epochs = new HashMap<>();
 
     @Override
     public void park(ParkedChange<String> change) {
-      entries.putIfAbsent(change.event().id(), change);
+      synchronized (entries) {
+        long latest = epochs.getOrDefault(change.partition(), 0L);
+        if (change.epoch() > 0 && change.epoch() < latest) {
+          throw new StaleParkException(change.event().stream(), change.partition(), change.epoch(), latest);
+        }
+        epochs.put(change.partition(), Math.max(latest, change.epoch()));
+        entries.putIfAbsent(change.event().id(), change);
+      }
     }
 
     @Override
-    public Set<String> parkedKeys(String stream, int partition) {
+    public boolean hasParked(String stream, int partition, String key) {
+      hasParkedQueries.incrementAndGet();
+      synchronized (entries) {
+        return entries.values().stream()
+            .anyMatch(p -> p.partition() == partition && p.event().key().equals(key));
+      }
+    }
+
+    @Override
+    public Set<String> parkedKeys(String stream, int partition, int limit) {
       if (unreachableReads.getAndDecrement() > 0) {
         throw new IllegalStateException("dead-letter store unreachable");
       }
       synchronized (entries) {
-        return entries.values().stream().map(p -> p.event().key()).collect(Collectors.toSet());
+        return entries.values().stream().filter(p -> p.partition() == partition)
+            .map(p -> p.event().key()).distinct().limit(limit)
+            .collect(Collectors.toCollection(LinkedHashSet::new));
       }
     }
 
@@ -324,6 +351,118 @@ class ListenerEngineTest {
     public boolean remove(String stream, String eventId) {
       return entries.remove(eventId) != null;
     }
+  }
+
+  /** Parks every change of key "poison" while {@code broken} is set; records the others. */
+  private Listener<String> poisonListener(Recorder rec, AtomicBoolean broken, MemoryDeadLetters dlq,
+      int maxCachedKeys) {
+    return start(builder((event, fence) -> {
+      if (broken.get() && event.key().startsWith("poison")) {
+        throw new IllegalArgumentException("cannot map " + event.document());
+      }
+      rec.handle(event, fence);
+    }).onFailure(FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(5), Duration.ofMillis(10)),
+        dlq, maxCachedKeys)));
+  }
+
+  @Test
+  void afterReplayingEveryParkedChangeOfAKeyNewChangesOfThatKeyFlowAgain() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    Recorder rec = new Recorder();
+    AtomicBoolean broken = new AtomicBoolean(true);
+    poisonListener(rec, broken, dlq, 100);
+    feed.append("poison", "v0");
+    feed.append("poison", "v1");
+    feed.append("good", "v2");
+    await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 2 && rec.seen.size() == 1);
+
+    broken.set(false); // the bug is fixed; the operator replays the key
+    List<String> replayed = new CopyOnWriteArrayList<>();
+    DeadLetters.ReplayResult r = DeadLetters.of(dlq).replayKey("orders", "poison",
+        (e, f) -> replayed.add(e.document()), new Fence("replay", "operator", 0));
+    assertThat(r.complete()).isTrue();
+    assertThat(replayed).containsExactly("v0", "v1");
+
+    feed.append("poison", "v3");
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.values().contains("v3"));
+    assertThat(dlq.entries).isEmpty();
+  }
+
+  @Test
+  void afterDiscardingEveryParkedChangeOfAKeyNewChangesOfThatKeyFlowAgain() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    Recorder rec = new Recorder();
+    AtomicBoolean broken = new AtomicBoolean(true);
+    poisonListener(rec, broken, dlq, 100);
+    feed.append("poison", "v0");
+    feed.append("good", "v1");
+    await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 1 && rec.seen.size() == 1);
+
+    broken.set(false);
+    assertThat(DeadLetters.of(dlq).discardKey("orders", "poison")).isEqualTo(1);
+    feed.append("poison", "v2");
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.values().contains("v2"));
+    assertThat(dlq.entries).isEmpty();
+  }
+
+  @Test
+  void loadingParkedKeysIsBounded() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    for (int k = 0; k < 20; k++) { // a previous owner parked 20 keys
+      feed.append("poison" + k, "p" + k);
+    }
+    Recorder first = new Recorder();
+    AtomicBoolean broken = new AtomicBoolean(true);
+    Listener<String> l1 = poisonListener(first, broken, dlq, 3);
+    await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 20);
+    l1.close();
+
+    // The next owner holds at most 3 keys in memory and still parks behind every parked key.
+    broken.set(false);
+    Recorder second = new Recorder();
+    poisonListener(second, broken, dlq, 3);
+    for (int k = 0; k < 20; k++) {
+      feed.append("poison" + k, "q" + k);
+    }
+    feed.append("good", "end");
+    await().atMost(Duration.ofSeconds(10)).until(() -> second.values().contains("end"));
+    assertThat(second.values()).containsExactly("end");
+    assertThat(dlq.entries).hasSize(40);
+    assertThat(dlq.hasParkedQueries.get()).as("keys beyond the cache are asked of the store").isPositive();
+  }
+
+  @Test
+  void aStaleOwnersParkAfterATakeoverIsRefused() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    CountDownLatch inHandler = new CountDownLatch(1);
+    CountDownLatch takenOver = new CountDownLatch(1);
+    Recorder rec = new Recorder();
+    List<String> lostReasons = new CopyOnWriteArrayList<>();
+    // The stale owner: its handler stalls on v0 until a newer owner has parked, then fails.
+    start(builder((event, fence) -> {
+      inHandler.countDown();
+      takenOver.await();
+      throw new IllegalArgumentException("cannot map " + event.document());
+    }).observer(new ListenerObserver() {
+      @Override
+      public void lost(String lease, long epoch, String reason) {
+        lostReasons.add(reason);
+      }
+    }).onFailure(FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(5), Duration.ofMillis(10)), dlq)));
+    feed.append("poison", "v0");
+    await().atMost(Duration.ofSeconds(10)).until(() -> inHandler.getCount() == 0);
+
+    // A newer owner (after a takeover) parks in the same partition with a higher epoch. (Here the
+    // lease store does not know it, so this owner keeps getting leases below that epoch: every
+    // park it tries is refused, none lands.)
+    long staleEpoch = store.read("test-group/orders#0of1").orElseThrow().epoch();
+    dlq.park(new ParkedChange<>(new ChangeEvent<>("orders:other", "orders", Position.of("99"),
+        Operation.UPDATE, "other", null, "x", null, null), 0, "boom", 1, Instant.now(),
+        staleEpoch + 1_000_000));
+    takenOver.countDown();
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> lostReasons.stream().anyMatch(r -> r.contains("stale")));
+    assertThat(dlq.entries).containsOnlyKeys("orders:other");
   }
 
   @Test

@@ -57,7 +57,7 @@ final class Tenure<D> {
         (lost, cause) -> worker.leaseLost(lease, keeper().lostReason()));
     this.parked = config.failure() instanceof FailurePolicy.Park<?> park
         ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.feed().stream(),
-            worker.partition.index(), config.clock(), 10_000)
+            worker.partition.index(), config.clock(), park.maxCachedKeys())
         : ParkedKeys.none();
     this.checkpointer = new Checkpointer<>(this);
     this.delivery = new Delivery<>(this);
@@ -123,7 +123,6 @@ final class Tenure<D> {
     ended = true;
     String lostReason = keeper.retire();
     if (lostReason != null) {
-      parked.lost(fence.epoch());
       return; // reported by the keeper's callback when it happened
     }
     release();
