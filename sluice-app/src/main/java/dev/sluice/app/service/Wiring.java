@@ -9,6 +9,7 @@ import dev.sluice.app.config.ConfigLoader;
 import dev.sluice.app.config.SluiceConfig;
 import dev.sluice.app.config.SluiceConfig.ListenerSection;
 import dev.sluice.kafka.KafkaSink;
+import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.listener.FailurePolicy;
 import dev.sluice.listener.Handler;
@@ -20,11 +21,15 @@ import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.sink.DocumentMapper;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.Publication;
+import java.util.List;
 import java.util.Locale;
 import org.bson.BsonDocument;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** Builds feeds, stores, sinks and listeners from a validated {@link SluiceConfig}. */
 public final class Wiring {
+  private static final Logger log = LoggerFactory.getLogger(Wiring.class);
   public static final String DEFAULT_DEAD_LETTERS = "sluice_dead_letters";
 
   private final SluiceConfig config;
@@ -95,7 +100,7 @@ public final class Wiring {
     FailurePolicy failure = "park".equalsIgnoreCase(l.onFailure())
         ? FailurePolicy.park(ConfigLoader.retry(l, at), deadLetters())
         : FailurePolicy.block(ConfigLoader.retry(l, at));
-    return Listener.builder(feed(l), leaseStore()).group("relay-" + l.collection())
+    return Listener.builder(feed(l), leaseStore()).group(ConfigLoader.group(l, at))
         .handler(handler)
         .partitions(l.partitions() == null ? 1 : l.partitions())
         .leaseDuration(ConfigLoader.leaseDuration(l, at))
@@ -105,6 +110,43 @@ public final class Wiring {
         .onFailure(failure)
         .observer(observer)
         .build();
+  }
+
+  /**
+   * Lease records of {@code l}'s collection written before consumer groups existed (named
+   * {@code <stream>#<partition>}, docs/upgrading.md) that carry a checkpoint. A listener never
+   * adopts them: it starts per its bootstrap policy.
+   */
+  public List<LeaseRecord> legacyCheckpoints(ListenerSection l) {
+    String stream = feed(l).stream();
+    return leaseStore().list(stream + "#").stream()
+        .filter(r -> r.name().substring(stream.length() + 1).matches("[0-9]+"))
+        .filter(r -> r.checkpoint() != null)
+        .toList();
+  }
+
+  /**
+   * Refuses to start {@code l} while legacy checkpoints of its collection exist, unless the entry
+   * says {@code legacyCheckpoints: ignore}: starting silently per the bootstrap policy would skip
+   * or repeat what the old records had reached.
+   */
+  public void checkLegacyCheckpoints(ListenerSection l) {
+    List<LeaseRecord> legacy = legacyCheckpoints(l);
+    if (legacy.isEmpty()) {
+      return;
+    }
+    String at = "listeners[" + config.listeners().indexOf(l) + "]";
+    String names = legacy.stream().map(r -> r.name() + " at " + r.checkpoint()).toList().toString();
+    if (ConfigLoader.ignoreLegacyCheckpoints(l)) {
+      log.warn("{}: ignoring checkpoints written before consumer groups {}; group '{}' starts per its"
+          + " bootstrap policy", at, names, ConfigLoader.group(l, at));
+      return;
+    }
+    throw new ConfigurationException(at + " (collection '" + l.collection() + "'): the lease store holds"
+        + " checkpoints written before consumer groups existed " + names + ". Consumer group '"
+        + ConfigLoader.group(l, at) + "' does not adopt them and would start per its bootstrap policy."
+        + " Set legacyCheckpoints: ignore on this entry to start anyway, or carry the position over"
+        + " as docs/upgrading.md describes");
   }
 
   /** A sink with its close action and a description for messages. */
