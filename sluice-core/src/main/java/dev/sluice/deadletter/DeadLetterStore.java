@@ -7,6 +7,10 @@ import java.util.Set;
  * SPI: durable store for changes that could not be processed. Entries of one (stream, key) are
  * kept in the order they were parked; replay must follow that order.
  *
+ * <p>The {@code stream} argument of every method is the entry's {@link ParkedChange#scope()}: a
+ * listener parks under {@code <group>/<stream>}, so each consumer group of a stream has its own
+ * parked keys in a shared store.
+ *
  * <p>Parks are fenced per partition (docs/adr/0045-parked-keys-follow-the-dead-letter-store.md):
  * the store remembers the highest lease epoch that parked in each (stream, partition) and refuses
  * a park from a lower epoch with {@link StaleParkException}, so an owner that lost its lease can

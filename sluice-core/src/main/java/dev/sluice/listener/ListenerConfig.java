@@ -106,6 +106,14 @@ public record ListenerConfig<D>(
     return group + "/" + feed.stream() + "#";
   }
 
+  /**
+   * The scope of this group's dead letters, {@code group/stream}: each consumer group of a stream
+   * parks, blocks and replays only its own changes, even in a shared dead-letter store.
+   */
+  public String deadLetterScope() {
+    return group + "/" + feed.stream();
+  }
+
   /** The prefix of the membership records of this group and stream. */
   public String memberPrefix() {
     return group + "/" + feed.stream() + "@member:";

@@ -292,32 +292,37 @@ class ListenerEngineTest {
     assertThat(attempts).containsExactly(1, 2, 3, 4);
   }
 
-  /** Dead-letter store in memory, for the engine's unit tests (one stream, partition 0 fenced). */
+  /** Dead-letter store in memory, for the engine's unit tests (entries per scope, fenced per partition). */
   private static final class MemoryDeadLetters implements DeadLetterStore<String> {
+    /** By scope + '|' + event id. */
     final Map<String, ParkedChange<String>> entries = Collections.synchronizedMap(new LinkedHashMap<>());
     /** While positive, {@link #parkedKeys} fails as an unreachable store would. */
     final AtomicInteger unreachableReads = new AtomicInteger();
     final AtomicInteger hasParkedQueries = new AtomicInteger();
-    private final Map<Integer, Long> epochs = new HashMap<>();
+    private final Map<String, Long> epochs = new HashMap<>();
 
     @Override
     public void park(ParkedChange<String> change) {
       synchronized (entries) {
-        long latest = epochs.getOrDefault(change.partition(), 0L);
+        String partition = change.scope() + "#" + change.partition();
+        long latest = epochs.getOrDefault(partition, 0L);
         if (change.epoch() > 0 && change.epoch() < latest) {
-          throw new StaleParkException(change.event().stream(), change.partition(), change.epoch(), latest);
+          throw new StaleParkException(change.scope(), change.partition(), change.epoch(), latest);
         }
-        epochs.put(change.partition(), Math.max(latest, change.epoch()));
-        entries.putIfAbsent(change.event().id(), change);
+        epochs.put(partition, Math.max(latest, change.epoch()));
+        entries.putIfAbsent(change.scope() + "|" + change.event().id(), change);
       }
+    }
+
+    private java.util.stream.Stream<ParkedChange<String>> in(String scope) {
+      return entries.values().stream().filter(p -> p.scope().equals(scope));
     }
 
     @Override
     public boolean hasParked(String stream, int partition, String key) {
       hasParkedQueries.incrementAndGet();
       synchronized (entries) {
-        return entries.values().stream()
-            .anyMatch(p -> p.partition() == partition && p.event().key().equals(key));
+        return in(stream).anyMatch(p -> p.partition() == partition && p.event().key().equals(key));
       }
     }
 
@@ -327,7 +332,7 @@ class ListenerEngineTest {
         throw new IllegalStateException("dead-letter store unreachable");
       }
       synchronized (entries) {
-        return entries.values().stream().filter(p -> p.partition() == partition)
+        return in(stream).filter(p -> p.partition() == partition)
             .map(p -> p.event().key()).distinct().limit(limit)
             .collect(Collectors.toCollection(LinkedHashSet::new));
       }
@@ -336,20 +341,20 @@ class ListenerEngineTest {
     @Override
     public List<ParkedChange<String>> list(String stream, int limit) {
       synchronized (entries) {
-        return entries.values().stream().limit(limit).toList();
+        return in(stream).limit(limit).toList();
       }
     }
 
     @Override
     public List<ParkedChange<String>> listKey(String stream, String key) {
       synchronized (entries) {
-        return entries.values().stream().filter(p -> p.event().key().equals(key)).toList();
+        return in(stream).filter(p -> p.event().key().equals(key)).toList();
       }
     }
 
     @Override
     public boolean remove(String stream, String eventId) {
-      return entries.remove(eventId) != null;
+      return entries.remove(stream + "|" + eventId) != null;
     }
   }
 
@@ -378,7 +383,7 @@ class ListenerEngineTest {
 
     broken.set(false); // the bug is fixed; the operator replays the key
     List<String> replayed = new CopyOnWriteArrayList<>();
-    DeadLetters.ReplayResult r = DeadLetters.of(dlq).replayKey("orders", "poison",
+    DeadLetters.ReplayResult r = DeadLetters.of(dlq).replayKey("test-group/orders", "poison",
         (e, f) -> replayed.add(e.document()), new Fence("replay", "operator", 0));
     assertThat(r.complete()).isTrue();
     assertThat(replayed).containsExactly("v0", "v1");
@@ -399,7 +404,7 @@ class ListenerEngineTest {
     await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 1 && rec.seen.size() == 1);
 
     broken.set(false);
-    assertThat(DeadLetters.of(dlq).discardKey("orders", "poison")).isEqualTo(1);
+    assertThat(DeadLetters.of(dlq).discardKey("test-group/orders", "poison")).isEqualTo(1);
     feed.append("poison", "v2");
     await().atMost(Duration.ofSeconds(10)).until(() -> rec.values().contains("v2"));
     assertThat(dlq.entries).isEmpty();
@@ -432,6 +437,27 @@ class ListenerEngineTest {
   }
 
   @Test
+  void twoGroupsSharingADeadLetterStoreNeverBlockEachOthersKeys() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    Recorder indexer = new Recorder();
+    Recorder invalidator = new Recorder();
+    start(builder((event, fence) -> {
+      if (event.key().equals("poison")) {
+        throw new IllegalArgumentException("the indexer cannot map " + event.document());
+      }
+      indexer.handle(event, fence);
+    }).group("indexer").onFailure(FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(5), Duration.ofMillis(10)), dlq)));
+    start(builder(invalidator).group("invalidator").onFailure(FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(5), Duration.ofMillis(10)), dlq)));
+    for (int i = 0; i < 10; i++) {
+      feed.append(i % 2 == 0 ? "poison" : "good", "v" + i);
+    }
+    await().atMost(Duration.ofSeconds(10)).until(() -> invalidator.seen.size() == 10 && indexer.seen.size() == 5);
+    assertThat(invalidator.values()).containsExactlyElementsOf(expected(0, 10));
+    assertThat(dlq.listKey("indexer/orders", "poison")).hasSize(5);
+    assertThat(dlq.list("invalidator/orders", 100)).isEmpty();
+  }
+
+  @Test
   void aStaleOwnersParkAfterATakeoverIsRefused() {
     MemoryDeadLetters dlq = new MemoryDeadLetters();
     CountDownLatch inHandler = new CountDownLatch(1);
@@ -458,11 +484,11 @@ class ListenerEngineTest {
     long staleEpoch = store.read("test-group/orders#0of1").orElseThrow().epoch();
     dlq.park(new ParkedChange<>(new ChangeEvent<>("orders:other", "orders", Position.of("99"),
         Operation.UPDATE, "other", null, "x", null, null), 0, "boom", 1, Instant.now(),
-        staleEpoch + 1_000_000));
+        staleEpoch + 1_000_000, "test-group/orders"));
     takenOver.countDown();
 
     await().atMost(Duration.ofSeconds(10)).until(() -> lostReasons.stream().anyMatch(r -> r.contains("stale")));
-    assertThat(dlq.entries).containsOnlyKeys("orders:other");
+    assertThat(dlq.entries).containsOnlyKeys("test-group/orders|orders:other");
   }
 
   @Test
@@ -481,7 +507,7 @@ class ListenerEngineTest {
 
     await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 3 && rec.seen.size() == 3);
     assertThat(rec.values()).containsExactly("v1", "v3", "v5");
-    List<ParkedChange<String>> parked = dlq.listKey("orders", "poison");
+    List<ParkedChange<String>> parked = dlq.listKey("test-group/orders", "poison");
     assertThat(parked).extracting(p -> p.event().document()).containsExactly("v0", "v2", "v4");
     assertThat(parked.get(0).error()).contains("IllegalArgumentException").contains("cannot map order v0");
     assertThat(parked.get(0).attempts()).isEqualTo(3);
@@ -501,7 +527,7 @@ class ListenerEngineTest {
 
     await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 2 && dlq.entries.size() == 2);
     assertThat(rec.values()).containsExactly("v0", "v3");
-    List<ParkedChange<String>> parked = dlq.listKey("orders", "broken");
+    List<ParkedChange<String>> parked = dlq.listKey("test-group/orders", "broken");
     assertThat(parked.get(0).error()).contains("Undecodable change").contains("'amount' is not a number");
     assertThat(parked.get(1).event().document()).isEqualTo("v2");
   }

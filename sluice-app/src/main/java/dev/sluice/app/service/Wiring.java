@@ -61,12 +61,34 @@ public final class Wiring {
     return MongoChangeFeed.builder(client, config.mongodb().database(), l.collection()).build();
   }
 
-  /** The listener section for {@code collection}, or a clear error listing the configured ones. */
-  public ListenerSection section(String collection) {
-    return config.listeners().stream().filter(l -> l.collection().equals(collection)).findFirst()
-        .orElseThrow(() -> new ConfigurationException("No listener for collection '" + collection
-            + "' in the configuration; configured: "
-            + config.listeners().stream().map(ListenerSection::collection).toList()));
+  /**
+   * The listener section for {@code collection} and {@code group} (null: the only entry of the
+   * collection), or a clear error listing the configured ones.
+   */
+  public ListenerSection section(String collection, String group) {
+    List<ListenerSection> matches = new java.util.ArrayList<>();
+    List<String> configured = new java.util.ArrayList<>();
+    for (int i = 0; i < config.listeners().size(); i++) {
+      ListenerSection l = config.listeners().get(i);
+      String g = ConfigLoader.group(l, "listeners[" + i + "]");
+      configured.add(l.collection() + " (group " + g + ")");
+      if (l.collection().equals(collection) && (group == null || group.equals(g))) {
+        matches.add(l);
+      }
+    }
+    if (matches.size() == 1) {
+      return matches.get(0);
+    }
+    throw new ConfigurationException(matches.isEmpty()
+        ? "No listener for collection '" + collection + "'" + (group == null ? "" : " and group '" + group + "'")
+            + " in the configuration; configured: " + configured
+        : "Several listeners read collection '" + collection + "': name one with --group; configured: "
+            + configured);
+  }
+
+  /** The scope of {@code l}'s dead letters, {@code group/stream} (ListenerConfig.deadLetterScope). */
+  public String deadLetterScope(ListenerSection l) {
+    return ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]") + "/" + feed(l).stream();
   }
 
   /** The sink of a listener section; the caller closes it. */
@@ -132,18 +154,22 @@ public final class Wiring {
    */
   public void checkLegacyCheckpoints(ListenerSection l) {
     List<LeaseRecord> legacy = legacyCheckpoints(l);
-    if (legacy.isEmpty()) {
+    long legacyDeadLetters = "park".equalsIgnoreCase(l.onFailure())
+        ? deadLetters().count(feed(l).stream()) : 0;
+    if (legacy.isEmpty() && legacyDeadLetters == 0) {
       return;
     }
     String at = "listeners[" + config.listeners().indexOf(l) + "]";
-    String names = legacy.stream().map(r -> r.name() + " at " + r.checkpoint()).toList().toString();
+    String names = legacy.stream().map(r -> r.name() + " at " + r.checkpoint()).toList()
+        + (legacyDeadLetters == 0 ? "" : " and " + legacyDeadLetters + " dead letter(s) parked under '"
+            + feed(l).stream() + "' (not blocking their keys any more)");
     if (ConfigLoader.ignoreLegacyCheckpoints(l)) {
       log.warn("{}: ignoring checkpoints written before consumer groups {}; group '{}' starts per its"
           + " bootstrap policy", at, names, ConfigLoader.group(l, at));
       return;
     }
-    throw new ConfigurationException(at + " (collection '" + l.collection() + "'): the lease store holds"
-        + " checkpoints written before consumer groups existed " + names + ". Consumer group '"
+    throw new ConfigurationException(at + " (collection '" + l.collection() + "'): the store holds"
+        + " records written before consumer groups existed: " + names + ". Consumer group '"
         + ConfigLoader.group(l, at) + "' does not adopt them and would start per its bootstrap policy."
         + " Set legacyCheckpoints: ignore on this entry to start anyway, or carry the position over"
         + " as docs/upgrading.md describes");

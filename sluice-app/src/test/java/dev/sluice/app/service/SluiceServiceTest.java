@@ -94,7 +94,7 @@ class SluiceServiceTest {
       }
       String listed = out.toString(StandardCharsets.UTF_8);
       assertThat(code).isZero();
-      assertThat(listed).contains("1 parked change(s) in shop.orders").contains("key=huge").contains("attempts=2")
+      assertThat(listed).contains("1 parked change(s) in kafka-orders/shop.orders").contains("key=huge").contains("attempts=2")
           .contains("MessageEncodingException").contains("more than max.request.size");
     }
   }
@@ -167,6 +167,7 @@ class SluiceServiceTest {
           .isInstanceOf(ConfigurationException.class)
           .hasMessageContaining("listeners[0]").hasMessageContaining("shop.orders#0")
           .hasMessageContaining("before consumer groups").hasMessageContaining("legacyCheckpoints: ignore")
+          .hasMessageContaining("kafka-orders")
           .hasMessageContaining("docs/upgrading.md");
 
       Path ignore = dir.resolve("ignore.yaml");

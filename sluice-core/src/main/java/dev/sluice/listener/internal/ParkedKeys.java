@@ -89,7 +89,8 @@ public final class ParkedKeys<D> {
     if (store == null) {
       throw new IllegalStateException("no dead-letter store configured");
     }
-    store.park(new ParkedChange<>(event, partition, reason, attempts, clock.instant(), epoch));
+    store.park(new ParkedChange<>(event, partition, reason, attempts, clock.instant(), epoch,
+        stream));
     if (keys.size() < maxCachedKeys) {
       keys.add(event.key());
     } else if (!keys.contains(event.key())) {

@@ -56,7 +56,7 @@ final class Tenure<D> {
         config.leaseDuration(), config.renewInterval(), worker.scheduler, Ticker.system(),
         (lost, cause) -> worker.leaseLost(lease, keeper().lostReason()));
     this.parked = config.failure() instanceof FailurePolicy.Park<?> park
-        ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.feed().stream(),
+        ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.deadLetterScope(),
             worker.partition.index(), config.clock(), park.maxCachedKeys())
         : ParkedKeys.none();
     this.checkpointer = new Checkpointer<>(this);

@@ -80,20 +80,20 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
       boolean autoCommit = c.getAutoCommit();
       c.setAutoCommit(false);
       try {
-        if (exists(c, e.stream(), e.id())) {
+        if (exists(c, change.scope(), e.id())) {
           c.commit();
           return; // idempotent: parked before (a redelivery after a crash)
         }
         if (change.epoch() > 0) {
           // Holds the partition's epoch row until commit: parks of one partition are serialised,
           // and one from an epoch older than the latest is refused (ADR 0045).
-          raiseEpoch(c, e.stream(), change.partition(), change.epoch());
+          raiseEpoch(c, change.scope(), change.partition(), change.epoch());
         }
         insert(c, change);
         c.commit();
       } catch (SQLException | RuntimeException ex) {
         c.rollback();
-        if (ex instanceof SQLException && exists(c, e.stream(), e.id())) {
+        if (ex instanceof SQLException && exists(c, change.scope(), e.id())) {
           c.commit();
           return; // a concurrent park of the same change won the unique key: one entry is kept
         }
@@ -143,7 +143,7 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
     try (PreparedStatement ps = c.prepareStatement(
         "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
       ps.setString(1, e.id());
-      ps.setString(2, e.stream());
+      ps.setString(2, change.scope());
       ps.setString(3, e.key());
       ps.setInt(4, change.partition());
       ps.setString(5, change.error());
@@ -252,9 +252,10 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
     String eventTime = rs.getString("event_time");
     String documentKey = rs.getString("document_key");
     String document = rs.getString("document");
+    String scope = rs.getString("stream");
     ChangeEvent<D> event = new ChangeEvent<>(
         rs.getString("event_id"),
-        rs.getString("stream"),
+        scope.substring(scope.lastIndexOf('/') + 1), // the scope is group/stream; streams have no '/'
         new Position(rs.getString("position_token"), positionTime == null ? null : Instant.parse(positionTime)),
         Operation.valueOf(rs.getString("operation")),
         rs.getString("event_key"),
@@ -263,7 +264,7 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
         eventTime == null ? null : Instant.parse(eventTime),
         null);
     return new ParkedChange<>(event, rs.getInt("partition_no"), rs.getString("error"), rs.getInt("attempts"),
-        rs.getTimestamp("parked_at").toInstant(), rs.getLong("epoch"));
+        rs.getTimestamp("parked_at").toInstant(), rs.getLong("epoch"), scope);
   }
 
   private interface Binder {

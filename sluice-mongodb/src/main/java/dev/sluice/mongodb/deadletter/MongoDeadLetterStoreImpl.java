@@ -55,20 +55,21 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
   @Override
   public void park(ParkedChange<BsonDocument> change) {
     ChangeEvent<BsonDocument> e = change.event();
-    if (entries.find(Filters.and(Filters.eq("stream", e.stream()), Filters.eq("eventId", e.id())))
+    String scope = change.scope();
+    if (entries.find(Filters.and(Filters.eq("stream", scope), Filters.eq("eventId", e.id())))
             .limit(1)
             .first()
         != null) {
       return; // idempotent: parked before (a redelivery after a crash)
     }
-    String partitionId = e.stream() + "#" + change.partition();
+    String partitionId = scope + "#" + change.partition();
     if (change.epoch() > 0) {
-      raiseEpoch(partitionId, e.stream(), change.partition(), change.epoch());
+      raiseEpoch(partitionId, scope, change.partition(), change.epoch());
     }
     BsonObjectId id = new BsonObjectId();
     BsonDocument doc =
         new BsonDocument("_id", id)
-            .append("stream", new BsonString(e.stream()))
+            .append("stream", new BsonString(scope))
             .append("eventId", new BsonString(e.id()))
             .append("key", new BsonString(e.key()))
             .append("partition", new BsonInt32(change.partition()))
@@ -92,7 +93,7 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
       long latest = latestEpoch(partitionId);
       if (latest > change.epoch()) {
         entries.deleteOne(Filters.eq("_id", id));
-        throw new StaleParkException(e.stream(), change.partition(), change.epoch(), latest);
+        throw new StaleParkException(scope, change.partition(), change.epoch(), latest);
       }
     }
   }
@@ -186,7 +187,8 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
               d.getString("error").getValue(),
               d.getInt32("attempts").getValue(),
               Instant.ofEpochMilli(d.getDateTime("parkedAt").getValue()),
-              d.containsKey("epoch") ? d.get("epoch").asNumber().longValue() : 0));
+              d.containsKey("epoch") ? d.get("epoch").asNumber().longValue() : 0,
+              d.getString("stream").getValue()));
     }
     return out;
   }

@@ -116,6 +116,24 @@ public abstract class DeadLetterStoreContract {
   }
 
   @Test
+  void twoScopesOfOneStreamAreIndependent() {
+    ChangeEvent<BsonDocument> a1 = change("a", 1);
+    store.park(new ParkedChange<>(a1, 0, "boom", 3, Instant.now(), 9, "indexer/orders"));
+    store.park(new ParkedChange<>(a1, 0, "bang", 3, Instant.now(), 2, "invalidator/orders"));
+
+    assertThat(store.hasParked("indexer/orders", 0, "a")).isTrue();
+    assertThat(store.hasParked("invalidator/orders", 0, "a")).isTrue();
+    assertThat(store.hasParked("orders", 0, "a")).isFalse();
+    assertThat(store.listKey("invalidator/orders", "a")).singleElement().satisfies(p -> {
+      assertThat(p.error()).isEqualTo("bang");
+      assertThat(p.scope()).isEqualTo("invalidator/orders");
+      assertThat(p.event().stream()).isEqualTo("orders");
+    });
+    assertThat(store.remove("indexer/orders", a1.id())).isTrue();
+    assertThat(store.hasParked("invalidator/orders", 0, "a")).isTrue();
+  }
+
+  @Test
   void replayRunsAKeysChangesInOrderRemovesEachOnSuccessAndStopsAtTheFirstFailure() {
     for (int v = 1; v <= 4; v++) {
       store.park(new ParkedChange<>(change("a", v), 0, "boom", v == 1 ? 3 : 0, Instant.now(), 7));
