@@ -250,13 +250,15 @@ final class Tenure<D> {
         if (skipping != null) {
           cursor = config.feed().open(worker.partition, StartPoint.latest());
           Position resumedAt = cursor.position();
+          // The status shows the gap before the checkpoint moves past it: whoever sees the new
+          // checkpoint (an operator, a test) also sees why changes before it were skipped.
+          worker.recordError("history lost; skipped to latest at " + resumedAt + ": "
+              + skipping.getMessage());
           Step pinned = checkpointer.commit(resumedAt, 0);
           if (pinned != Step.CONTINUE) {
             return pinned;
           }
           worker.observer.historyLost(worker.leaseName, skipping, resumedAt);
-          worker.recordError("history lost; skipped to latest at " + resumedAt + ": "
-              + skipping.getMessage());
           log.error("GAP in partition {}: {} Policy SKIP_TO_LATEST: continuing at {}; changes"
               + " between {} and {} were NOT delivered.", worker.leaseName, skipping.getMessage(),
               resumedAt, skipping.lostFrom(), resumedAt);
