@@ -26,11 +26,23 @@ public sealed interface FailurePolicy {
    * Park the change in a dead-letter store with its error and attempts, park every later change
    * of the same key behind it (per-key order holds), and go on with other keys. Parked changes can
    * be listed, replayed and discarded.
+   *
+   * <p>{@code maxCachedKeys} bounds how many parked keys of a partition are held in memory; keys
+   * beyond it are asked of the store, one query per change of such a key.
    */
-  record Park<D>(RetryPolicy retry, DeadLetterStore<D> store) implements FailurePolicy {
+  record Park<D>(RetryPolicy retry, DeadLetterStore<D> store, int maxCachedKeys)
+      implements FailurePolicy {
+    public static final int DEFAULT_MAX_CACHED_KEYS = 10_000;
+
     public Park {
       ConfigurationException.requireNonNull(retry, "retry");
       ConfigurationException.requireNonNull(store, "dead-letter store");
+      ConfigurationException.require(maxCachedKeys >= 1, "maxCachedKeys", maxCachedKeys,
+          "must be at least 1");
+    }
+
+    public Park(RetryPolicy retry, DeadLetterStore<D> store) {
+      this(retry, store, DEFAULT_MAX_CACHED_KEYS);
     }
   }
 
@@ -40,5 +52,10 @@ public sealed interface FailurePolicy {
 
   static <D> FailurePolicy park(RetryPolicy retry, DeadLetterStore<D> store) {
     return new Park<>(retry, store);
+  }
+
+  /** Like {@link #park(RetryPolicy, DeadLetterStore)}, holding at most {@code maxCachedKeys} keys. */
+  static <D> FailurePolicy park(RetryPolicy retry, DeadLetterStore<D> store, int maxCachedKeys) {
+    return new Park<>(retry, store, maxCachedKeys);
   }
 }

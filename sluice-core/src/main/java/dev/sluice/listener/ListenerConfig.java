@@ -33,12 +33,18 @@ public record ListenerConfig<D>(
   public static final Duration MIN_LEASE = Duration.ofSeconds(1);
 
   private static final java.util.regex.Pattern GROUP = java.util.regex.Pattern.compile("[A-Za-z0-9._-]{1,64}");
+  /** What a consumer group name may be, for error messages. */
+  public static final String GROUP_RULE = "must be 1..64 letters, digits, '.', '_' or '-'";
+
+  /** Whether {@code group} is a valid consumer group name ({@link #GROUP_RULE}). */
+  public static boolean validGroup(String group) {
+    return group != null && GROUP.matcher(group).matches();
+  }
 
   public ListenerConfig {
     ConfigurationException.requireNonNull(feed, "feed");
     ConfigurationException.requireNonNull(group, "group");
-    ConfigurationException.require(GROUP.matcher(group).matches(), "group", "'" + group + "'",
-        "must be 1..64 letters, digits, '.', '_' or '-'");
+    ConfigurationException.require(validGroup(group), "group", "'" + group + "'", GROUP_RULE);
     String stream = feed.stream();
     ConfigurationException.require(stream != null && !stream.isBlank() && stream.length() <= 150
             && stream.indexOf('#') < 0 && stream.indexOf('@') < 0 && stream.indexOf('/') < 0,
@@ -98,6 +104,14 @@ public record ListenerConfig<D>(
   /** The prefix of every partition lease of this group and stream, whatever the partition count. */
   public String partitionPrefix() {
     return group + "/" + feed.stream() + "#";
+  }
+
+  /**
+   * The scope of this group's dead letters, {@code group/stream}: each consumer group of a stream
+   * parks, blocks and replays only its own changes, even in a shared dead-letter store.
+   */
+  public String deadLetterScope() {
+    return group + "/" + feed.stream();
   }
 
   /** The prefix of the membership records of this group and stream. */

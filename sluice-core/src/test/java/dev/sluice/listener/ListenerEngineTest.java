@@ -7,15 +7,21 @@ import static org.awaitility.Awaitility.await;
 import dev.sluice.ConfigurationException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.deadletter.DeadLetterStore;
+import dev.sluice.deadletter.DeadLetters;
 import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -23,6 +29,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
@@ -285,45 +292,203 @@ class ListenerEngineTest {
     assertThat(attempts).containsExactly(1, 2, 3, 4);
   }
 
-  /** Dead-letter store in memory, for the engine's unit tests. */
+  /** Dead-letter store in memory, for the engine's unit tests (entries per scope, fenced per partition). */
   private static final class MemoryDeadLetters implements DeadLetterStore<String> {
+    /** By scope + '|' + event id. */
     final Map<String, ParkedChange<String>> entries = Collections.synchronizedMap(new LinkedHashMap<>());
     /** While positive, {@link #parkedKeys} fails as an unreachable store would. */
     final AtomicInteger unreachableReads = new AtomicInteger();
+    final AtomicInteger hasParkedQueries = new AtomicInteger();
+    private final Map<String, Long> epochs = new HashMap<>();
 
     @Override
     public void park(ParkedChange<String> change) {
-      entries.putIfAbsent(change.event().id(), change);
+      synchronized (entries) {
+        String partition = change.scope() + "#" + change.partition();
+        long latest = epochs.getOrDefault(partition, 0L);
+        if (change.epoch() > 0 && change.epoch() < latest) {
+          throw new StaleParkException(change.scope(), change.partition(), change.epoch(), latest);
+        }
+        epochs.put(partition, Math.max(latest, change.epoch()));
+        entries.putIfAbsent(change.scope() + "|" + change.event().id(), change);
+      }
+    }
+
+    private java.util.stream.Stream<ParkedChange<String>> in(String scope) {
+      return entries.values().stream().filter(p -> p.scope().equals(scope));
     }
 
     @Override
-    public Set<String> parkedKeys(String stream, int partition) {
+    public boolean hasParked(String stream, int partition, String key) {
+      hasParkedQueries.incrementAndGet();
+      synchronized (entries) {
+        return in(stream).anyMatch(p -> p.partition() == partition && p.event().key().equals(key));
+      }
+    }
+
+    @Override
+    public Set<String> parkedKeys(String stream, int partition, int limit) {
       if (unreachableReads.getAndDecrement() > 0) {
         throw new IllegalStateException("dead-letter store unreachable");
       }
       synchronized (entries) {
-        return entries.values().stream().map(p -> p.event().key()).collect(Collectors.toSet());
+        return in(stream).filter(p -> p.partition() == partition)
+            .map(p -> p.event().key()).distinct().limit(limit)
+            .collect(Collectors.toCollection(LinkedHashSet::new));
       }
     }
 
     @Override
     public List<ParkedChange<String>> list(String stream, int limit) {
       synchronized (entries) {
-        return entries.values().stream().limit(limit).toList();
+        return in(stream).limit(limit).toList();
       }
     }
 
     @Override
     public List<ParkedChange<String>> listKey(String stream, String key) {
       synchronized (entries) {
-        return entries.values().stream().filter(p -> p.event().key().equals(key)).toList();
+        return in(stream).filter(p -> p.event().key().equals(key)).toList();
       }
     }
 
     @Override
     public boolean remove(String stream, String eventId) {
-      return entries.remove(eventId) != null;
+      return entries.remove(stream + "|" + eventId) != null;
     }
+  }
+
+  /** Parks every change of key "poison" while {@code broken} is set; records the others. */
+  private Listener<String> poisonListener(Recorder rec, AtomicBoolean broken, MemoryDeadLetters dlq,
+      int maxCachedKeys) {
+    return start(builder((event, fence) -> {
+      if (broken.get() && event.key().startsWith("poison")) {
+        throw new IllegalArgumentException("cannot map " + event.document());
+      }
+      rec.handle(event, fence);
+    }).onFailure(FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(5), Duration.ofMillis(10)),
+        dlq, maxCachedKeys)));
+  }
+
+  @Test
+  void afterReplayingEveryParkedChangeOfAKeyNewChangesOfThatKeyFlowAgain() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    Recorder rec = new Recorder();
+    AtomicBoolean broken = new AtomicBoolean(true);
+    poisonListener(rec, broken, dlq, 100);
+    feed.append("poison", "v0");
+    feed.append("poison", "v1");
+    feed.append("good", "v2");
+    await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 2 && rec.seen.size() == 1);
+
+    broken.set(false); // the bug is fixed; the operator replays the key
+    List<String> replayed = new CopyOnWriteArrayList<>();
+    DeadLetters.ReplayResult r = DeadLetters.of(dlq).replayKey("test-group/orders", "poison",
+        (e, f) -> replayed.add(e.document()), new Fence("replay", "operator", 0));
+    assertThat(r.complete()).isTrue();
+    assertThat(replayed).containsExactly("v0", "v1");
+
+    feed.append("poison", "v3");
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.values().contains("v3"));
+    assertThat(dlq.entries).isEmpty();
+  }
+
+  @Test
+  void afterDiscardingEveryParkedChangeOfAKeyNewChangesOfThatKeyFlowAgain() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    Recorder rec = new Recorder();
+    AtomicBoolean broken = new AtomicBoolean(true);
+    poisonListener(rec, broken, dlq, 100);
+    feed.append("poison", "v0");
+    feed.append("good", "v1");
+    await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 1 && rec.seen.size() == 1);
+
+    broken.set(false);
+    assertThat(DeadLetters.of(dlq).discardKey("test-group/orders", "poison")).isEqualTo(1);
+    feed.append("poison", "v2");
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.values().contains("v2"));
+    assertThat(dlq.entries).isEmpty();
+  }
+
+  @Test
+  void loadingParkedKeysIsBounded() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    for (int k = 0; k < 20; k++) { // a previous owner parked 20 keys
+      feed.append("poison" + k, "p" + k);
+    }
+    Recorder first = new Recorder();
+    AtomicBoolean broken = new AtomicBoolean(true);
+    Listener<String> l1 = poisonListener(first, broken, dlq, 3);
+    await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 20);
+    l1.close();
+
+    // The next owner holds at most 3 keys in memory and still parks behind every parked key.
+    broken.set(false);
+    Recorder second = new Recorder();
+    poisonListener(second, broken, dlq, 3);
+    for (int k = 0; k < 20; k++) {
+      feed.append("poison" + k, "q" + k);
+    }
+    feed.append("good", "end");
+    await().atMost(Duration.ofSeconds(10)).until(() -> second.values().contains("end"));
+    assertThat(second.values()).containsExactly("end");
+    assertThat(dlq.entries).hasSize(40);
+    assertThat(dlq.hasParkedQueries.get()).as("keys beyond the cache are asked of the store").isPositive();
+  }
+
+  @Test
+  void twoGroupsSharingADeadLetterStoreNeverBlockEachOthersKeys() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    Recorder indexer = new Recorder();
+    Recorder invalidator = new Recorder();
+    start(builder((event, fence) -> {
+      if (event.key().equals("poison")) {
+        throw new IllegalArgumentException("the indexer cannot map " + event.document());
+      }
+      indexer.handle(event, fence);
+    }).group("indexer").onFailure(FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(5), Duration.ofMillis(10)), dlq)));
+    start(builder(invalidator).group("invalidator").onFailure(FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(5), Duration.ofMillis(10)), dlq)));
+    for (int i = 0; i < 10; i++) {
+      feed.append(i % 2 == 0 ? "poison" : "good", "v" + i);
+    }
+    await().atMost(Duration.ofSeconds(10)).until(() -> invalidator.seen.size() == 10 && indexer.seen.size() == 5);
+    assertThat(invalidator.values()).containsExactlyElementsOf(expected(0, 10));
+    assertThat(dlq.listKey("indexer/orders", "poison")).hasSize(5);
+    assertThat(dlq.list("invalidator/orders", 100)).isEmpty();
+  }
+
+  @Test
+  void aStaleOwnersParkAfterATakeoverIsRefused() {
+    MemoryDeadLetters dlq = new MemoryDeadLetters();
+    CountDownLatch inHandler = new CountDownLatch(1);
+    CountDownLatch takenOver = new CountDownLatch(1);
+    Recorder rec = new Recorder();
+    List<String> lostReasons = new CopyOnWriteArrayList<>();
+    // The stale owner: its handler stalls on v0 until a newer owner has parked, then fails.
+    start(builder((event, fence) -> {
+      inHandler.countDown();
+      takenOver.await();
+      throw new IllegalArgumentException("cannot map " + event.document());
+    }).observer(new ListenerObserver() {
+      @Override
+      public void lost(String lease, long epoch, String reason) {
+        lostReasons.add(reason);
+      }
+    }).onFailure(FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(5), Duration.ofMillis(10)), dlq)));
+    feed.append("poison", "v0");
+    await().atMost(Duration.ofSeconds(10)).until(() -> inHandler.getCount() == 0);
+
+    // A newer owner (after a takeover) parks in the same partition with a higher epoch. (Here the
+    // lease store does not know it, so this owner keeps getting leases below that epoch: every
+    // park it tries is refused, none lands.)
+    long staleEpoch = store.read("test-group/orders#0of1").orElseThrow().epoch();
+    dlq.park(new ParkedChange<>(new ChangeEvent<>("orders:other", "orders", Position.of("99"),
+        Operation.UPDATE, "other", null, "x", null, null), 0, "boom", 1, Instant.now(),
+        staleEpoch + 1_000_000, "test-group/orders"));
+    takenOver.countDown();
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> lostReasons.stream().anyMatch(r -> r.contains("stale")));
+    assertThat(dlq.entries).containsOnlyKeys("test-group/orders|orders:other");
   }
 
   @Test
@@ -342,7 +507,7 @@ class ListenerEngineTest {
 
     await().atMost(Duration.ofSeconds(10)).until(() -> dlq.entries.size() == 3 && rec.seen.size() == 3);
     assertThat(rec.values()).containsExactly("v1", "v3", "v5");
-    List<ParkedChange<String>> parked = dlq.listKey("orders", "poison");
+    List<ParkedChange<String>> parked = dlq.listKey("test-group/orders", "poison");
     assertThat(parked).extracting(p -> p.event().document()).containsExactly("v0", "v2", "v4");
     assertThat(parked.get(0).error()).contains("IllegalArgumentException").contains("cannot map order v0");
     assertThat(parked.get(0).attempts()).isEqualTo(3);
@@ -362,7 +527,7 @@ class ListenerEngineTest {
 
     await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 2 && dlq.entries.size() == 2);
     assertThat(rec.values()).containsExactly("v0", "v3");
-    List<ParkedChange<String>> parked = dlq.listKey("orders", "broken");
+    List<ParkedChange<String>> parked = dlq.listKey("test-group/orders", "broken");
     assertThat(parked.get(0).error()).contains("Undecodable change").contains("'amount' is not a number");
     assertThat(parked.get(1).event().document()).isEqualTo("v2");
   }
@@ -616,7 +781,7 @@ class ListenerEngineTest {
 
     Listener<String> b = start(builder(rec).owner("b").partitions(4));
     await().atMost(Duration.ofSeconds(15)).until(() -> active(a) == 2 && active(b) == 2);
-    assertThat(store.list("orders#")).allSatisfy(r -> assertThat(r.isHeld()).isTrue());
+    assertThat(store.list("test-group/orders#")).hasSize(4).allSatisfy(r -> assertThat(r.isHeld()).isTrue());
 
     b.close();
     await().atMost(Duration.ofSeconds(15)).until(() -> active(a) == 4);

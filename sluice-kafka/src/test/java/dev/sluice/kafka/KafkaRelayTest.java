@@ -269,17 +269,17 @@ class KafkaRelayTest {
 
     orders.insertOne(order("a", new BsonDocument("id", new BsonString("a-1"))));
     orders.insertOne(order("p", new BsonDocument("type", new BsonString("NoIdHere"))));
-    await().atMost(Duration.ofSeconds(20)).until(() -> dlq.count("shop.orders") == 1);
+    await().atMost(Duration.ofSeconds(20)).until(() -> dlq.count("relay/shop.orders") == 1);
     orders.updateOne(Filters.eq("_id", "p"), Updates.set("lastEvent", new BsonDocument("id", new BsonString("p-2"))));
     orders.insertOne(order("b", new BsonDocument("id", new BsonString("b-1"))));
     orders.updateOne(Filters.eq("_id", "a"), Updates.set("lastEvent", new BsonDocument("id", new BsonString("a-2"))));
 
     await().atMost(Duration.ofSeconds(20))
-        .until(() -> distinctIds(kafka.readAll(topic, 3, Duration.ofSeconds(1))) == 3 && dlq.count("shop.orders") == 2);
+        .until(() -> distinctIds(kafka.readAll(topic, 3, Duration.ofSeconds(1))) == 3 && dlq.count("relay/shop.orders") == 2);
     assertThat(kafka.readAll(topic, 3, Duration.ofSeconds(5)))
         .extracting(r -> header(r, Envelope.HEADER_ID))
         .containsExactlyInAnyOrder("a-1", "b-1", "a-2");
-    List<ParkedChange<BsonDocument>> parked = dlq.listKey("shop.orders", "p");
+    List<ParkedChange<BsonDocument>> parked = dlq.listKey("relay/shop.orders", "p");
     assertThat(parked).hasSize(2);
     assertThat(parked.get(0).error()).contains("no id field 'id'").contains(parked.get(0).event().id());
     assertThat(parked.get(0).attempts()).isEqualTo(2);
@@ -288,12 +288,12 @@ class KafkaRelayTest {
 
     // The operator discards the poison change and replays the rest of the key to Kafka.
     DeadLetters<BsonDocument> ops = DeadLetters.of(dlq);
-    assertThat(ops.discard("shop.orders", parked.get(0).event().id())).isTrue();
+    assertThat(ops.discard("relay/shop.orders", parked.get(0).event().id())).isTrue();
     DeadLetters.ReplayResult result =
-        ops.replayKey("shop.orders", "p", sink(topic, events), Replay.fence("shop.orders"));
+        ops.replayKey("relay/shop.orders", "p", sink(topic, events), Replay.fence("shop.orders"));
     assertThat(result.complete()).isTrue();
     assertThat(result.replayed()).isEqualTo(1);
-    assertThat(dlq.count("shop.orders")).isZero();
+    assertThat(dlq.count("relay/shop.orders")).isZero();
     assertThat(kafka.readAll(topic, 4, Duration.ofSeconds(10)))
         .extracting(r -> header(r, Envelope.HEADER_ID))
         .contains("p-2");

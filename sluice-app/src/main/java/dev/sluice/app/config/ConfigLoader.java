@@ -10,6 +10,7 @@ import dev.sluice.app.config.SluiceConfig.ListenerSection;
 import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.HistoryLostPolicy;
+import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.RetryPolicy;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -18,7 +19,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
+import java.util.HashMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.stream.Collectors;
 
 /**
@@ -109,7 +112,50 @@ public final class ConfigLoader {
       String failure = lower(l.onFailure());
       require(failure == null || failure.equals("block") || failure.equals("park"), at + ".onFailure",
           "must be block or park, but was '" + l.onFailure() + "'");
+      String legacy = lower(l.legacyCheckpoints());
+      require(legacy == null || legacy.equals("refuse") || legacy.equals("ignore"), at + ".legacyCheckpoints",
+          "must be refuse (default) or ignore, but was '" + l.legacyCheckpoints() + "'");
+      group(l, at);
     }
+    // Two entries of one (collection, group) would share leases and checkpoints, each getting
+    // only part of the changes: refuse, naming both.
+    Map<String, Integer> seen = new HashMap<>();
+    for (int i = 0; i < c.listeners().size(); i++) {
+      ListenerSection l = c.listeners().get(i);
+      String group = group(l, source + ": listeners[" + i + "]");
+      Integer first = seen.putIfAbsent(l.collection() + "\u0000" + group, i);
+      if (first != null) {
+        throw new ConfigException(source + ": listeners[" + first + "] and listeners[" + i + "]",
+            "both read collection '" + l.collection() + "' as consumer group '" + group + "': they would"
+                + " share leases and checkpoints and each get only part of the changes. Give one of them"
+                + " another 'group' (each group gets every change)");
+      }
+    }
+  }
+
+  /**
+   * The consumer group of a listener entry: {@code group} if set, else derived from its sink
+   * ({@code kafka-<topic>}, {@code amqp-<exchange>}), so two entries relaying one collection to
+   * different destinations are different consumers without being told.
+   */
+  public static String group(ListenerSection l, String at) {
+    if (l.group() != null) {
+      require(ListenerConfig.validGroup(l.group()), at + ".group",
+          ListenerConfig.GROUP_RULE + ", but was '" + l.group() + "'");
+      return l.group();
+    }
+    String derived = l.sink().kafka() != null ? "kafka-" + l.sink().kafka().topic()
+        : "amqp-" + l.sink().amqp().exchange();
+    derived = derived.replaceAll("[^A-Za-z0-9._-]", "_");
+    require(ListenerConfig.validGroup(derived), at + ".group",
+        "is not set, and the name derived from the sink ('" + derived + "') " + ListenerConfig.GROUP_RULE
+            + "; set it explicitly");
+    return derived;
+  }
+
+  /** Whether lease records from before consumer groups may be ignored ({@code legacyCheckpoints}). */
+  public static boolean ignoreLegacyCheckpoints(ListenerSection l) {
+    return "ignore".equals(lower(l.legacyCheckpoints()));
   }
 
   public static Duration leaseDuration(ListenerSection l, String at) {

@@ -12,6 +12,7 @@ import java.util.List;
  *   database: shop
  * listeners:
  *   - collection: orders
+ *     group: orders-to-kafka     # default: kafka-&lt;topic&gt; or amqp-&lt;exchange&gt;
  *     checkpoint: { every: 100, maxDelay: 1s }
  *     onFailure: park            # or block (default)
  *     sink:
@@ -33,7 +34,9 @@ public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners
       String onHistoryLost,
       String onFailure,
       RetrySection retry,
-      SinkSection sink) {}
+      SinkSection sink,
+      String group,
+      String legacyCheckpoints) {}
 
   public record CheckpointSection(Integer every, String maxDelay) {}
 

@@ -36,7 +36,7 @@ public final class DeadLettersCommand implements Callable<Integer> {
     try (ListenerOptions.Connected c = listener.connect()) {
       Wiring wiring = c.wiring();
       ListenerSection section = c.section();
-      String stream = c.stream();
+      String stream = c.deadLetterScope();
       DeadLetters<BsonDocument> dead = DeadLetters.of(wiring.deadLetters());
       switch (action) {
         case "list" -> {

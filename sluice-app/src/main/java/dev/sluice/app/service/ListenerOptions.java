@@ -16,18 +16,22 @@ public final class ListenerOptions {
   @Option(names = "--collection", required = true, description = "the listener's collection")
   String collection;
 
+  @Option(names = "--group", description = "the listener's consumer group; needed when several entries read the collection")
+  String group;
+
   /** Loads the configuration and connects; the caller closes the returned client. */
   Connected connect() {
     SluiceConfig config = ConfigLoader.load(configFile);
     MongoClient client = MongoClients.create(config.mongodb().uri());
     Wiring wiring = new Wiring(config, client);
-    return new Connected(client, wiring, wiring.section(collection));
+    return new Connected(client, wiring, wiring.section(collection, group));
   }
 
   /** A connection to the configured MongoDB and the selected listener section. */
   record Connected(MongoClient client, Wiring wiring, SluiceConfig.ListenerSection section) implements AutoCloseable {
-    String stream() {
-      return wiring.feed(section).stream();
+    /** The scope of this entry's dead letters: {@code group/stream}. */
+    String deadLetterScope() {
+      return wiring.deadLetterScope(section);
     }
 
     @Override

@@ -30,6 +30,9 @@ public final class SluiceService implements AutoCloseable {
     this.wiring = new Wiring(config, client);
     try {
       for (ListenerSection l : config.listeners()) {
+        wiring.checkLegacyCheckpoints(l);
+      }
+      for (ListenerSection l : config.listeners()) {
         Wiring.SinkHandle sink = wiring.sink(l, null);
         sinks.add(sink);
         Listener<BsonDocument> listener = wiring.listener(l, sink.handler(),

@@ -9,6 +9,7 @@ import dev.sluice.app.config.ConfigLoader;
 import dev.sluice.app.config.SluiceConfig;
 import dev.sluice.app.config.SluiceConfig.ListenerSection;
 import dev.sluice.kafka.KafkaSink;
+import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.listener.FailurePolicy;
 import dev.sluice.listener.Handler;
@@ -20,11 +21,15 @@ import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.sink.DocumentMapper;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.Publication;
+import java.util.List;
 import java.util.Locale;
 import org.bson.BsonDocument;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** Builds feeds, stores, sinks and listeners from a validated {@link SluiceConfig}. */
 public final class Wiring {
+  private static final Logger log = LoggerFactory.getLogger(Wiring.class);
   public static final String DEFAULT_DEAD_LETTERS = "sluice_dead_letters";
 
   private final SluiceConfig config;
@@ -56,12 +61,34 @@ public final class Wiring {
     return MongoChangeFeed.builder(client, config.mongodb().database(), l.collection()).build();
   }
 
-  /** The listener section for {@code collection}, or a clear error listing the configured ones. */
-  public ListenerSection section(String collection) {
-    return config.listeners().stream().filter(l -> l.collection().equals(collection)).findFirst()
-        .orElseThrow(() -> new ConfigurationException("No listener for collection '" + collection
-            + "' in the configuration; configured: "
-            + config.listeners().stream().map(ListenerSection::collection).toList()));
+  /**
+   * The listener section for {@code collection} and {@code group} (null: the only entry of the
+   * collection), or a clear error listing the configured ones.
+   */
+  public ListenerSection section(String collection, String group) {
+    List<ListenerSection> matches = new java.util.ArrayList<>();
+    List<String> configured = new java.util.ArrayList<>();
+    for (int i = 0; i < config.listeners().size(); i++) {
+      ListenerSection l = config.listeners().get(i);
+      String g = ConfigLoader.group(l, "listeners[" + i + "]");
+      configured.add(l.collection() + " (group " + g + ")");
+      if (l.collection().equals(collection) && (group == null || group.equals(g))) {
+        matches.add(l);
+      }
+    }
+    if (matches.size() == 1) {
+      return matches.get(0);
+    }
+    throw new ConfigurationException(matches.isEmpty()
+        ? "No listener for collection '" + collection + "'" + (group == null ? "" : " and group '" + group + "'")
+            + " in the configuration; configured: " + configured
+        : "Several listeners read collection '" + collection + "': name one with --group; configured: "
+            + configured);
+  }
+
+  /** The scope of {@code l}'s dead letters, {@code group/stream} (ListenerConfig.deadLetterScope). */
+  public String deadLetterScope(ListenerSection l) {
+    return ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]") + "/" + feed(l).stream();
   }
 
   /** The sink of a listener section; the caller closes it. */
@@ -95,7 +122,7 @@ public final class Wiring {
     FailurePolicy failure = "park".equalsIgnoreCase(l.onFailure())
         ? FailurePolicy.park(ConfigLoader.retry(l, at), deadLetters())
         : FailurePolicy.block(ConfigLoader.retry(l, at));
-    return Listener.builder(feed(l), leaseStore()).group("relay-" + l.collection())
+    return Listener.builder(feed(l), leaseStore()).group(ConfigLoader.group(l, at))
         .handler(handler)
         .partitions(l.partitions() == null ? 1 : l.partitions())
         .leaseDuration(ConfigLoader.leaseDuration(l, at))
@@ -105,6 +132,47 @@ public final class Wiring {
         .onFailure(failure)
         .observer(observer)
         .build();
+  }
+
+  /**
+   * Lease records of {@code l}'s collection written before consumer groups existed (named
+   * {@code <stream>#<partition>}, docs/upgrading.md) that carry a checkpoint. A listener never
+   * adopts them: it starts per its bootstrap policy.
+   */
+  public List<LeaseRecord> legacyCheckpoints(ListenerSection l) {
+    String stream = feed(l).stream();
+    return leaseStore().list(stream + "#").stream()
+        .filter(r -> r.name().substring(stream.length() + 1).matches("[0-9]+"))
+        .filter(r -> r.checkpoint() != null)
+        .toList();
+  }
+
+  /**
+   * Refuses to start {@code l} while legacy checkpoints of its collection exist, unless the entry
+   * says {@code legacyCheckpoints: ignore}: starting silently per the bootstrap policy would skip
+   * or repeat what the old records had reached.
+   */
+  public void checkLegacyCheckpoints(ListenerSection l) {
+    List<LeaseRecord> legacy = legacyCheckpoints(l);
+    long legacyDeadLetters = "park".equalsIgnoreCase(l.onFailure())
+        ? deadLetters().count(feed(l).stream()) : 0;
+    if (legacy.isEmpty() && legacyDeadLetters == 0) {
+      return;
+    }
+    String at = "listeners[" + config.listeners().indexOf(l) + "]";
+    String names = legacy.stream().map(r -> r.name() + " at " + r.checkpoint()).toList()
+        + (legacyDeadLetters == 0 ? "" : " and " + legacyDeadLetters + " dead letter(s) parked under '"
+            + feed(l).stream() + "' (not blocking their keys any more)");
+    if (ConfigLoader.ignoreLegacyCheckpoints(l)) {
+      log.warn("{}: ignoring checkpoints written before consumer groups {}; group '{}' starts per its"
+          + " bootstrap policy", at, names, ConfigLoader.group(l, at));
+      return;
+    }
+    throw new ConfigurationException(at + " (collection '" + l.collection() + "'): the store holds"
+        + " records written before consumer groups existed: " + names + ". Consumer group '"
+        + ConfigLoader.group(l, at) + "' does not adopt them and would start per its bootstrap policy."
+        + " Set legacyCheckpoints: ignore on this entry to start anyway, or carry the position over"
+        + " as docs/upgrading.md describes");
   }
 
   /** A sink with its close action and a description for messages. */

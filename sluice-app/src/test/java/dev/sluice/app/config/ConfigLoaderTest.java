@@ -76,4 +76,51 @@ class ConfigLoaderTest {
     assertThatThrownBy(() -> ConfigLoader.load(Path.of("/nonexistent/sluice.yaml")))
         .hasMessageContaining("/nonexistent/sluice.yaml").hasMessageContaining("does not exist");
   }
+
+  private static final String TWO_ON_ORDERS = """
+      mongodb:
+        uri: mongodb://localhost:27017
+        database: shop
+      listeners:
+        - collection: orders
+          sink:
+            kafka: { bootstrapServers: "localhost:9092", topic: orders }
+        - collection: orders
+          sink:
+            amqp: { uri: "amqp://localhost", exchange: "shop/events" }
+      """;
+
+  @Test
+  void theGroupIsDerivedFromTheDestinationUnlessSet() {
+    SluiceConfig c = ConfigLoader.parse(TWO_ON_ORDERS, "sluice.yaml");
+    assertThat(ConfigLoader.group(c.listeners().get(0), "x")).isEqualTo("kafka-orders");
+    assertThat(ConfigLoader.group(c.listeners().get(1), "x")).isEqualTo("amqp-shop_events");
+    SluiceConfig named = ConfigLoader.parse(TWO_ON_ORDERS.replace(
+        "    sink:\n      amqp", "    group: invalidator\n    sink:\n      amqp"), "sluice.yaml");
+    assertThat(ConfigLoader.group(named.listeners().get(1), "x")).isEqualTo("invalidator");
+  }
+
+  @Test
+  void twoEntriesReadingOneCollectionAsOneGroupAreRefusedNamingBoth() {
+    String same = TWO_ON_ORDERS.replace("amqp: { uri: \"amqp://localhost\", exchange: \"shop/events\" }",
+        "kafka: { bootstrapServers: \"other:9092\", topic: orders }");
+    assertThatThrownBy(() -> ConfigLoader.parse(same, "sluice.yaml"))
+        .isInstanceOf(ConfigurationException.class)
+        .hasMessageContaining("listeners[0] and listeners[1]")
+        .hasMessageContaining("collection 'orders'")
+        .hasMessageContaining("consumer group 'kafka-orders'")
+        .hasMessageContaining("another 'group'");
+    String explicit = TWO_ON_ORDERS.replace("    sink:\n", "    group: indexer\n    sink:\n");
+    assertThatThrownBy(() -> ConfigLoader.parse(explicit, "sluice.yaml"))
+        .hasMessageContaining("listeners[0] and listeners[1]").hasMessageContaining("'indexer'");
+  }
+
+  @Test
+  void anInvalidGroupOrLegacySettingIsRefusedNamingTheEntry() {
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "group: \"my group\"\n    partitions: 2"), "sluice.yaml"))
+        .hasMessageContaining("listeners[0].group").hasMessageContaining("'my group'")
+        .hasMessageContaining("letters, digits");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "legacyCheckpoints: adopt\n    partitions: 2"), "sluice.yaml"))
+        .hasMessageContaining("listeners[0].legacyCheckpoints").hasMessageContaining("'adopt'");
+  }
 }

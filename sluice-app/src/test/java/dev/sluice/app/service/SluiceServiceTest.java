@@ -1,12 +1,19 @@
 package dev.sluice.app.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
+import dev.sluice.ConfigurationException;
 import dev.sluice.app.Main;
+import dev.sluice.app.StatusCommand;
 import dev.sluice.app.config.ConfigLoader;
+import dev.sluice.feed.Position;
+import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -87,8 +94,90 @@ class SluiceServiceTest {
       }
       String listed = out.toString(StandardCharsets.UTF_8);
       assertThat(code).isZero();
-      assertThat(listed).contains("1 parked change(s) in shop.orders").contains("key=huge").contains("attempts=2")
+      assertThat(listed).contains("1 parked change(s) in kafka-orders/shop.orders").contains("key=huge").contains("attempts=2")
           .contains("MessageEncodingException").contains("more than max.request.size");
+    }
+  }
+
+  @Test
+  void twoEntriesOnOneCollectionWithDifferentDestinationsEachRelayEveryChange() throws Exception {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); EmbeddedKafka kafka = EmbeddedKafka.start();
+         MongoClient client = mongo.client()) {
+      kafka.createTopic("indexer", 1);
+      kafka.createTopic("cache", 1);
+      Path config = dir.resolve("two.yaml");
+      Files.writeString(config, """
+          mongodb:
+            uri: %1$s
+            database: shop
+          listeners:
+            - collection: orders
+              leaseDuration: 3s
+              checkpoint: { every: 50, maxDelay: 200ms }
+              sink:
+                kafka: { bootstrapServers: "%2$s", topic: indexer }
+            - collection: orders
+              leaseDuration: 3s
+              checkpoint: { every: 50, maxDelay: 200ms }
+              sink:
+                kafka: { bootstrapServers: "%2$s", topic: cache }
+          """.formatted(mongo.connectionString(), kafka.bootstrapServers()));
+      MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+
+      try (SluiceService service = SluiceService.start(ConfigLoader.load(config), new SimpleMeterRegistry())) {
+        for (int i = 0; i < 300; i++) {
+          orders.insertOne(new Document("_id", "o" + i).append("n", i));
+        }
+        Set<String> expected = new HashSet<>();
+        for (int i = 0; i < 300; i++) {
+          expected.add("o" + i);
+        }
+        for (String topic : List.of("indexer", "cache")) {
+          Set<String> keys = new HashSet<>();
+          kafka.readAll(topic, 300, Duration.ofSeconds(60))
+              .forEach(r -> keys.add(new String(r.key(), StandardCharsets.UTF_8)));
+          assertThat(keys).as("keys relayed to topic %s", topic).isEqualTo(expected);
+        }
+        assertThat(service.leases()).extracting(r -> r.name())
+            .contains("kafka-indexer/shop.orders#0of1", "kafka-cache/shop.orders#0of1");
+      }
+    }
+  }
+
+  @Test
+  void checkpointsFromBeforeConsumerGroupsStopTheStartUnlessIgnored() throws Exception {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
+      LeaseStore leases = MongoLeaseStore.builder(client.getDatabase("shop")).build();
+      Lease old = leases.tryAcquire("shop.orders#0", "relay-1", Duration.ofSeconds(5)).orElseThrow();
+      leases.release(leases.commit(old, Position.of("{\"_data\": \"8265A1\"}")));
+      String yaml = """
+          mongodb:
+            uri: %s
+            database: shop
+          listeners:
+            - collection: orders
+              leaseDuration: 3s
+              sink:
+                kafka: { bootstrapServers: "localhost:9", topic: orders }
+          """.formatted(mongo.connectionString());
+      Path refuse = dir.resolve("refuse.yaml");
+      Files.writeString(refuse, yaml);
+
+      assertThatThrownBy(() -> SluiceService.start(ConfigLoader.load(refuse), new SimpleMeterRegistry()))
+          .isInstanceOf(ConfigurationException.class)
+          .hasMessageContaining("listeners[0]").hasMessageContaining("shop.orders#0")
+          .hasMessageContaining("before consumer groups").hasMessageContaining("legacyCheckpoints: ignore")
+          .hasMessageContaining("kafka-orders")
+          .hasMessageContaining("docs/upgrading.md");
+
+      Path ignore = dir.resolve("ignore.yaml");
+      Files.writeString(ignore, yaml.replace("leaseDuration: 3s", "leaseDuration: 3s\n    legacyCheckpoints: ignore"));
+      try (SluiceService service = SluiceService.start(ConfigLoader.load(ignore), new SimpleMeterRegistry())) {
+        await().atMost(Duration.ofSeconds(30)).until(() -> service.leases().stream()
+            .anyMatch(r -> r.name().equals("kafka-orders/shop.orders#0of1") && r.isHeld()));
+        String status = StatusCommand.format(service.leases());
+        assertThat(status).contains("legacy").contains("partition").contains("kafka-orders");
+      }
     }
   }
 }

@@ -1,102 +1,307 @@
 package dev.sluice.listener.internal;
 
+import dev.sluice.Ticker;
 import dev.sluice.lease.Lease;
-import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.internal.LeaseKeeper;
+import dev.sluice.listener.ListenerConfig;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
 import java.util.NavigableSet;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.ScheduledExecutorService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Fair-share partition assignment: every listener instance of a stream holds a membership lease
- * ({@code stream@member:owner}) in the same store; an instance takes at most
- * ceil(partitions / live members) partitions and hands back the excess when members join. See
- * docs/adr/0006-partition-assignment.md.
+ * Balanced partition assignment (docs/adr/0008-balanced-assignment.md). Every listener instance
+ * of a group and stream holds a membership lease ({@code group/stream@member:<owner>}), kept by a
+ * {@link LeaseKeeper} like any other lease, so a process paused past its lease never counts
+ * itself live again with its old membership. On every refresh (once per renew interval) it reads
+ * the live membership and computes its quota with {@link Balance}: floor(N/M) or ceil(N/M), the
+ * same figures on every member. An instance takes a partition only while under its quota, hands
+ * back its excess only after seeing it on two refreshes in a row, and:
+ *
+ * <ul>
+ *   <li>counts a peer only once that peer's membership has lasted a settling time, which grows
+ *       with every time the peer was seen to lose and regain its membership (a flapping member
+ *       stops pulling partitions back and forth);
+ *   <li>may adopt, beyond its quota, a partition that nobody has held for a whole lease duration
+ *       (its member failed it, or cannot run it), and keeps it until the membership changes;
+ *   <li>deletes membership records that expired long ago, so they do not pile up.
+ * </ul>
  */
 final class Assignment {
   private static final Logger log = LoggerFactory.getLogger(Assignment.class);
+  /** Refreshes in a row that must show an excess before a partition is handed back. */
+  private static final int EXCESS_CONFIRMATIONS = 2;
+  /** Settling time multiplier per flap seen. */
+  private static final int FLAP_FACTOR = 4;
 
+  private final ListenerConfig<?> config;
   private final LeaseStore store;
   private final String memberPrefix;
   private final String memberName;
   private final String owner;
   private final int partitions;
   private final Duration duration;
-  private final NavigableSet<Integer> held = new ConcurrentSkipListSet<>();
-  private volatile int fairShare;
-  private volatile Lease membership;
+  private final ScheduledExecutorService scheduler;
+  private final Ticker ticker;
+  private final long baseSettleNanos;
+  private final long maxSettleNanos;
+  private final long flapMemoryNanos;
+  private final long deadRecordAgeNanos;
 
-  Assignment(LeaseStore store, String memberPrefix, String owner, int partitions, Duration duration) {
-    this.store = store;
-    this.memberPrefix = memberPrefix;
-    this.memberName = memberPrefix + owner;
-    this.owner = owner;
-    this.partitions = partitions;
-    this.duration = duration;
-    this.fairShare = partitions; // until the first refresh, as if alone
+  private final NavigableSet<Integer> held = new ConcurrentSkipListSet<>();
+  /** Partitions taken beyond the quota as orphans, with the membership they were adopted under. */
+  private final Map<Integer, List<String>> adopted = new HashMap<>();
+  private final Map<String, Peer> peers = new HashMap<>();
+  private final Map<Integer, Long> unheldSince = new HashMap<>();
+  private volatile int quota;
+  private volatile int confirmedExcess;
+  private volatile List<String> counted = List.of();
+  private int excessSeen;
+  private boolean firstRefresh = true;
+  private volatile LeaseKeeper membership;
+
+  /** What this member remembers of a peer's membership record. */
+  private static final class Peer {
+    long epoch;
+    long sinceNanos;
+    int flaps;
+    long lastFlapNanos;
+    long lastSeenNanos;
+
+    Peer(long epoch, long sinceNanos) {
+      this.epoch = epoch;
+      this.sinceNanos = sinceNanos;
+      this.lastSeenNanos = sinceNanos;
+    }
   }
 
-  /** Renews the membership and recomputes the fair share; runs on the renewal scheduler. */
+  Assignment(ListenerConfig<?> config, ScheduledExecutorService scheduler, Ticker ticker) {
+    this.config = config;
+    this.store = config.leaseStore();
+    this.memberPrefix = config.memberPrefix();
+    this.owner = config.owner();
+    this.memberName = memberPrefix + owner;
+    this.partitions = config.partitions();
+    this.duration = config.leaseDuration();
+    this.scheduler = scheduler;
+    this.ticker = ticker;
+    this.baseSettleNanos = config.renewInterval().toNanos() * 2;
+    this.maxSettleNanos = duration.toNanos() * 10;
+    this.flapMemoryNanos = duration.toNanos() * 20;
+    this.deadRecordAgeNanos = duration.toNanos() * 3;
+    this.quota = partitions; // until the first refresh, as if alone
+  }
+
+  /**
+   * Renews the membership, reads the live members and recomputes the quota. Runs on the scheduler
+   * (one thread); the store is read outside the lock so workers never wait on a slow store here.
+   */
   void refresh() {
     if (partitions == 1) {
       return; // nothing to balance
     }
     try {
-      Lease m = membership;
-      if (m == null) {
-        membership = store.tryAcquire(memberName, owner, duration).orElse(null);
-      } else {
-        try {
-          membership = store.renew(m, duration);
-        } catch (LeaseLostException e) {
-          membership = store.tryAcquire(memberName, owner, duration).orElse(null);
+      keepMembership();
+      long now = ticker.nanos();
+      List<String> live = new ArrayList<>();
+      for (LeaseRecord r : store.list(memberPrefix)) {
+        if (r.name().equals(memberName)) {
+          continue;
+        }
+        if (r.isHeld()) {
+          if (observe(r, now)) {
+            live.add(r.name());
+          }
+        } else if (expiredFor(r) > deadRecordAgeNanos) {
+          deleteDeadRecord(r);
         }
       }
-      long members = store.list(memberPrefix).stream().filter(LeaseRecord::isHeld).count();
-      int share = (int) Math.ceil(partitions / (double) Math.max(1, members));
-      if (share != fairShare) {
-        log.info("Listener {}: {} live member(s), fair share {} of {} partitions", owner, members, share, partitions);
-      }
-      fairShare = share;
+      peers.values().removeIf(p -> now - p.lastSeenNanos > flapMemoryNanos);
+      firstRefresh = false;
+      live.add(memberName);
+      live.sort(null);
+      Set<Integer> heldByAnyone = heldPartitions();
+      update(List.copyOf(live), heldByAnyone, now);
     } catch (RuntimeException e) {
-      log.warn("Membership refresh for {} failed; keeping fair share {}: {}", owner, fairShare, e.toString());
+      log.warn("Membership refresh for {} failed; keeping quota {}: {}", owner, quota, e.toString());
     }
   }
 
-  /** Reserves a slot before trying to acquire {@code partition}; false if at the fair share. */
+  private synchronized void update(List<String> live, Set<Integer> heldByAnyone, long now) {
+    int q = Balance.quota(live, memberName, partitions);
+    if (q != quota || !live.equals(counted)) {
+      log.info("Listener {}: {} member(s) counted, quota {} of {} partitions (holds {})", owner,
+          live.size(), q, partitions, held.size());
+    }
+    quota = q;
+    counted = live;
+    adopted.entrySet().removeIf(e -> !e.getValue().equals(live) || !held.contains(e.getKey()));
+    int excess = held.size() - adopted.size() - q;
+    excessSeen = excess > 0 ? excessSeen + 1 : 0;
+    confirmedExcess = excessSeen >= EXCESS_CONFIRMATIONS ? excess : 0;
+    for (int i = 0; i < partitions; i++) {
+      if (heldByAnyone.contains(i) || held.contains(i)) {
+        unheldSince.remove(i);
+      } else {
+        unheldSince.putIfAbsent(i, now);
+      }
+    }
+  }
+
+  private static long expiredFor(LeaseRecord r) {
+    if (r.expiresAt() == null) {
+      return Long.MAX_VALUE;
+    }
+    return Duration.between(r.expiresAt(), r.storeTime()).toNanos();
+  }
+
+  private void keepMembership() {
+    LeaseKeeper m = membership;
+    if (m != null && m.isValid()) {
+      return;
+    }
+    long start = ticker.nanos();
+    Optional<Lease> lease = store.tryAcquire(memberName, owner, duration);
+    if (lease.isEmpty()) {
+      return;
+    }
+    if (m != null) {
+      log.info("Listener {}: membership was lost ({}); joined again as epoch {}", owner,
+          m.lostReason(), lease.get().epoch());
+    }
+    LeaseKeeper keeper = new LeaseKeeper(store, lease.get(), start, duration, config.renewInterval(),
+        scheduler, ticker, (lost, cause) -> log.warn("Listener {}: membership lost: {}", owner,
+            cause.getMessage()));
+    membership = keeper;
+    keeper.start();
+  }
+
+  /** Records a live peer; whether it has been a member long enough to be counted. */
+  private boolean observe(LeaseRecord r, long now) {
+    Peer p = peers.get(r.name());
+    if (p == null) {
+      // Members already there when this one starts have settled; later ones must settle first.
+      p = new Peer(r.epoch(), firstRefresh ? now - maxSettleNanos : now);
+      peers.put(r.name(), p);
+    } else if (p.epoch != r.epoch()) {
+      // It lost its membership (paused, cut off, restarted with the same identity) and joined
+      // again: a flap. Each one seen lately lengthens the time before it counts again.
+      p.flaps = now - p.lastFlapNanos > flapMemoryNanos ? 1 : p.flaps + 1;
+      p.lastFlapNanos = now;
+      p.epoch = r.epoch();
+      p.sinceNanos = now;
+    }
+    p.lastSeenNanos = now;
+    return now - p.sinceNanos >= settleNanos(p.flaps);
+  }
+
+  private long settleNanos(int flaps) {
+    long settle = baseSettleNanos;
+    for (int i = 0; i < flaps && settle < maxSettleNanos; i++) {
+      settle *= FLAP_FACTOR;
+    }
+    return Math.min(settle, maxSettleNanos);
+  }
+
+  private void deleteDeadRecord(LeaseRecord r) {
+    try {
+      if (store.deleteIfIdle(r.name(), r.epoch())) {
+        log.info("Listener {}: removed the record of member {} (expired at {})", owner, r.name(),
+            r.expiresAt());
+      }
+    } catch (RuntimeException e) {
+      log.debug("Removing the dead member record {} failed: {}", r.name(), e.toString());
+    }
+  }
+
+  /** The partitions of this layout that someone holds, as the store says now. */
+  private Set<Integer> heldPartitions() {
+    Set<Integer> out = new HashSet<>();
+    for (LeaseRecord r : store.list(config.partitionPrefix())) {
+      if (r.isHeld()) {
+        for (int i = 0; i < partitions; i++) {
+          if (r.name().equals(config.leaseName(i))) {
+            out.add(i);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Whether nobody has held {@code partition} for a whole lease duration. */
+  private boolean orphaned(int partition, long now) {
+    Long since = unheldSince.get(partition);
+    return since != null && now - since >= duration.toNanos();
+  }
+
+  /** Whether this instance may try to acquire {@code partition} now. */
   synchronized boolean mayAcquire(int partition) {
-    return held.contains(partition) || held.size() < fairShare;
+    return held.contains(partition) || held.size() - adopted.size() < quota
+        || orphaned(partition, ticker.nanos());
   }
 
-  void acquired(int partition) {
+  /** The partition was acquired; one taken beyond the quota is an adopted orphan. */
+  synchronized void acquired(int partition) {
+    if (held.size() - adopted.size() >= quota) {
+      adopted.put(partition, counted);
+      log.info("Listener {}: adopted partition {}, unheld for over {}", owner, partition, duration);
+    }
     held.add(partition);
+    unheldSince.remove(partition);
   }
 
-  void released(int partition) {
+  /** The partition is no longer held: released, handed back, or its lease known lost. */
+  synchronized void released(int partition) {
     held.remove(partition);
+    adopted.remove(partition);
   }
 
-  /** Whether this instance holds more than its share and {@code partition} is one to hand back. */
-  boolean shouldHandBack(int partition) {
-    int excess = held.size() - fairShare;
-    if (excess <= 0) {
+  /** Whether this instance should hand {@code partition} back: its excess, highest first. */
+  synchronized boolean shouldHandBack(int partition) {
+    int excess = Math.min(confirmedExcess, held.size() - adopted.size() - quota);
+    if (excess <= 0 || adopted.containsKey(partition)) {
       return false;
     }
     // Hand back the highest-numbered partitions: deterministic, so two workers do not both leave.
-    return held.descendingSet().stream().limit(excess).anyMatch(p -> p == partition);
+    boolean handBack = held.descendingSet().stream().filter(p -> !adopted.containsKey(p))
+        .limit(excess).anyMatch(p -> p == partition);
+    if (handBack) {
+      confirmedExcess = Math.max(0, confirmedExcess - 1);
+    }
+    return handBack;
   }
 
+  /** The quota last computed; for status and tests. */
+  int quota() {
+    return quota;
+  }
+
+  /** Leaves the group: deletes the membership record so peers rebalance at once. */
   void leave() {
-    Lease m = membership;
-    if (m != null) {
-      try {
-        store.release(m);
-      } catch (RuntimeException e) {
-        log.debug("Releasing membership {} failed: {}", memberName, e.toString());
-      }
+    LeaseKeeper m = membership;
+    if (m == null) {
+      return;
+    }
+    m.retire();
+    if (m.lostReason() != null) {
+      return;
+    }
+    try {
+      store.delete(m.lease());
+    } catch (RuntimeException e) {
+      log.debug("Deleting membership {} failed (it will expire): {}", memberName, e.toString());
     }
   }
 }

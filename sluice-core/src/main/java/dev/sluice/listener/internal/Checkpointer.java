@@ -82,7 +82,6 @@ final class Checkpointer<D> {
         tenure.lastProcessed = position;
         tenure.uncommitted = 0;
         tenure.lastCommitNanos = System.nanoTime();
-        tenure.parked.committed();
         worker.committed = position;
         worker.observer.committed(worker.leaseName, keeper.lease().epoch(), position, changes);
         if (tenure.cursor != null) {

@@ -1,6 +1,7 @@
 package dev.sluice.listener.internal;
 
 import dev.sluice.SluiceException;
+import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.UndecodableChange;
 import dev.sluice.feed.UndecodableChangeException;
@@ -131,6 +132,11 @@ final class Delivery<D> {
       try {
         tenure.parked.park(event, tenure.fence.epoch(), reason, attempts);
         break;
+      } catch (StaleParkException e) {
+        // A later owner has parked in this partition: the lease is gone, whatever our deadline
+        // says. The change is not lost: the new owner reads it again from the checkpoint.
+        tenure.keeper().markLost(e.getMessage());
+        return Step.LOST;
       } catch (RuntimeException e) {
         // Never skip a change we could not park: retry until it is durable or the lease is gone.
         log.warn("Parking {} failed, retrying: {}", event, e.toString());

@@ -48,8 +48,7 @@ public final class ListenerEngine<D> implements Listener<D> {
       t.setDaemon(true);
       return t;
     });
-    assignment = new Assignment(config.leaseStore(), config.memberPrefix(), config.owner(),
-        config.partitions(), config.leaseDuration());
+    assignment = new Assignment(config, renewals, dev.sluice.Ticker.system());
     assignment.refresh();
     renewals.scheduleWithFixedDelay(assignment::refresh, config.renewInterval().toNanos(),
         config.renewInterval().toNanos(), TimeUnit.NANOSECONDS);

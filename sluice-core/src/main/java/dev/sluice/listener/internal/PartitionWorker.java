@@ -207,8 +207,9 @@ final class PartitionWorker<D> implements Runnable {
         restartDelay = FIRST_RESTART_DELAY;
       } catch (Throwable t) {
         // Nothing may end a partition silently: record, release (the tenure did), restart.
-        restarts++;
+        // The error first: whoever sees the restart count move also sees its cause.
         recordError("partition restarted after an unexpected error: " + t);
+        restarts++;
         log.error("Partition {} ({}): unexpected error, restarting in {}", leaseName,
             config.owner(), restartDelay, t);
         setState(PartitionState.ACQUIRING);

@@ -56,8 +56,8 @@ final class Tenure<D> {
         config.leaseDuration(), config.renewInterval(), worker.scheduler, Ticker.system(),
         (lost, cause) -> worker.leaseLost(lease, keeper().lostReason()));
     this.parked = config.failure() instanceof FailurePolicy.Park<?> park
-        ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.feed().stream(),
-            worker.partition.index(), config.clock(), 10_000)
+        ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.deadLetterScope(),
+            worker.partition.index(), config.clock(), park.maxCachedKeys())
         : ParkedKeys.none();
     this.checkpointer = new Checkpointer<>(this);
     this.delivery = new Delivery<>(this);
@@ -123,7 +123,6 @@ final class Tenure<D> {
     ended = true;
     String lostReason = keeper.retire();
     if (lostReason != null) {
-      parked.lost(fence.epoch());
       return; // reported by the keeper's callback when it happened
     }
     release();
@@ -251,13 +250,15 @@ final class Tenure<D> {
         if (skipping != null) {
           cursor = config.feed().open(worker.partition, StartPoint.latest());
           Position resumedAt = cursor.position();
+          // The status shows the gap before the checkpoint moves past it: whoever sees the new
+          // checkpoint (an operator, a test) also sees why changes before it were skipped.
+          worker.recordError("history lost; skipped to latest at " + resumedAt + ": "
+              + skipping.getMessage());
           Step pinned = checkpointer.commit(resumedAt, 0);
           if (pinned != Step.CONTINUE) {
             return pinned;
           }
           worker.observer.historyLost(worker.leaseName, skipping, resumedAt);
-          worker.recordError("history lost; skipped to latest at " + resumedAt + ": "
-              + skipping.getMessage());
           log.error("GAP in partition {}: {} Policy SKIP_TO_LATEST: continuing at {}; changes"
               + " between {} and {} were NOT delivered.", worker.leaseName, skipping.getMessage(),
               resumedAt, skipping.lostFrom(), resumedAt);

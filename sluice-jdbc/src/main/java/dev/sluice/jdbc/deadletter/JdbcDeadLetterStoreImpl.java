@@ -2,6 +2,7 @@ package dev.sluice.jdbc.deadletter;
 
 import dev.sluice.SluiceException;
 import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
@@ -23,16 +24,19 @@ import javax.sql.DataSource;
 final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
   private static final String COLUMNS =
       "event_id, stream, event_key, partition_no, error, attempts, parked_at, position_token, "
-          + "position_time, operation, document_key, document, event_time";
+          + "position_time, operation, document_key, document, event_time, epoch";
 
   private final DataSource dataSource;
   private final String table;
+  /** Per (stream, partition): the highest lease epoch that parked there (ADR 0045). */
+  private final String epochs;
   private final Function<D, String> encode;
   private final Function<String, D> decode;
 
   JdbcDeadLetterStoreImpl(DataSource dataSource, String table, Function<D, String> encode, Function<String, D> decode) {
     this.dataSource = dataSource;
     this.table = table;
+    this.epochs = table + "_epochs";
     this.encode = encode;
     this.decode = decode;
   }
@@ -41,16 +45,26 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
   public void createTable() {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       String product = c.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
-      String seq = product.contains("postgres") ? "BIGSERIAL PRIMARY KEY" : "BIGINT AUTO_INCREMENT PRIMARY KEY";
-      String text = product.contains("postgres") ? "TEXT" : "LONGTEXT";
+      boolean postgres = product.contains("postgres");
+      String seq = postgres ? "BIGSERIAL PRIMARY KEY" : "BIGINT AUTO_INCREMENT PRIMARY KEY";
+      String text = postgres ? "TEXT" : "LONGTEXT";
       s.execute("CREATE TABLE IF NOT EXISTS " + table + " ("
           + "seq " + seq + ", "
           + "event_id VARCHAR(500) NOT NULL, stream VARCHAR(200) NOT NULL, event_key VARCHAR(1000) NOT NULL, "
           + "partition_no INT NOT NULL, error " + text + " NOT NULL, attempts INT NOT NULL, "
           + "parked_at TIMESTAMP NOT NULL, position_token " + text + " NOT NULL, position_time VARCHAR(40), "
           + "operation VARCHAR(20) NOT NULL, document_key " + text + ", document " + text + ", "
-          + "event_time VARCHAR(40), "
+          + "event_time VARCHAR(40), epoch BIGINT NOT NULL DEFAULT 0, "
           + "UNIQUE (stream, event_id))");
+      // Tables created before epochs were recorded (ADR 0045): existing entries get epoch 0.
+      s.execute("ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0");
+      // MariaDB limits index keys to 3072 bytes: index a prefix of the key there.
+      s.execute("CREATE INDEX IF NOT EXISTS " + table + "_key ON " + table + " (stream, "
+          + (postgres ? "event_key" : "event_key(255)") + ")");
+      s.execute("CREATE INDEX IF NOT EXISTS " + table + "_partition ON " + table
+          + " (stream, partition_no, seq)");
+      s.execute("CREATE TABLE IF NOT EXISTS " + epochs + " (stream VARCHAR(200) NOT NULL, "
+          + "partition_no INT NOT NULL, epoch BIGINT NOT NULL, PRIMARY KEY (stream, partition_no))");
       if (!c.getAutoCommit()) {
         c.commit();
       }
@@ -63,33 +77,86 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
   public void park(ParkedChange<D> change) {
     ChangeEvent<D> e = change.event();
     try (Connection c = dataSource.getConnection()) {
-      if (exists(c, e.stream(), e.id())) {
-        return; // idempotent: parked before (a redelivery after a crash)
-      }
-      try (PreparedStatement ps = c.prepareStatement(
-          "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
-        ps.setString(1, e.id());
-        ps.setString(2, e.stream());
-        ps.setString(3, e.key());
-        ps.setInt(4, change.partition());
-        ps.setString(5, change.error());
-        ps.setInt(6, change.attempts());
-        ps.setTimestamp(7, Timestamp.from(change.parkedAt()));
-        ps.setString(8, e.position().token());
-        ps.setString(9, e.position().time() == null ? null : e.position().time().toString());
-        ps.setString(10, e.operation().name());
-        ps.setString(11, e.documentKey() == null ? null : encode.apply(e.documentKey()));
-        ps.setString(12, e.document() == null ? null : encode.apply(e.document()));
-        ps.setString(13, e.time() == null ? null : e.time().toString());
-        ps.executeUpdate();
-      } catch (SQLException insert) {
-        // A concurrent park of the same change won the unique key: one entry is kept.
-        if (!exists(c, e.stream(), e.id())) {
-          throw insert;
+      boolean autoCommit = c.getAutoCommit();
+      c.setAutoCommit(false);
+      try {
+        if (exists(c, change.scope(), e.id())) {
+          c.commit();
+          return; // idempotent: parked before (a redelivery after a crash)
         }
+        if (change.epoch() > 0) {
+          // Holds the partition's epoch row until commit: parks of one partition are serialised,
+          // and one from an epoch older than the latest is refused (ADR 0045).
+          raiseEpoch(c, change.scope(), change.partition(), change.epoch());
+        }
+        insert(c, change);
+        c.commit();
+      } catch (SQLException | RuntimeException ex) {
+        c.rollback();
+        if (ex instanceof SQLException && exists(c, change.scope(), e.id())) {
+          c.commit();
+          return; // a concurrent park of the same change won the unique key: one entry is kept
+        }
+        throw ex;
+      } finally {
+        c.setAutoCommit(autoCommit);
       }
     } catch (SQLException ex) {
       throw new SluiceException("Cannot park change " + e.id() + " (" + e + ") in " + table + ": " + ex.getMessage(), ex);
+    }
+  }
+
+  private void raiseEpoch(Connection c, String stream, int partition, long epoch) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("UPDATE " + epochs
+        + " SET epoch = ? WHERE stream = ? AND partition_no = ? AND epoch <= ?")) {
+      ps.setLong(1, epoch);
+      ps.setString(2, stream);
+      ps.setInt(3, partition);
+      ps.setLong(4, epoch);
+      if (ps.executeUpdate() == 1) {
+        return;
+      }
+    }
+    try (PreparedStatement ps = c.prepareStatement(
+        "SELECT epoch FROM " + epochs + " WHERE stream = ? AND partition_no = ?")) {
+      ps.setString(1, stream);
+      ps.setInt(2, partition);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          throw new StaleParkException(stream, partition, epoch, rs.getLong(1));
+        }
+      }
+    }
+    // No row yet. A concurrent first park may insert it too: the loser's unique-key error rolls
+    // its park back and it is retried by the caller.
+    try (PreparedStatement ps = c.prepareStatement(
+        "INSERT INTO " + epochs + " (stream, partition_no, epoch) VALUES (?, ?, ?)")) {
+      ps.setString(1, stream);
+      ps.setInt(2, partition);
+      ps.setLong(3, epoch);
+      ps.executeUpdate();
+    }
+  }
+
+  private void insert(Connection c, ParkedChange<D> change) throws SQLException {
+    ChangeEvent<D> e = change.event();
+    try (PreparedStatement ps = c.prepareStatement(
+        "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
+      ps.setString(1, e.id());
+      ps.setString(2, change.scope());
+      ps.setString(3, e.key());
+      ps.setInt(4, change.partition());
+      ps.setString(5, change.error());
+      ps.setInt(6, change.attempts());
+      ps.setTimestamp(7, Timestamp.from(change.parkedAt()));
+      ps.setString(8, e.position().token());
+      ps.setString(9, e.position().time() == null ? null : e.position().time().toString());
+      ps.setString(10, e.operation().name());
+      ps.setString(11, e.documentKey() == null ? null : encode.apply(e.documentKey()));
+      ps.setString(12, e.document() == null ? null : encode.apply(e.document()));
+      ps.setString(13, e.time() == null ? null : e.time().toString());
+      ps.setLong(14, change.epoch());
+      ps.executeUpdate();
     }
   }
 
@@ -104,12 +171,31 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
   }
 
   @Override
-  public Set<String> parkedKeys(String stream, int partition) {
+  public boolean hasParked(String stream, int partition, String key) {
+    boolean[] found = {false};
+    query("SELECT 1 FROM " + table + " WHERE stream = ? AND event_key = ? AND partition_no = ?",
+        ps -> {
+          ps.setString(1, stream);
+          ps.setString(2, key);
+          ps.setInt(3, partition);
+          ps.setMaxRows(1);
+        },
+        rs -> found[0] = true);
+    return found[0];
+  }
+
+  @Override
+  public Set<String> parkedKeys(String stream, int partition, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("limit must be >= 1, but was " + limit);
+    }
     Set<String> keys = new LinkedHashSet<>();
-    query("SELECT event_key FROM " + table + " WHERE stream = ? AND partition_no = ? ORDER BY seq",
+    query("SELECT event_key, MIN(seq) AS first_seq FROM " + table
+            + " WHERE stream = ? AND partition_no = ? GROUP BY event_key ORDER BY first_seq",
         ps -> {
           ps.setString(1, stream);
           ps.setInt(2, partition);
+          ps.setMaxRows(limit);
         },
         rs -> keys.add(rs.getString(1)));
     return keys;
@@ -166,9 +252,10 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
     String eventTime = rs.getString("event_time");
     String documentKey = rs.getString("document_key");
     String document = rs.getString("document");
+    String scope = rs.getString("stream");
     ChangeEvent<D> event = new ChangeEvent<>(
         rs.getString("event_id"),
-        rs.getString("stream"),
+        scope.substring(scope.lastIndexOf('/') + 1), // the scope is group/stream; streams have no '/'
         new Position(rs.getString("position_token"), positionTime == null ? null : Instant.parse(positionTime)),
         Operation.valueOf(rs.getString("operation")),
         rs.getString("event_key"),
@@ -177,7 +264,7 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
         eventTime == null ? null : Instant.parse(eventTime),
         null);
     return new ParkedChange<>(event, rs.getInt("partition_no"), rs.getString("error"), rs.getInt("attempts"),
-        rs.getTimestamp("parked_at").toInstant());
+        rs.getTimestamp("parked_at").toInstant(), rs.getLong("epoch"), scope);
   }
 
   private interface Binder {

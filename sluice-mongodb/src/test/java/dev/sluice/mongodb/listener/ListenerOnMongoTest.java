@@ -236,4 +236,44 @@ class ListenerOnMongoTest {
     LeaseRecord record = store.read(leaseName).orElseThrow();
     assertThat(record.owner()).isEqualTo("thief");
   }
+
+  private Listener<BsonDocument> member(String owner, int partitions, List<Integer> sink) {
+    Listener<BsonDocument> l = Listener.builder(MongoChangeFeed.builder(MONGO.client(), db, "orders").build(),
+            MongoLeaseStore.builder(database()).build()).group("balance-group")
+        .owner(owner)
+        .partitions(partitions)
+        .leaseDuration(Duration.ofSeconds(2))
+        .renewInterval(Duration.ofMillis(500))
+        .acquireInterval(Duration.ofMillis(100))
+        .pollWait(Duration.ofMillis(50))
+        .handler((change, fence) -> sink.add(change.document().getInt32("changeNo").getValue()))
+        .build();
+    listeners.add(l);
+    return l.start();
+  }
+
+  private static long active(Listener<?> l) {
+    return l.status().stream().filter(s -> s.state() == dev.sluice.listener.PartitionState.ACTIVE).count();
+  }
+
+  @Test
+  void fourPartitionsOnThreeMembersStartedOneAfterAnotherEndTwoOneOneAndAClosedMemberLeavesNoRecord() {
+    List<Integer> seen = new CopyOnWriteArrayList<>();
+    Listener<BsonDocument> a = member("a", 4, seen);
+    await().atMost(Duration.ofSeconds(30)).until(() -> active(a) == 4);
+    Listener<BsonDocument> b = member("b", 4, seen);
+    await().atMost(Duration.ofSeconds(30)).until(() -> active(a) == 2 && active(b) == 2);
+    Listener<BsonDocument> c = member("c", 4, seen);
+    await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(40))
+        .until(() -> active(a) == 2 && active(b) == 1 && active(c) == 1);
+    write(0, 40);
+    await().atMost(Duration.ofSeconds(30)).until(() -> new HashSet<>(seen).equals(range(0, 40)));
+
+    LeaseStore store = MongoLeaseStore.builder(database()).build();
+    String memberPrefix = c.config().memberPrefix();
+    c.close();
+    await().atMost(Duration.ofSeconds(30)).until(() -> active(a) == 2 && active(b) == 2);
+    assertThat(store.list(memberPrefix)).extracting(LeaseRecord::name)
+        .containsExactlyInAnyOrder(memberPrefix + a.owner(), memberPrefix + b.owner());
+  }
 }

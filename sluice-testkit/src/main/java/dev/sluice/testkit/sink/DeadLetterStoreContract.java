@@ -1,10 +1,12 @@
 package dev.sluice.testkit.sink;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.deadletter.DeadLetterStore;
 import dev.sluice.deadletter.DeadLetters;
 import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
@@ -47,14 +49,14 @@ public abstract class DeadLetterStoreContract {
     ChangeEvent<BsonDocument> a1 = change("a", 1);
     ChangeEvent<BsonDocument> b1 = change("b", 1);
     ChangeEvent<BsonDocument> a2 = change("a", 2);
-    store.park(new ParkedChange<>(a1, 0, "IllegalStateException: boom", 5, Instant.parse("2026-01-01T00:00:00Z")));
-    store.park(new ParkedChange<>(b1, 1, "IllegalStateException: bang", 5, Instant.parse("2026-01-01T00:00:00Z")));
-    store.park(new ParkedChange<>(a2, 0, "parked behind " + a1.id(), 0, Instant.parse("2026-01-01T00:00:00Z")));
-    store.park(new ParkedChange<>(a1, 0, "again after a crash", 5, Instant.parse("2026-01-01T00:00:01Z")));
+    store.park(new ParkedChange<>(a1, 0, "IllegalStateException: boom", 5, Instant.parse("2026-01-01T00:00:00Z"), 7));
+    store.park(new ParkedChange<>(b1, 1, "IllegalStateException: bang", 5, Instant.parse("2026-01-01T00:00:00Z"), 7));
+    store.park(new ParkedChange<>(a2, 0, "parked behind " + a1.id(), 0, Instant.parse("2026-01-01T00:00:00Z"), 7));
+    store.park(new ParkedChange<>(a1, 0, "again after a crash", 5, Instant.parse("2026-01-01T00:00:01Z"), 7));
 
     assertThat(count("orders")).isEqualTo(3);
-    assertThat(store.parkedKeys("orders", 0)).containsExactly("a");
-    assertThat(store.parkedKeys("orders", 1)).containsExactly("b");
+    assertThat(store.parkedKeys("orders", 0, 10)).containsExactly("a");
+    assertThat(store.parkedKeys("orders", 1, 10)).containsExactly("b");
     assertThat(store.list("orders", 10)).extracting(p -> p.event().id()).containsExactly(a1.id(), b1.id(), a2.id());
     List<ParkedChange<BsonDocument>> a = store.listKey("orders", "a");
     assertThat(a).extracting(p -> p.event().id()).containsExactly(a1.id(), a2.id());
@@ -69,15 +71,74 @@ public abstract class DeadLetterStoreContract {
     assertThat(first.attempts()).isEqualTo(5);
     assertThat(first.partition()).isZero();
     assertThat(a.get(1).attempts()).isZero();
+    assertThat(first.epoch()).isEqualTo(7);
     assertThat(store.list("other", 10)).isEmpty();
+  }
+
+  @Test
+  void hasParkedAnswersPerStreamPartitionAndKey() {
+    store.park(new ParkedChange<>(change("a", 1), 0, "boom", 3, Instant.now(), 7));
+    assertThat(store.hasParked("orders", 0, "a")).isTrue();
+    assertThat(store.hasParked("orders", 0, "b")).isFalse();
+    assertThat(store.hasParked("orders", 1, "a")).isFalse();
+    assertThat(store.hasParked("other", 0, "a")).isFalse();
+    store.remove("orders", change("a", 1).id());
+    assertThat(store.hasParked("orders", 0, "a")).isFalse();
+  }
+
+  @Test
+  void parkedKeysAreBoundedAndOldestFirst() {
+    for (int k = 0; k < 30; k++) {
+      for (int v = 1; v <= 3; v++) {
+        store.park(new ParkedChange<>(change("k" + k, v), 0, "boom", 1, Instant.now(), 7));
+      }
+    }
+    assertThat(store.parkedKeys("orders", 0, 5)).containsExactly("k0", "k1", "k2", "k3", "k4");
+    assertThat(store.parkedKeys("orders", 0, 100)).hasSize(30);
+    assertThatThrownBy(() -> store.parkedKeys("orders", 0, 0))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("limit");
+  }
+
+  @Test
+  void aParkFromAnOlderEpochThanOneThatParkedInThePartitionIsRefused() {
+    store.park(new ParkedChange<>(change("a", 1), 0, "boom", 3, Instant.now(), 7));
+    store.park(new ParkedChange<>(change("a", 2), 0, "behind", 0, Instant.now(), 7));
+    store.park(new ParkedChange<>(change("b", 1), 0, "boom", 3, Instant.now(), 9));
+
+    assertThatThrownBy(() -> store.park(new ParkedChange<>(change("c", 1), 0, "boom", 3, Instant.now(), 8)))
+        .isInstanceOf(StaleParkException.class).hasMessageContaining("epoch 8")
+        .hasMessageContaining("epoch 9").hasMessageContaining("partition 0");
+    assertThat(store.hasParked("orders", 0, "c")).isFalse();
+    // Other partitions and streams have their own epochs.
+    store.park(new ParkedChange<>(change("c", 1), 1, "boom", 3, Instant.now(), 2));
+    assertThat(store.hasParked("orders", 1, "c")).isTrue();
+    assertThat(store.listKey("orders", "a")).extracting(ParkedChange::epoch).containsExactly(7L, 7L);
+  }
+
+  @Test
+  void twoScopesOfOneStreamAreIndependent() {
+    ChangeEvent<BsonDocument> a1 = change("a", 1);
+    store.park(new ParkedChange<>(a1, 0, "boom", 3, Instant.now(), 9, "indexer/orders"));
+    store.park(new ParkedChange<>(a1, 0, "bang", 3, Instant.now(), 2, "invalidator/orders"));
+
+    assertThat(store.hasParked("indexer/orders", 0, "a")).isTrue();
+    assertThat(store.hasParked("invalidator/orders", 0, "a")).isTrue();
+    assertThat(store.hasParked("orders", 0, "a")).isFalse();
+    assertThat(store.listKey("invalidator/orders", "a")).singleElement().satisfies(p -> {
+      assertThat(p.error()).isEqualTo("bang");
+      assertThat(p.scope()).isEqualTo("invalidator/orders");
+      assertThat(p.event().stream()).isEqualTo("orders");
+    });
+    assertThat(store.remove("indexer/orders", a1.id())).isTrue();
+    assertThat(store.hasParked("invalidator/orders", 0, "a")).isTrue();
   }
 
   @Test
   void replayRunsAKeysChangesInOrderRemovesEachOnSuccessAndStopsAtTheFirstFailure() {
     for (int v = 1; v <= 4; v++) {
-      store.park(new ParkedChange<>(change("a", v), 0, "boom", v == 1 ? 3 : 0, Instant.now()));
+      store.park(new ParkedChange<>(change("a", v), 0, "boom", v == 1 ? 3 : 0, Instant.now(), 7));
     }
-    store.park(new ParkedChange<>(change("b", 1), 0, "boom", 3, Instant.now()));
+    store.park(new ParkedChange<>(change("b", 1), 0, "boom", 3, Instant.now(), 7));
     List<String> handled = new ArrayList<>();
     Handler<BsonDocument> failsOnThird =
         (event, fence) -> {
@@ -109,9 +170,9 @@ public abstract class DeadLetterStoreContract {
 
   @Test
   void discardRemovesWithoutProcessing() {
-    store.park(new ParkedChange<>(change("a", 1), 0, "boom", 3, Instant.now()));
-    store.park(new ParkedChange<>(change("a", 2), 0, "behind", 0, Instant.now()));
-    store.park(new ParkedChange<>(change("b", 1), 0, "boom", 3, Instant.now()));
+    store.park(new ParkedChange<>(change("a", 1), 0, "boom", 3, Instant.now(), 7));
+    store.park(new ParkedChange<>(change("a", 2), 0, "behind", 0, Instant.now(), 7));
+    store.park(new ParkedChange<>(change("b", 1), 0, "boom", 3, Instant.now(), 7));
     DeadLetters<BsonDocument> dlq = DeadLetters.of(store);
     assertThat(dlq.discard("orders", change("b", 1).id())).isTrue();
     assertThat(dlq.discard("orders", change("b", 1).id())).isFalse();
