@@ -1,0 +1,631 @@
+package dev.sluice.mongodb.chaos;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.MongoDatabase;
+import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.Projections;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.lease.OwnerId;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.process.ChildJvm;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
+import org.bson.Document;
+
+/**
+ * A multi-process chaos run: listener JVMs ({@link ChaosNode}) of one group share {@value
+ * #PARTITIONS} partitions of a collection that {@link ChaosWriter} fills with per-key sequence
+ * numbers, while rounds chosen by a seeded {@link Random} SIGKILL a member, SIGSTOP one past its
+ * lease and resume it, or add one. The ground truth the members write through fenced writes is
+ * checked at the end, after the writer stopped and every member caught up.
+ *
+ * <h2>Rounds</h2>
+ * Each round picks, from the seed (a shuffled bag of the three, so that every three rounds see
+ * each once), one of: <b>kill</b> a random live member ({@link
+ * Process#destroyForcibly}, SIGKILL), then start a replacement if fewer than {@code minMembers}
+ * are left; <b>pause</b> a random member with SIGSTOP until the store shows none of its leases
+ * held any more (its partitions and its membership expired on the database's clock, so the pause
+ * is provably past the lease), then SIGCONT; <b>add</b> a member (only below {@code maxMembers}).
+ * A round ends when every key has applied a change written after the disruption began: every
+ * partition is owned and moving again. No round waits for a fixed time.
+ *
+ * <h2>Ground truth and the applied log</h2>
+ * Each key has one document in {@value #TRUTH}, written only by {@link ChaosNode}'s handler with
+ * {@code FencedWrites.updateOne} under the fence (lease, epoch) of the change being handled. That
+ * single fenced update also appends {@code {seq, epoch, node, time}} to the document's {@code log}
+ * array, so the log holds exactly the <em>accepted</em> writes (those the fence let through; a
+ * rejected one throws and appends nothing) in <em>acceptance order</em>, the order in which the
+ * database applied them. A separate applied-log collection cannot give that order: its insert is
+ * a second write after the fenced one, and a member paused between the two appends its entry
+ * after writes the new owner made later; without transactions (the embedded server has none)
+ * only the fenced document itself orders the accepted writes.
+ *
+ * <h2>Checks</h2>
+ * <ul>
+ *   <li><b>Nothing lost</b>: every seq 1..n written for a key appears in its log.
+ *   <li><b>No per-key order violation among accepted writes</b>: at-least-once means a new owner
+ *       replays from the last checkpoint, so a key's log may go back (a <em>replay</em>: a write of
+ *       a seq already accepted before, counted as a duplicate). Dropping the replays, each key's
+ *       accepted writes must be exactly 1, 2, 3, … in acceptance order, strictly increasing with
+ *       no gap; a write of seq s accepted before s-1 was ever accepted is a violation (the engine
+ *       delivered a key's changes out of order, or a stale owner's write got through). And the
+ *       epochs of a key's accepted writes never decrease (a key is always in one partition, so
+ *       they are epochs of one lease): a lower epoch accepted after a higher one is a fencing
+ *       violation.
+ *   <li><b>Bounded duplicates</b>: duplicates &le; checkpoint batch &times; (takeovers + feed
+ *       re-opens + handler failures). A takeover (any acquisition of a partition after its first)
+ *       replays at most what the previous owner handled since its last commit, at most one batch;
+ *       a feed re-open inside a tenure and a retried handler call are the engine's other,
+ *       documented, sources of redelivery, recorded by the members' observers.
+ *   <li><b>Final balance</b>: with M live members, each holds floor(N/M) or ceil(N/M) partitions
+ *       and every partition is held (read from the lease records, judged on the store's clock),
+ *       awaited for a bounded time after the members caught up.
+ * </ul>
+ * Reported without a pass mark: the longest stall of any partition (the longest time between two
+ * consecutive accepted writes of one partition, or from the first write to its first, while the
+ * writer was writing) and, per join, the time from the new member's listener start to holding its
+ * share floor(N/M).
+ *
+ * <p>Runs on the in-JVM MongoDB, reached by the member JVMs over TCP, or on a real deployment
+ * given {@code -Dsluice.mongodb.uri=mongodb://...} (a fresh database per run).
+ */
+public final class ChaosHarness implements AutoCloseable {
+  public static final String GROUP = "chaos";
+  public static final int PARTITIONS = 4;
+  public static final String SOURCE = "source";
+  public static final String TRUTH = "truth";
+  public static final String EVENTS = "events";
+  /** Same property as the other MongoDB suites: run against a real server when set. */
+  public static final String URI_PROPERTY = "sluice.mongodb.uri";
+
+  /**
+   * A run's parameters.
+   *
+   * @param seed seeds the choice of every round and victim
+   * @param rounds number of disruption rounds
+   * @param lease the members' lease duration (renewal a quarter of it)
+   * @param checkpointBatch the members' checkpoint batch (changes; or 500 ms)
+   * @param keys number of keys written, spread evenly over the partitions
+   * @param writesPerSecond the writer's rate
+   * @param minMembers a kill that leaves fewer live members starts a replacement
+   * @param maxMembers no member is added at this many live members
+   * @param roundTimeout the longest a round may take to recover before the run fails
+   * @param joinWait how long an add round also waits for the new member to get its share (zero:
+   *     measure it only while the next rounds run)
+   * @param balanceWait how long the end waits for a balanced assignment
+   * @param outputDir where each member's output is written at the end
+   * @param budget no round starts once this much time has passed since the first one (the report
+   *     shows the rounds actually run)
+   */
+  public record Settings(long seed, int rounds, Duration lease, int checkpointBatch, int keys, int writesPerSecond,
+      int minMembers, int maxMembers, Duration roundTimeout, Duration joinWait, Duration balanceWait,
+      Path outputDir, Duration budget) {
+    public Settings {
+      require(rounds >= 0, "rounds", rounds, "must be >= 0");
+      require(lease != null && lease.toMillis() >= 500, "lease", lease, "must be at least 500 ms");
+      require(checkpointBatch >= 1, "checkpointBatch", checkpointBatch, "must be >= 1");
+      require(keys >= PARTITIONS && keys % PARTITIONS == 0, "keys", keys,
+          "must be a positive multiple of the " + PARTITIONS + " partitions, so each partition gets the same number");
+      require(writesPerSecond >= 1, "writesPerSecond", writesPerSecond, "must be >= 1");
+      require(minMembers >= 1 && maxMembers > minMembers, "minMembers/maxMembers", minMembers + "/" + maxMembers,
+          "need 1 <= minMembers < maxMembers");
+      require(roundTimeout != null && !roundTimeout.isNegative() && !roundTimeout.isZero(), "roundTimeout",
+          roundTimeout, "must be positive");
+      require(joinWait != null && !joinWait.isNegative(), "joinWait", joinWait, "must not be negative");
+      require(balanceWait != null && !balanceWait.isNegative(), "balanceWait", balanceWait, "must not be negative");
+      require(outputDir != null, "outputDir", null, "must be set");
+      require(budget != null && !budget.isNegative() && !budget.isZero(), "budget", budget, "must be positive");
+    }
+
+    private static void require(boolean ok, String name, Object value, String why) {
+      if (!ok) {
+        throw new IllegalArgumentException("chaos setting " + name + " = " + value + ": " + why);
+      }
+    }
+
+    /** Same settings with another seed. */
+    public Settings withSeed(long s) {
+      return new Settings(s, rounds, lease, checkpointBatch, keys, writesPerSecond, minMembers, maxMembers,
+          roundTimeout, joinWait, balanceWait, outputDir, budget);
+    }
+  }
+
+  private enum Action { KILL, PAUSE, ADD }
+
+  private static final class Member {
+    final String name;
+    final ChildJvm jvm;
+    volatile boolean alive = true;
+    long readyNanos;
+
+    Member(String name, ChildJvm jvm) {
+      this.name = name;
+      this.jvm = jvm;
+    }
+  }
+
+  /** A join whose share time is still being measured. */
+  private static final class PendingJoin {
+    final Member member;
+    final int members;
+    final int share;
+    final long readyNanos;
+    volatile Duration toShare;
+
+    PendingJoin(Member member, int members, int share, long readyNanos) {
+      this.member = member;
+      this.members = members;
+      this.share = share;
+      this.readyNanos = readyNanos;
+    }
+  }
+
+  private final Settings settings;
+  private final PrintStream out;
+  private final Random random;
+  private final EmbeddedMongo embedded;
+  private final String uri;
+  private final MongoClient client;
+  private final String databaseName;
+  private final MongoDatabase db;
+  private final LeaseStore leases;
+  private final List<String> keys;
+  private final Map<String, Integer> partitionOfKey = new HashMap<>();
+  private final List<Member> members = new ArrayList<>();
+  private final List<PendingJoin> pendingJoins = new ArrayList<>();
+  private final List<ChaosReport.Join> joins = new ArrayList<>();
+  private final ScheduledExecutorService monitor = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "chaos-monitor");
+    t.setDaemon(true);
+    return t;
+  });
+  private final ChaosWriter writer;
+  private final List<Action> bag = new ArrayList<>();
+  private int nextMember = 1;
+  private int kills;
+  private int pauses;
+  private int joinCount;
+  private int roundsRun;
+
+  /**
+   * Starts the database side: the embedded server (or a client of {@code -Dsluice.mongodb.uri})
+   * and a fresh database. Members start in {@link #run}.
+   */
+  public ChaosHarness(Settings settings, PrintStream out) {
+    this.settings = settings;
+    this.out = out;
+    this.random = new Random(settings.seed());
+    String given = System.getProperty(URI_PROPERTY);
+    if (given == null || given.isBlank()) {
+      embedded = EmbeddedMongo.start();
+      uri = embedded.connectionString();
+      client = embedded.client();
+    } else {
+      embedded = null;
+      uri = given;
+      client = MongoClients.create(given);
+    }
+    databaseName = "chaos_" + Long.toUnsignedString(settings.seed(), 36) + "_"
+        + Long.toString(System.currentTimeMillis(), 36);
+    db = client.getDatabase(databaseName);
+    leases = MongoLeaseStore.builder(db).build();
+    keys = chooseKeys(settings.keys());
+    for (String k : keys) {
+      for (int p = 0; p < PARTITIONS; p++) {
+        if (new PartitionSpec(p, PARTITIONS).owns(k)) {
+          partitionOfKey.put(k, p);
+        }
+      }
+    }
+    writer = new ChaosWriter(db.getCollection(SOURCE), keys);
+  }
+
+  /** Keys {@code key-<i>} chosen so that each partition gets the same number of them. */
+  static List<String> chooseKeys(int count) {
+    int perPartition = count / PARTITIONS;
+    int[] taken = new int[PARTITIONS];
+    List<String> chosen = new ArrayList<>();
+    for (int i = 0; chosen.size() < count; i++) {
+      String k = "key-" + i;
+      for (int p = 0; p < PARTITIONS; p++) {
+        if (new PartitionSpec(p, PARTITIONS).owns(k) && taken[p] < perPartition) {
+          taken[p]++;
+          chosen.add(k);
+        }
+      }
+    }
+    return chosen;
+  }
+
+  private String leasePrefix() {
+    return GROUP + "/" + databaseName + "." + SOURCE + "#";
+  }
+
+  private String memberPrefix() {
+    return GROUP + "/" + databaseName + "." + SOURCE + "@member:";
+  }
+
+  /** Runs the members, the writer and the rounds, waits for the end state and analyses it. */
+  public ChaosReport run() {
+    long started = System.nanoTime();
+    out.printf("chaos: seed %d, %d rounds, lease %s, checkpoint batch %d, %d keys, %d writes/s, database %s on %s%n",
+        settings.seed(), settings.rounds(), settings.lease(), settings.checkpointBatch(), settings.keys(),
+        settings.writesPerSecond(), databaseName, embedded != null ? "the embedded server" : uri);
+    try {
+      List<Member> first = new ArrayList<>();
+      for (int i = 0; i < settings.minMembers(); i++) {
+        first.add(startMember());
+      }
+      first.forEach(this::awaitReady);
+      awaitQuietly("every partition held by a live member", settings.roundTimeout(), this::allPartitionsHeld);
+      monitor.scheduleWithFixedDelay(this::checkJoins, 100, 100, TimeUnit.MILLISECONDS);
+      writer.start(settings.writesPerSecond());
+      Map<String, Long> none = new HashMap<>();
+      keys.forEach(k -> none.put(k, 0L));
+      awaitProgressBeyond(none, "the first changes");
+
+      long roundsStarted = System.nanoTime();
+      for (int round = 1; round <= settings.rounds(); round++) {
+        if (System.nanoTime() - roundsStarted > settings.budget().toNanos()) {
+          out.printf("chaos: time budget %s used up after %d of %d rounds%n", settings.budget(), roundsRun,
+              settings.rounds());
+          break;
+        }
+        runRound(round);
+        roundsRun++;
+      }
+
+      writer.stop();
+      Map<String, Long> written = writer.written();
+      out.printf("chaos: writer stopped after %,d changes; waiting for every member to catch up%n", writer.total());
+      await("every written change applied", settings.roundTimeout(), () -> caughtUp(written));
+      boolean balanced = awaitQuietly("a balanced assignment", settings.balanceWait(), this::balanced);
+      closePendingJoins();
+      return analyse(written, balanced, Duration.ofNanos(System.nanoTime() - started));
+    } finally {
+      writeOutputs();
+    }
+  }
+
+  private void runRound(int round) {
+    writer.check();
+    long t0 = System.nanoTime();
+    Map<String, Long> before = writer.written();
+    List<Member> alive = alive();
+    Action action = nextAction(alive.size() < settings.maxMembers());
+    closePendingJoins(); // a disruption ends the measurement of earlier joins
+    String detail;
+    switch (action) {
+      case KILL -> {
+        Member victim = alive.get(random.nextInt(alive.size()));
+        victim.jvm.kill();
+        victim.alive = false;
+        kills++;
+        detail = "SIGKILL " + victim.name;
+        if (alive().size() < settings.minMembers()) {
+          Member replacement = startMember();
+          awaitReady(replacement);
+          join(replacement);
+          detail += ", replaced by " + replacement.name;
+        }
+      }
+      case PAUSE -> {
+        Member victim = alive.get(random.nextInt(alive.size()));
+        long stoppedAt = System.nanoTime();
+        victim.jvm.pause();
+        pauses++;
+        try {
+          await(victim.name + "'s leases all expired while it is stopped", settings.roundTimeout(),
+              () -> holdsNothing(victim.name));
+        } finally {
+          victim.jvm.resume();
+        }
+        detail = "SIGSTOP " + victim.name + " for " + millis(System.nanoTime() - stoppedAt) + " ms, SIGCONT";
+      }
+      case ADD -> {
+        Member added = startMember();
+        awaitReady(added);
+        PendingJoin j = join(added);
+        detail = "add " + added.name;
+        if (!settings.joinWait().isZero() && j.share > 0) {
+          awaitQuietly(added.name + " holding its share", settings.joinWait(), () -> j.toShare != null);
+        }
+      }
+      default -> throw new IllegalStateException("unknown action " + action);
+    }
+    awaitProgressBeyond(before, "round " + round + " (" + detail + ")");
+    out.printf("chaos: round %3d %-40s live %s, %,d written, %d ms%n", round, detail,
+        alive().stream().map(m -> m.name).toList(), writer.total(), millis(System.nanoTime() - t0));
+  }
+
+  /**
+   * Draws the next action from a bag holding each action once, shuffled with the seed and refilled
+   * when empty: random, yet every three rounds kill, pause and add once each, so even a short run
+   * exercises all three. An add at the member limit takes the next action of the bag instead.
+   */
+  private Action nextAction(boolean mayAdd) {
+    for (int attempt = 0; attempt < 2; attempt++) {
+      if (bag.isEmpty()) {
+        List<Action> fresh = new ArrayList<>(List.of(Action.values()));
+        java.util.Collections.shuffle(fresh, random);
+        bag.addAll(fresh);
+      }
+      for (java.util.Iterator<Action> it = bag.iterator(); it.hasNext(); ) {
+        Action a = it.next();
+        if (a != Action.ADD || mayAdd) {
+          it.remove();
+          return a;
+        }
+      }
+      bag.clear(); // only ADD was left and it is not allowed: start a new bag
+    }
+    throw new IllegalStateException("no action possible");
+  }
+
+  private Member startMember() {
+    String name = "n" + nextMember++;
+    ChildJvm jvm = ChildJvm.start(name,
+        List.of("-Xmx160m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k"),
+        ChaosNode.class, uri, databaseName, name, Long.toString(settings.lease().toMillis()),
+        Integer.toString(settings.checkpointBatch()));
+    Member m = new Member(name, jvm);
+    synchronized (members) {
+      members.add(m);
+    }
+    return m;
+  }
+
+  private void awaitReady(Member m) {
+    m.jvm.awaitLineStartingWith("READY " + m.name + " ", Duration.ofSeconds(90));
+    m.readyNanos = System.nanoTime();
+  }
+
+  private PendingJoin join(Member m) {
+    joinCount++;
+    int live = alive().size();
+    PendingJoin j = new PendingJoin(m, live, PARTITIONS / live, m.readyNanos);
+    synchronized (pendingJoins) {
+      pendingJoins.add(j);
+    }
+    return j;
+  }
+
+  /** Polled by the monitor: records when a joined member first holds its share. */
+  private void checkJoins() {
+    List<PendingJoin> open;
+    synchronized (pendingJoins) {
+      open = new ArrayList<>(pendingJoins);
+    }
+    if (open.isEmpty()) {
+      return;
+    }
+    try {
+      Map<String, Integer> held = heldByLabel();
+      for (PendingJoin j : open) {
+        if (j.toShare == null && held.getOrDefault(j.member.name, 0) >= j.share) {
+          j.toShare = Duration.ofNanos(System.nanoTime() - j.readyNanos);
+        }
+      }
+    } catch (RuntimeException e) {
+      out.println("chaos: monitor could not read the leases: " + e);
+    }
+  }
+
+  private void closePendingJoins() {
+    synchronized (pendingJoins) {
+      for (PendingJoin j : pendingJoins) {
+        joins.add(new ChaosReport.Join(j.member.name, j.members, j.share, j.toShare));
+      }
+      pendingJoins.clear();
+    }
+  }
+
+  private List<Member> alive() {
+    synchronized (members) {
+      return members.stream().filter(m -> m.alive).toList();
+    }
+  }
+
+  /** Partitions held per owner label, judged on the store's clock. */
+  private Map<String, Integer> heldByLabel() {
+    Map<String, Integer> held = new TreeMap<>();
+    for (LeaseRecord r : leases.list(leasePrefix())) {
+      if (r.isHeld()) {
+        held.merge(OwnerId.labelOf(r.owner()), 1, Integer::sum);
+      }
+    }
+    return held;
+  }
+
+  private boolean allPartitionsHeld() {
+    Set<String> live = alive().stream().map(m -> m.name).collect(Collectors.toSet());
+    long held = leases.list(leasePrefix()).stream()
+        .filter(r -> r.isHeld() && live.contains(OwnerId.labelOf(r.owner()))).count();
+    return held == PARTITIONS;
+  }
+
+  private boolean holdsNothing(String label) {
+    for (LeaseRecord r : leases.list(GROUP + "/" + databaseName + "." + SOURCE)) {
+      if (r.isHeld() && label.equals(OwnerId.labelOf(r.owner()))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Live members and what each holds (0 for a member holding nothing). */
+  private Map<String, Integer> liveHoldings() {
+    Map<String, Integer> held = heldByLabel();
+    Map<String, Integer> live = new TreeMap<>(java.util.Comparator.comparingInt((String n) -> Integer.parseInt(n.substring(1))));
+    for (Member m : alive()) {
+      live.put(m.name, held.getOrDefault(m.name, 0));
+    }
+    return live;
+  }
+
+  private boolean balanced() {
+    Map<String, Integer> live = liveHoldings();
+    int m = live.size();
+    if (m == 0) {
+      return false;
+    }
+    int floor = PARTITIONS / m;
+    int ceil = (PARTITIONS + m - 1) / m;
+    int sum = live.values().stream().mapToInt(Integer::intValue).sum();
+    return sum == PARTITIONS && live.values().stream().allMatch(h -> h >= floor && h <= ceil);
+  }
+
+  private Map<String, Long> highs() {
+    Map<String, Long> highs = new HashMap<>();
+    for (Document d : db.getCollection(TRUTH).find().projection(Projections.include("high"))) {
+      Object h = d.get("high");
+      highs.put(d.getString("_id"), h instanceof Number n ? n.longValue() : 0L);
+    }
+    return highs;
+  }
+
+  private boolean caughtUp(Map<String, Long> written) {
+    Map<String, Long> highs = highs();
+    return written.entrySet().stream().allMatch(e -> highs.getOrDefault(e.getKey(), 0L) >= e.getValue());
+  }
+
+  /** Waits until every key applied a change written after {@code before} was taken. */
+  private void awaitProgressBeyond(Map<String, Long> before, String what) {
+    await("every key applying changes written after " + what, settings.roundTimeout(), () -> {
+      writer.check();
+      Map<String, Long> highs = highs();
+      return before.entrySet().stream().allMatch(e -> highs.getOrDefault(e.getKey(), 0L) > e.getValue());
+    });
+  }
+
+  private void await(String what, Duration timeout, Callable<Boolean> condition) {
+    try {
+      Awaitility.await(what).atMost(timeout).pollInterval(Duration.ofMillis(100))
+          .pollDelay(Duration.ZERO).until(condition);
+    } catch (ConditionTimeoutException e) {
+      throw new AssertionError("chaos seed " + settings.seed() + ": no " + what + " within " + timeout
+          + "; " + state(), e);
+    }
+  }
+
+  /** As {@link #await} but returns false on timeout: for what the report shows instead of throwing. */
+  private boolean awaitQuietly(String what, Duration timeout, Callable<Boolean> condition) {
+    try {
+      Awaitility.await(what).atMost(timeout).pollInterval(Duration.ofMillis(100)).pollDelay(Duration.ZERO).until(condition);
+      return true;
+    } catch (ConditionTimeoutException e) {
+      out.println("chaos: no " + what + " within " + timeout + "; " + state());
+      return false;
+    }
+  }
+
+  private String state() {
+    try {
+      Map<String, Long> highs = highs();
+      Map<String, Long> written = writer.written();
+      Map<String, String> keysState = new LinkedHashMap<>();
+      for (String k : keys) {
+        keysState.put(k + "@p" + partitionOfKey.get(k), highs.getOrDefault(k, 0L) + "/" + written.get(k));
+      }
+      String holders = leases.list(leasePrefix()).stream()
+          .map(r -> r.name().substring(r.name().indexOf('#')) + "=" + OwnerId.labelOf(r.owner()) + "(e" + r.epoch()
+              + (r.isHeld() ? "" : ", expired") + ")")
+          .collect(Collectors.joining(" "));
+      return "live members " + alive().stream().map(m -> m.name + (m.jvm.isAlive() ? "" : "(exited)")).toList()
+          + ", leases " + holders + ", applied/written per key " + keysState;
+    } catch (RuntimeException e) {
+      return "state unreadable: " + e;
+    }
+  }
+
+  private ChaosReport analyse(Map<String, Long> written, boolean balanced, Duration wall) {
+    Map<String, List<ChaosReport.Applied>> logs = new HashMap<>();
+    Map<Integer, List<Long>> times = new HashMap<>();
+    for (Document d : db.getCollection(TRUTH).find(Filters.in("_id", keys))) {
+      String key = d.getString("_id");
+      List<ChaosReport.Applied> log = new ArrayList<>();
+      for (Document e : d.getList("log", Document.class, List.of())) {
+        long t = ((Number) e.get("t")).longValue();
+        log.add(new ChaosReport.Applied(((Number) e.get("s")).longValue(), ((Number) e.get("e")).longValue(),
+            e.getString("n"), t));
+        times.computeIfAbsent(partitionOfKey.get(key), p -> new ArrayList<>()).add(t);
+      }
+      logs.put(key, log);
+    }
+    ChaosReport.Analysis a = ChaosReport.analyse(logs, written);
+    Map.Entry<Integer, Duration> stall =
+        ChaosReport.longestStall(times, writer.firstWriteMillis(), writer.stoppedMillis());
+
+    MongoCollection<Document> events = db.getCollection(EVENTS);
+    long acquisitions = events.countDocuments(Filters.eq("type", "acquired"));
+    Set<String> acquiredLeases = events.distinct("lease", Filters.eq("type", "acquired"), String.class)
+        .into(new HashSet<>());
+    long takeovers = acquisitions - acquiredLeases.size();
+    long reopens = events.countDocuments(Filters.eq("type", "feedFailed"));
+    long handlerFailures = events.countDocuments(Filters.eq("type", "handlerFailed"));
+    long bound = (long) settings.checkpointBatch() * (takeovers + reopens + handlerFailures);
+    return new ChaosReport(settings.seed(), roundsRun, kills, pauses, joinCount, writer.total(),
+        a.lostCount, List.copyOf(a.lost), a.orderViolations, List.copyOf(a.violations), a.duplicates, bound,
+        takeovers, reopens, handlerFailures, a.deepestReplay, settings.checkpointBatch(), stall.getValue(),
+        stall.getKey(), liveHoldings(), balanced, List.copyOf(joins), wall);
+  }
+
+  private void writeOutputs() {
+    try {
+      Files.createDirectories(settings.outputDir());
+      synchronized (members) {
+        for (Member m : members) {
+          m.jvm.dumpOutput(settings.outputDir().resolve(m.name + ".log"));
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write the members' output to " + settings.outputDir(), e);
+    }
+  }
+
+  private static long millis(long nanos) {
+    return TimeUnit.NANOSECONDS.toMillis(nanos);
+  }
+
+  /** Kills every member, stops the writer and the server; drops the database on a real server. */
+  @Override
+  public void close() {
+    monitor.shutdownNow();
+    writer.close();
+    synchronized (members) {
+      members.forEach(m -> m.jvm.close());
+    }
+    if (embedded == null) {
+      db.drop();
+    }
+    client.close();
+    if (embedded != null) {
+      embedded.close();
+    }
+  }
+}

@@ -1,0 +1,163 @@
+package dev.sluice.mongodb.chaos;
+
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.MongoDatabase;
+import com.mongodb.client.model.Updates;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.Operation;
+import dev.sluice.lease.Lease;
+import dev.sluice.listener.CheckpointPolicy;
+import dev.sluice.listener.Fence;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.ListenerObserver;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.fence.FencedWrites;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.bson.BsonDocument;
+import org.bson.Document;
+
+/**
+ * One member of the chaos cluster, in its own JVM so that the harness can SIGKILL and SIGSTOP it:
+ * a {@link Listener} of group {@value ChaosHarness#GROUP} with {@value ChaosHarness#PARTITIONS}
+ * partitions on the writer's {@value ChaosHarness#SOURCE} collection.
+ *
+ * <p>Its handler applies each written change {@code (key, seq)} to the key's ground-truth
+ * document in {@value ChaosHarness#TRUTH} with one {@link FencedWrites#updateOne fenced write}
+ * (epoch fence of the change's lease, ADR 0013) that, atomically with the fence check, sets
+ * {@code seq}, raises {@code high} (the highest applied sequence number) and appends the entry
+ * {@code {s: seq, e: epoch, n: node, t: wall-clock millis}} to the document's {@code log} array.
+ * Why the applied log lives inside the fenced document and not in a collection of its own is
+ * explained in {@link ChaosHarness}. A write rejected by the fence throws {@code
+ * StaleFenceException} out of the handler, as a real handler's would.
+ *
+ * <p>Its observer records acquisitions, losses, feed re-opens and handler failures in {@value
+ * ChaosHarness#EVENTS} (the harness counts takeovers and re-reads from them) and prints {@code
+ * READY}/{@code ACQUIRED}/{@code LOST} lines for people reading a failed run.
+ *
+ * <p>Arguments: connection string, database, node name, lease milliseconds, checkpoint batch.
+ * The node exits when its standard input closes, so that a harness that dies leaves no orphans.
+ */
+public final class ChaosNode {
+  private ChaosNode() {}
+
+  public static void main(String[] args) throws Exception {
+    if (args.length != 5) {
+      throw new IllegalArgumentException("usage: ChaosNode <connection string> <database> <node name>"
+          + " <lease millis> <checkpoint batch>, but got " + args.length + " argument(s)");
+    }
+    String name = args[2];
+    Duration lease = Duration.ofMillis(Long.parseLong(args[3]));
+    int batch = Integer.parseInt(args[4]);
+    exitWhenParentGoes();
+
+    MongoClient client = MongoClients.create(MongoClientSettings.builder()
+        .applyConnectionString(new ConnectionString(args[0]))
+        .applyToClusterSettings(b -> b.serverSelectionTimeout(10, TimeUnit.SECONDS))
+        .applyToSocketSettings(b -> b.connectTimeout(5, TimeUnit.SECONDS).readTimeout(15, TimeUnit.SECONDS))
+        .build());
+    MongoDatabase db = client.getDatabase(args[1]);
+    MongoCollection<Document> truth = db.getCollection(ChaosHarness.TRUTH);
+    MongoCollection<Document> events = db.getCollection(ChaosHarness.EVENTS);
+
+    Listener<BsonDocument> listener = Listener.builder(
+            MongoChangeFeed.builder(client, args[1], ChaosHarness.SOURCE).batchSize(100).build(),
+            MongoLeaseStore.builder(db).build())
+        .group(ChaosHarness.GROUP)
+        .owner(name)
+        .partitions(ChaosHarness.PARTITIONS)
+        .leaseDuration(lease)
+        .renewInterval(lease.dividedBy(4))
+        .acquireInterval(Duration.ofMillis(200))
+        .pollWait(Duration.ofMillis(100))
+        .checkpoint(CheckpointPolicy.every(batch, Duration.ofMillis(500)))
+        .handler((change, fence) -> apply(truth, name, change, fence))
+        .observer(new Recorder(events, name))
+        .build();
+    listener.start();
+    System.out.println("READY " + name + " " + listener.owner());
+    Thread.currentThread().join();
+  }
+
+  /** The writer deletes a key's document and inserts it again with the next seq: apply the inserts. */
+  static void apply(MongoCollection<Document> truth, String node, ChangeEvent<BsonDocument> change, Fence fence) {
+    if (change.operation() != Operation.INSERT) {
+      return; // the delete that precedes each insert carries no seq
+    }
+    BsonDocument d = change.document();
+    if (d == null || !d.isInt64(ChaosWriter.SEQ)) {
+      throw new IllegalStateException("change of key " + change.key() + " has no long '" + ChaosWriter.SEQ
+          + "' in its document: " + d);
+    }
+    long seq = d.getInt64(ChaosWriter.SEQ).getValue();
+    Document entry = new Document("s", seq).append("e", fence.epoch()).append("n", node)
+        .append("t", System.currentTimeMillis());
+    FencedWrites.updateOne(truth, change.key(),
+        Updates.combine(Updates.set("seq", seq), Updates.max("high", seq), Updates.push("log", entry)), fence);
+  }
+
+  private static void exitWhenParentGoes() {
+    Thread t = new Thread(() -> {
+      InputStream in = System.in;
+      try {
+        while (in.read() >= 0) {
+          // lines from the harness are not used; only the end of the stream matters
+        }
+      } catch (IOException ignored) {
+        // treated like the end of the stream
+      }
+      Runtime.getRuntime().halt(3);
+    }, "parent-watch");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  /** Records what the harness needs to bound duplicates; must not throw. */
+  private static final class Recorder implements ListenerObserver {
+    private final MongoCollection<Document> events;
+    private final String node;
+
+    Recorder(MongoCollection<Document> events, String node) {
+      this.events = events;
+      this.node = node;
+    }
+
+    private void record(String type, String lease, long epoch, String detail) {
+      System.out.println(type.toUpperCase(java.util.Locale.ROOT) + " " + node + " " + lease + " epoch=" + epoch
+          + (detail == null ? "" : " " + detail));
+      try {
+        events.insertOne(new Document("node", node).append("type", type).append("lease", lease)
+            .append("epoch", epoch).append("detail", detail).append("t", System.currentTimeMillis()));
+      } catch (RuntimeException e) {
+        System.out.println("EVENT-NOT-RECORDED " + type + " " + lease + ": " + e);
+      }
+    }
+
+    @Override
+    public void acquired(Lease lease) {
+      record("acquired", lease.name(), lease.epoch(), null);
+    }
+
+    @Override
+    public void lost(String lease, long epoch, String reason) {
+      record("lost", lease, epoch, reason);
+    }
+
+    @Override
+    public void feedFailed(String lease, Throwable error) {
+      record("feedFailed", lease, -1, String.valueOf(error));
+    }
+
+    @Override
+    public void handlerFailed(ChangeEvent<?> event, int attempt, Throwable error) {
+      record("handlerFailed", event.stream() + "/" + event.key(), -1, String.valueOf(error));
+    }
+  }
+}

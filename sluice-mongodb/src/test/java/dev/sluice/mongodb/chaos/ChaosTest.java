@@ -1,0 +1,51 @@
+package dev.sluice.mongodb.chaos;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The short chaos run of {@link ChaosHarness} in the build: three to five listener JVMs on four
+ * partitions, a few rounds of SIGKILL, SIGSTOP past the lease and joins while 16 keys are written,
+ * then the ground-truth checks (nothing lost, per-key order among accepted writes, duplicates
+ * bounded by the checkpoint batch, final balance). {@code -Dchaos.seed=<n>} repeats a run's
+ * choices (the seed is printed and named in every failure), {@code -Dchaos.rounds=<n>} changes the
+ * round count, {@code -Dsluice.mongodb.uri=mongodb://...} runs it on a real deployment. The long
+ * version is {@code dev.sluice.benchmarks.chaos.ChaosSoak} in sluice-benchmarks.
+ */
+class ChaosTest {
+
+  static ChaosHarness.Settings shortRun() {
+    long seed = Long.getLong("chaos.seed", ThreadLocalRandom.current().nextLong(1, 1_000_000));
+    int rounds = Integer.getInteger("chaos.rounds", 8);
+    return new ChaosHarness.Settings(seed, rounds, Duration.ofSeconds(2), 10, 16, 40, 3, 5,
+        Duration.ofSeconds(60), Duration.ZERO, Duration.ofSeconds(15),
+        Path.of("target", "chaos", Long.toString(seed)), Duration.ofMinutes(30));
+  }
+
+  @Test
+  void killsPausesAndJoinsLoseNothingKeepPerKeyOrderBoundDuplicatesAndEndBalanced() {
+    ChaosHarness.Settings settings = shortRun();
+    ChaosReport report;
+    try (ChaosHarness harness = new ChaosHarness(settings, System.out)) {
+      report = harness.run();
+    }
+    System.out.println(ChaosReport.tableHeader());
+    System.out.println(report.tableRow());
+    String seed = "chaos seed " + settings.seed() + " (repeat with -Dchaos.seed=" + settings.seed()
+        + "; members' output in " + settings.outputDir().toAbsolutePath() + ")";
+
+    assertThat(report.rounds()).as(seed + ": rounds run").isEqualTo(settings.rounds());
+    if (settings.rounds() >= 3) { // every three rounds kill, pause and add once each
+      assertThat(report.kills()).as(seed + ": rounds killed a member").isPositive();
+      assertThat(report.pauses()).as(seed + ": rounds paused a member").isPositive();
+      assertThat(report.joins()).as(seed + ": rounds added a member").isPositive();
+      assertThat(report.takeovers()).as(seed + ": takeovers happened").isPositive();
+    }
+    assertThat(report.written()).as(seed + ": changes written").isGreaterThan(100);
+    assertThat(report.failures()).as(seed + ": every check of the run").isEmpty();
+  }
+}
