@@ -211,6 +211,8 @@ public final class ChaosHarness implements AutoCloseable {
   private int pauses;
   private int joinCount;
   private int roundsRun;
+  /** Wall-clock start of each round, to place the longest stall among the rounds. */
+  private final TreeMap<Long, String> roundStarts = new TreeMap<>();
 
   /**
    * Starts the database side: the embedded server (or a client of {@code -Dsluice.mongodb.uri})
@@ -319,6 +321,7 @@ public final class ChaosHarness implements AutoCloseable {
     List<Member> alive = alive();
     Action action = nextAction(alive.size() < settings.maxMembers());
     closePendingJoins(); // a disruption ends the measurement of earlier joins
+    roundStarts.put(System.currentTimeMillis(), "round " + round + " " + action);
     String detail;
     switch (action) {
       case KILL -> {
@@ -580,6 +583,7 @@ public final class ChaosHarness implements AutoCloseable {
     ChaosReport.Analysis a = ChaosReport.analyse(logs, written);
     Map.Entry<Integer, Duration> stall =
         ChaosReport.longestStall(times, writer.firstWriteMillis(), writer.stoppedMillis());
+    describeStall(stall, times);
 
     MongoCollection<Document> events = db.getCollection(EVENTS);
     long acquisitions = events.countDocuments(Filters.eq("type", "acquired"));
@@ -593,6 +597,57 @@ public final class ChaosHarness implements AutoCloseable {
         a.lostCount, List.copyOf(a.lost), a.orderViolations, List.copyOf(a.violations), a.duplicates, bound,
         takeovers, reopens, handlerFailures, a.deepestReplay, settings.checkpointBatch(), stall.getValue(),
         stall.getKey(), liveHoldings(), balanced, List.copyOf(joins), wall);
+  }
+
+  /**
+   * Prints where the longest stall was: its window, the rounds that started in or just before it
+   * and the lease events of its partition around it, so a long stall can be explained from the
+   * output alone.
+   */
+  private void describeStall(Map.Entry<Integer, Duration> stall, Map<Integer, List<Long>> times) {
+    if (stall.getKey() < 0) {
+      return;
+    }
+    long first = writer.firstWriteMillis();
+    long start = first;
+    List<Long> sorted = new ArrayList<>(times.getOrDefault(stall.getKey(), List.of()));
+    sorted.sort(null);
+    for (long t : sorted) {
+      if (t - start == stall.getValue().toMillis()) {
+        break;
+      }
+      start = Math.max(start, t);
+    }
+    long end = start + stall.getValue().toMillis();
+    out.printf("chaos: longest stall: partition %d applied nothing from +%.1f s to +%.1f s of the run (%s to %s)%n",
+        stall.getKey(), (start - first) / 1000.0, (end - first) / 1000.0,
+        java.time.Instant.ofEpochMilli(start), java.time.Instant.ofEpochMilli(end));
+    long until = writer.stoppedMillis();
+    long quarter = Math.max(1, (until - first) / 4);
+    List<String> byQuarter = new ArrayList<>();
+    for (int q = 0; q < 4; q++) {
+      long a = first + q * quarter;
+      long b = q == 3 ? until : a + quarter;
+      Map<Integer, List<Long>> inQuarter = new HashMap<>();
+      times.forEach((p, ts) -> inQuarter.put(p, ts.stream().filter(t -> t >= a).toList()));
+      byQuarter.add(String.format("%.1f s", ChaosReport.longestStall(inQuarter, a, b).getValue().toMillis() / 1000.0));
+    }
+    out.println("chaos: longest stall in each quarter of the run: " + byQuarter);
+    Long roundBefore = roundStarts.floorKey(start);
+    for (Map.Entry<Long, String> r : roundStarts.subMap(roundBefore == null ? start : roundBefore, true, end, true)
+        .entrySet()) {
+      out.printf("chaos:   +%.1f s %s%n", (r.getKey() - first) / 1000.0, r.getValue());
+    }
+    String suffix = "#" + stall.getKey() + "of" + PARTITIONS;
+    for (Document e : db.getCollection(EVENTS).find(Filters.and(Filters.gte("t", start - 5_000),
+        Filters.lte("t", end + 1_000))).sort(new Document("t", 1))) {
+      String lease = e.getString("lease");
+      if (lease != null && lease.endsWith(suffix)) {
+        out.printf("chaos:   +%.1f s %s %s epoch=%s %s%n", (((Number) e.get("t")).longValue() - first) / 1000.0,
+            e.getString("node"), e.getString("type"), e.get("epoch"),
+            e.getString("detail") == null ? "" : e.getString("detail"));
+      }
+    }
   }
 
   private void writeOutputs() {

@@ -14,6 +14,8 @@ import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
+import dev.sluice.listener.PartitionState;
+import dev.sluice.listener.PartitionStatus;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.fence.FencedWrites;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
@@ -83,6 +85,27 @@ public final class ChaosNode {
         .build();
     listener.start();
     System.out.println("READY " + name + " " + listener.owner());
+    // For reading a stall afterwards: every 2 s, what each partition this member holds has done.
+    Thread sampler = new Thread(() -> {
+      while (true) {
+        StringBuilder line = new StringBuilder("STATUS ").append(java.time.LocalTime.now());
+        for (PartitionStatus st : listener.status()) {
+          if (st.state() != PartitionState.ACQUIRING) {
+            line.append(' ').append(st.lease().substring(st.lease().lastIndexOf('#'))).append('=')
+                .append(st.state()).append("/processed=").append(st.processed()).append("/lag=")
+                .append(st.lag() == null ? "-" : st.lag().toMillis() + "ms");
+          }
+        }
+        System.out.println(line);
+        try {
+          Thread.sleep(2_000); // a sampling period, not a synchronisation
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }, "status-sampler");
+    sampler.setDaemon(true);
+    sampler.start();
     Thread.currentThread().join();
   }
 
@@ -130,7 +153,8 @@ public final class ChaosNode {
     }
 
     private void record(String type, String lease, long epoch, String detail) {
-      System.out.println(type.toUpperCase(java.util.Locale.ROOT) + " " + node + " " + lease + " epoch=" + epoch
+      System.out.println(type.toUpperCase(java.util.Locale.ROOT) + " " + java.time.LocalTime.now() + " " + node + " "
+          + lease + " epoch=" + epoch
           + (detail == null ? "" : " " + detail));
       try {
         events.insertOne(new Document("node", node).append("type", type).append("lease", lease)
@@ -143,6 +167,11 @@ public final class ChaosNode {
     @Override
     public void acquired(Lease lease) {
       record("acquired", lease.name(), lease.epoch(), null);
+    }
+
+    @Override
+    public void stateChanged(String lease, PartitionState from, PartitionState to) {
+      record("state", lease, -1, from + " -> " + to);
     }
 
     @Override
