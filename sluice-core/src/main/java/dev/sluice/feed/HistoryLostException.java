@@ -3,8 +3,8 @@ package dev.sluice.feed;
 import java.time.Instant;
 
 /**
- * The position to resume from is no longer in the source's retained history (MongoDB errors
- * 286, 280 and 260; a PostgreSQL slot that was invalidated). Changes between {@link
+ * The position to resume from is no longer in the source's retained history (MongoDB error
+ * 286; a PostgreSQL slot that was invalidated). Changes between {@link
  * #lostFrom()} and the oldest retained change can no longer be read.
  */
 public class HistoryLostException extends FeedException {

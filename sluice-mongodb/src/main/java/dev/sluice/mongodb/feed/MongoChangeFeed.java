@@ -25,7 +25,10 @@ import org.bson.conversions.Bson;
  *   <li>Partitions are client-side: every partition's cursor reads the whole stream and keeps the
  *       changes whose key it owns. The key is the canonical string of the document's {@code _id}
  *       ({@link #keyOf(BsonValue)}).
- *   <li>Errors 286, 280 and 260 become {@link dev.sluice.feed.HistoryLostException}; an {@code
+ *   <li>Error 286 becomes {@link dev.sluice.feed.HistoryLostException}; 280 and 260 (the resume
+ *       token is not one of this stream's: a checkpoint of another collection or deployment)
+ *       stop the cursor with a non-retryable {@link dev.sluice.feed.FeedException} naming the
+ *       stream and the position, whatever the history-lost policy; an {@code
  *       invalidate} event ends the cursor; an event larger than 16 MB, or one without a resume
  *       token, stops the cursor with a non-retryable {@link dev.sluice.feed.FeedException}
  *       naming the position. A change that has a position but cannot be decoded is handed on

@@ -42,9 +42,31 @@ final class MongoFeedErrors {
       boolean splitting,
       Supplier<Instant> oldestAvailable) {
     int code = e.getCode();
-    if (code == CHANGE_STREAM_HISTORY_LOST
-        || code == CHANGE_STREAM_FATAL_ERROR
-        || code == INVALID_RESUME_TOKEN) {
+    if (code == CHANGE_STREAM_FATAL_ERROR || code == INVALID_RESUME_TOKEN) {
+      // On MongoDB 5.0+ only 286 says the history is gone. 260 and 280 say the server cannot
+      // resume this stream at this token: it belongs to another collection or deployment (a
+      // checkpoint used for the wrong stream, a restore), or the event it names is not in this
+      // stream. Skipping to latest would hide that, so the partition stops naming both sides.
+      return new FeedException(
+          "MongoDB change stream '"
+              + stream
+              + "' cannot resume at position "
+              + at
+              + ": error "
+              + code
+              + " "
+              + codeName(e)
+              + ". The resume token does not belong to this stream (a checkpoint written for"
+              + " another collection or deployment, or restored from a backup) or names an event"
+              + " this stream does not have. Nothing was skipped. Check that the group's"
+              + " checkpoint is for '"
+              + stream
+              + "'; to start this stream afresh, delete the group's checkpoint records. Server: "
+              + e.getMessage(),
+          e,
+          false);
+    }
+    if (code == CHANGE_STREAM_HISTORY_LOST) {
       Instant oldest;
       try {
         oldest = oldestAvailable.get();

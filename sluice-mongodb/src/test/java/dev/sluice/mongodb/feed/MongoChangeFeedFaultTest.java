@@ -48,8 +48,38 @@ class MongoChangeFeedFaultTest {
   }
 
   @ParameterizedTest
-  @CsvSource({"286, ChangeStreamHistoryLost", "280, ChangeStreamFatalError", "260, InvalidResumeToken"})
-  void historyLostWhileReadingNamesTheLostPositionAndTheOldestAvailable(int code, String name) {
+  @CsvSource({"280, ChangeStreamFatalError", "260, InvalidResumeToken"})
+  void aResumeTokenThatIsNotThisStreamsStopsTheCursorNamingStreamAndPositionInsteadOfLosingHistory(
+      int code, String name) {
+    FakeChangeStreamCursor cursor =
+        new FakeChangeStreamCursor().event(change(1, "insert", "a")).fail(serverError(code, name));
+    source.willOpen(cursor);
+    FeedCursor<BsonDocument> c = feed(false).open(PartitionSpec.single(), StartPoint.oldest());
+    assertThat(c.poll(WAIT)).extracting(ChangeEvent::key).containsExactly("a");
+
+    assertThatThrownBy(() -> c.poll(WAIT))
+        .isInstanceOf(FeedException.class)
+        .isNotInstanceOf(HistoryLostException.class)
+        .satisfies(e -> assertThat(((FeedException) e).retryable()).isFalse())
+        .hasMessageContaining("'d.c'")
+        .hasMessageContaining(positionAfter(1).token())
+        .hasMessageContaining("error " + code + " " + name)
+        .hasMessageContaining("does not belong to this stream")
+        .hasMessageContaining("Nothing was skipped");
+    assertThat(cursor.closed()).isTrue();
+
+    // The same when the checkpoint is refused as the cursor opens.
+    source.willFailToOpen(serverError(code, name));
+    assertThatThrownBy(() -> feed(false).open(PartitionSpec.single(), StartPoint.after(positionAfter(7))))
+        .isInstanceOf(FeedException.class)
+        .isNotInstanceOf(HistoryLostException.class)
+        .hasMessageContaining(positionAfter(7).token());
+  }
+
+  @Test
+  void historyLostWhileReadingNamesTheLostPositionAndTheOldestAvailable() {
+    int code = 286;
+    String name = "ChangeStreamHistoryLost";
     FakeChangeStreamCursor cursor =
         new FakeChangeStreamCursor().event(change(1, "insert", "a")).fail(serverError(code, name));
     source.willOpen(cursor);
