@@ -5,7 +5,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 
-/** {@link LockProvider#acquire} waited as long as allowed and the lock was still held by another. */
+/**
+ * {@link LockProvider#acquire} waited as long as allowed and the lock was still held by another,
+ * or the lock store did not answer within that time.
+ */
 public class LockTimeoutException extends SluiceException {
   private static final long serialVersionUID = 1L;
 
@@ -22,6 +25,18 @@ public class LockTimeoutException extends SluiceException {
     this.lockName = lockName;
     this.waited = waited;
     this.holder = holder;
+  }
+
+  /**
+   * The wait ended because the lock store did not answer an attempt in time (unreachable, no
+   * majority, paused); whether anyone holds the lock is unknown.
+   */
+  public LockTimeoutException(String lockName, Duration waited, String why) {
+    super("Could not acquire lock '" + lockName + "' within " + waited + ": " + why
+        + "; current holder unknown");
+    this.lockName = lockName;
+    this.waited = waited;
+    this.holder = null;
   }
 
   public String lockName() {

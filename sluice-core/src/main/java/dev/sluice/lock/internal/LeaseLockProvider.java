@@ -15,10 +15,16 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -32,6 +38,10 @@ public final class LeaseLockProvider implements LockProvider {
   static final int MAX_LEASE_NAME = 255;
   /** Owners are stored in VARCHAR(255) columns by the SQL store. */
   static final int MAX_OWNER = 255;
+  /** The least time {@link #acquire} gives the store to answer one attempt. */
+  static final Duration MIN_STORE_WAIT = Duration.ofMillis(100);
+  /** The most a timed-out {@link #acquire} waits to read the holder for its message. */
+  static final Duration HOLDER_READ_WAIT = Duration.ofSeconds(1);
 
   final LeaseStore store;
   final Duration leaseDuration;
@@ -44,6 +54,8 @@ public final class LeaseLockProvider implements LockProvider {
   private final String ownerBase;
   private final AtomicLong acquisitions = new AtomicLong();
   final ScheduledThreadPoolExecutor extender;
+  /** Runs the store calls of {@link #acquire}, so a store that does not answer cannot hold it. */
+  private final ExecutorService acquiring;
   private final Set<LeaseLock> held = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
@@ -74,6 +86,12 @@ public final class LeaseLockProvider implements LockProvider {
     // never keeps the JVM alive (its locks then simply expire).
     this.extender = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "sluice-lock-extender-" + n + "-" + threads.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+    AtomicInteger acquirers = new AtomicInteger();
+    this.acquiring = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "sluice-lock-acquire-" + n + "-" + acquirers.incrementAndGet());
       t.setDaemon(true);
       return t;
     });
@@ -109,10 +127,22 @@ public final class LeaseLockProvider implements LockProvider {
     ConfigurationException.require(!maxWait.isNegative(), "maxWait", maxWait,
         "must not be negative");
     String leaseName = leaseName(name);
+    requireOpen();
     long deadline = ticker.nanos() + maxWait.toNanos();
+    boolean answered = false;
     long backoff = initialBackoff.toMillis();
     while (true) {
-      Optional<Lock> lock = tryAcquire(name);
+      // A store that does not answer must not hold the caller past maxWait. Each attempt gets
+      // the time left, but at least MIN_STORE_WAIT, so that maxWait = 0 still means one attempt.
+      long answerBy = Math.max(deadline, ticker.nanos() + MIN_STORE_WAIT.toNanos());
+      Optional<Lock> lock = attemptBefore(name, answerBy);
+      if (lock == null) {
+        if (!answered) {
+          throw new LockTimeoutException(name, maxWait, "the lock store did not answer in time");
+        }
+        throw timeout(name, leaseName, maxWait); // it answered before: a slow last attempt
+      }
+      answered = true;
       if (lock.isPresent()) {
         return lock.get();
       }
@@ -131,11 +161,58 @@ public final class LeaseLockProvider implements LockProvider {
     }
   }
 
+  /**
+   * One {@link #tryAcquire} on the acquiring pool, waited for until {@code answerDeadline};
+   * {@code null} if the store has not answered by then, in which case a lock the store grants
+   * afterwards is released at once: nobody waits for it any more.
+   */
+  private Optional<Lock> attemptBefore(String name, long answerDeadline) {
+    CompletableFuture<Optional<Lock>> attempt;
+    try {
+      attempt = CompletableFuture.supplyAsync(() -> tryAcquire(name), acquiring);
+    } catch (RejectedExecutionException e) {
+      requireOpen(); // closed meanwhile
+      throw e;
+    }
+    try {
+      return attempt.get(Math.max(0, answerDeadline - ticker.nanos()), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      abandon(attempt, name);
+      return null;
+    } catch (InterruptedException e) {
+      abandon(attempt, name);
+      Thread.currentThread().interrupt();
+      throw new SluiceException("Interrupted while waiting for lock '" + name + "'", e);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException r) {
+        throw r;
+      }
+      if (cause instanceof Error err) {
+        throw err;
+      }
+      throw new SluiceException("Acquiring lock '" + name + "' failed: " + cause, cause);
+    }
+  }
+
+  private static void abandon(CompletableFuture<Optional<Lock>> attempt, String name) {
+    attempt.whenComplete((lock, error) -> lock.ifPresent(l -> {
+      LOG.info("Lock '{}' was granted after its caller stopped waiting; releasing it", name);
+      l.close();
+    }));
+  }
+
   private LockTimeoutException timeout(String name, String leaseName, Duration maxWait) {
     Optional<LeaseRecord> record;
     try {
-      record = store.read(leaseName).filter(LeaseRecord::isHeld);
-    } catch (RuntimeException e) {
+      // For the message only: the store answered this wait's attempts, but never wait long.
+      record = CompletableFuture.supplyAsync(() -> store.read(leaseName), acquiring)
+          .get(HOLDER_READ_WAIT.toNanos(), TimeUnit.NANOSECONDS)
+          .filter(LeaseRecord::isHeld);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      record = Optional.empty();
+    } catch (ExecutionException | TimeoutException | RejectedExecutionException e) {
       LOG.debug("Could not read the holder of lock '{}' for the timeout message", name, e);
       record = Optional.empty();
     }
@@ -182,6 +259,9 @@ public final class LeaseLockProvider implements LockProvider {
       lock.close();
     }
     extender.shutdownNow();
+    // Attempts still waiting on the store end on their own; a lock they get is closed by
+    // tryAcquire's check of `closed`.
+    acquiring.shutdown();
     try {
       extender.awaitTermination(5, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
