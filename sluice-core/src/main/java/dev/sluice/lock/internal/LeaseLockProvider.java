@@ -196,10 +196,14 @@ public final class LeaseLockProvider implements LockProvider {
   }
 
   private static void abandon(CompletableFuture<Optional<Lock>> attempt, String name) {
-    attempt.whenComplete((lock, error) -> lock.ifPresent(l -> {
-      LOG.info("Lock '{}' was granted after its caller stopped waiting; releasing it", name);
-      l.close();
-    }));
+    attempt.whenComplete((lock, error) -> {
+      if (lock != null && lock.isPresent()) {
+        LOG.info("Lock '{}' was granted after its caller stopped waiting; releasing it", name);
+        lock.get().close();
+      } else if (error != null) {
+        LOG.debug("An abandoned attempt at lock '{}' failed: {}", name, error.toString());
+      }
+    });
   }
 
   private LockTimeoutException timeout(String name, String leaseName, Duration maxWait) {
