@@ -581,7 +581,7 @@ public final class ChaosHarness implements AutoCloseable {
       logs.put(key, log);
     }
     ChaosReport.Analysis a = ChaosReport.analyse(logs, written);
-    Map.Entry<Integer, Duration> stall =
+    ChaosReport.Stall stall =
         ChaosReport.longestStall(times, writer.firstWriteMillis(), writer.stoppedMillis());
     describeStall(stall, times);
 
@@ -595,8 +595,8 @@ public final class ChaosHarness implements AutoCloseable {
     long bound = (long) settings.checkpointBatch() * (takeovers + reopens + handlerFailures);
     return new ChaosReport(settings.seed(), roundsRun, kills, pauses, joinCount, writer.total(),
         a.lostCount, List.copyOf(a.lost), a.orderViolations, List.copyOf(a.violations), a.duplicates, bound,
-        takeovers, reopens, handlerFailures, a.deepestReplay, settings.checkpointBatch(), stall.getValue(),
-        stall.getKey(), liveHoldings(), balanced, List.copyOf(joins), wall);
+        takeovers, reopens, handlerFailures, a.deepestReplay, settings.checkpointBatch(), stall.length(),
+        stall.partition(), liveHoldings(), balanced, List.copyOf(joins), wall);
   }
 
   /**
@@ -604,23 +604,15 @@ public final class ChaosHarness implements AutoCloseable {
    * and the lease events of its partition around it, so a long stall can be explained from the
    * output alone.
    */
-  private void describeStall(Map.Entry<Integer, Duration> stall, Map<Integer, List<Long>> times) {
-    if (stall.getKey() < 0) {
+  private void describeStall(ChaosReport.Stall stall, Map<Integer, List<Long>> times) {
+    if (stall.partition() < 0) {
       return;
     }
     long first = writer.firstWriteMillis();
-    long start = first;
-    List<Long> sorted = new ArrayList<>(times.getOrDefault(stall.getKey(), List.of()));
-    sorted.sort(null);
-    for (long t : sorted) {
-      if (t - start == stall.getValue().toMillis()) {
-        break;
-      }
-      start = Math.max(start, t);
-    }
-    long end = start + stall.getValue().toMillis();
+    long start = stall.fromMillis();
+    long end = start + stall.length().toMillis();
     out.printf("chaos: longest stall: partition %d applied nothing from +%.1f s to +%.1f s of the run (%s to %s)%n",
-        stall.getKey(), (start - first) / 1000.0, (end - first) / 1000.0,
+        stall.partition(), (start - first) / 1000.0, (end - first) / 1000.0,
         java.time.Instant.ofEpochMilli(start), java.time.Instant.ofEpochMilli(end));
     long until = writer.stoppedMillis();
     long quarter = Math.max(1, (until - first) / 4);
@@ -630,7 +622,7 @@ public final class ChaosHarness implements AutoCloseable {
       long b = q == 3 ? until : a + quarter;
       Map<Integer, List<Long>> inQuarter = new HashMap<>();
       times.forEach((p, ts) -> inQuarter.put(p, ts.stream().filter(t -> t >= a).toList()));
-      byQuarter.add(String.format("%.1f s", ChaosReport.longestStall(inQuarter, a, b).getValue().toMillis() / 1000.0));
+      byQuarter.add(String.format("%.1f s", ChaosReport.longestStall(inQuarter, a, b).length().toMillis() / 1000.0));
     }
     out.println("chaos: longest stall in each quarter of the run: " + byQuarter);
     Long roundBefore = roundStarts.floorKey(start);
@@ -638,7 +630,7 @@ public final class ChaosHarness implements AutoCloseable {
         .entrySet()) {
       out.printf("chaos:   +%.1f s %s%n", (r.getKey() - first) / 1000.0, r.getValue());
     }
-    String suffix = "#" + stall.getKey() + "of" + PARTITIONS;
+    String suffix = "#" + stall.partition() + "of" + PARTITIONS;
     for (Document e : db.getCollection(EVENTS).find(Filters.and(Filters.gte("t", start - 5_000),
         Filters.lte("t", end + 1_000))).sort(new Document("t", 1))) {
       String lease = e.getString("lease");

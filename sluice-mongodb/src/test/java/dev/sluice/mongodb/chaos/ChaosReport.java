@@ -179,9 +179,13 @@ public record ChaosReport(
     return a;
   }
 
+  /** A partition that applied nothing from {@code fromMillis} for {@code length}. */
+  record Stall(int partition, long fromMillis, Duration length) {}
+
   /** Longest gap between consecutive accepted writes of one partition that began before {@code until}. */
-  static Map.Entry<Integer, Duration> longestStall(Map<Integer, List<Long>> timesByPartition, long from, long until) {
+  static Stall longestStall(Map<Integer, List<Long>> timesByPartition, long from, long until) {
     int worst = -1;
+    long worstFrom = from;
     long longest = 0;
     for (Map.Entry<Integer, List<Long>> p : new TreeMap<>(timesByPartition).entrySet()) {
       List<Long> times = new ArrayList<>(p.getValue());
@@ -191,11 +195,12 @@ public record ChaosReport(
         if (previous < until && t - previous > longest) {
           longest = t - previous;
           worst = p.getKey();
+          worstFrom = previous;
         }
         previous = Math.max(previous, t);
       }
     }
-    return Map.entry(worst, Duration.ofMillis(longest));
+    return new Stall(worst, worstFrom, Duration.ofMillis(longest));
   }
 
   static final class Analysis {

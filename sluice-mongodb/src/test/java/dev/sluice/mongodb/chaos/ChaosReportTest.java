@@ -74,10 +74,11 @@ class ChaosReportTest {
   void theLongestStallIsTheLongestGapOfOnePartitionThatBeganWhileTheWriterWrote() {
     var stall = ChaosReport.longestStall(
         Map.of(0, List.of(100L, 200L, 2_200L, 2_300L), 1, List.of(150L, 1_000L, 9_000L)), 0, 5_000);
-    assertThat(stall.getKey()).isEqualTo(1);
-    assertThat(stall.getValue()).isEqualTo(Duration.ofMillis(8_000));
+    assertThat(stall.partition()).isEqualTo(1);
+    assertThat(stall.fromMillis()).isEqualTo(1_000);
+    assertThat(stall.length()).isEqualTo(Duration.ofMillis(8_000));
     var afterTheWriter = ChaosReport.longestStall(Map.of(0, List.of(100L, 6_000L, 20_000L)), 0, 5_000);
-    assertThat(afterTheWriter.getValue()).as("the gap from 6 s began after the writer stopped at 5 s")
+    assertThat(afterTheWriter.length()).as("the gap from 6 s began after the writer stopped at 5 s")
         .isEqualTo(Duration.ofMillis(5_900));
   }
 }
