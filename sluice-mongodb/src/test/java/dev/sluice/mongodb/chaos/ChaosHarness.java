@@ -104,6 +104,13 @@ public final class ChaosHarness implements AutoCloseable {
   public static final String URI_PROPERTY = "sluice.mongodb.uri";
 
   /**
+   * The longest, in lease durations, that a correct cluster may take to balance once the rounds
+   * stop: the settling cap for a flapping member (10 lease durations, docs/adr/0008), two
+   * refreshes confirming the excess, the hand-back and the acquisition.
+   */
+  public static final int BALANCE_LEASES = 12;
+
+  /**
    * A run's parameters.
    *
    * @param seed seeds the choice of every round and victim
@@ -117,7 +124,8 @@ public final class ChaosHarness implements AutoCloseable {
    * @param roundTimeout the longest a round may take to recover before the run fails
    * @param joinWait how long an add round also waits for the new member to get its share (zero:
    *     measure it only while the next rounds run)
-   * @param balanceWait how long the end waits for a balanced assignment
+   * @param balanceWait how long the end waits for a balanced assignment; at least
+   *     {@link #BALANCE_LEASES} lease durations
    * @param outputDir where each member's output is written at the end
    * @param budget no round starts once this much time has passed since the first one (the report
    *     shows the rounds actually run)
@@ -137,7 +145,9 @@ public final class ChaosHarness implements AutoCloseable {
       require(roundTimeout != null && !roundTimeout.isNegative() && !roundTimeout.isZero(), "roundTimeout",
           roundTimeout, "must be positive");
       require(joinWait != null && !joinWait.isNegative(), "joinWait", joinWait, "must not be negative");
-      require(balanceWait != null && !balanceWait.isNegative(), "balanceWait", balanceWait, "must not be negative");
+      require(balanceWait != null && balanceWait.compareTo(lease.multipliedBy(BALANCE_LEASES)) >= 0, "balanceWait",
+          balanceWait, "must be at least " + BALANCE_LEASES + " lease durations: a member that flapped waits up to 10"
+              + " before its peers count it again (docs/adr/0008), then the excess is confirmed, handed back and taken");
       require(outputDir != null, "outputDir", null, "must be set");
       require(budget != null && !budget.isNegative() && !budget.isZero(), "budget", budget, "must be positive");
     }
