@@ -15,7 +15,9 @@ import java.util.concurrent.TimeUnit;
  * a random local port, oplog enabled so change streams work.
  *
  * <p>It is a low-fidelity wire-protocol server (see {@code shared/embedded-servers.md}): no
- * sessions, no transactions, no pipeline updates, no invalidate events, and history is lost only
+ * sessions, no transactions, no pipeline updates, no invalidate events; its change events come from
+ * the test kit's {@link FaithfulOplog} (right {@code documentKey}, {@code updateDescription},
+ * {@code replace} events, lookups of deleted documents return null), and history is lost only
  * when a test asks for it ({@link #trimOplogBefore}). Code
  * under test must target real MongoDB; behaviour only a replica set shows is tested with driver
  * fakes.

@@ -6,10 +6,10 @@ import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.oplog.Oplog;
 import java.time.Clock;
 
-/** The memory backend with a {@link TrimmingOplog}. */
+/** The memory backend with the test kit's {@link FaithfulOplog}. */
 final class TrimmableMemoryBackend extends MemoryBackend {
 
-  private TrimmingOplog trimming;
+  private FaithfulOplog oplog;
 
   TrimmableMemoryBackend(Clock clock) {
     super(clock);
@@ -18,17 +18,17 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   @Override
   @SuppressWarnings("unchecked") // the oplog collection holds documents
   protected Oplog createOplog() {
-    Oplog standard = super.createOplog();
+    super.createOplog(); // creates local.oplog.rs; its change events are replaced by ours
     MongoCollection<Document> entries =
         (MongoCollection<Document>) resolveDatabase("local").resolveCollection("oplog.rs", true);
-    trimming = new TrimmingOplog(standard, entries);
-    return trimming;
+    oplog = new FaithfulOplog(this, entries, getCursorRegistry());
+    return oplog;
   }
 
-  TrimmingOplog oplog() {
-    if (trimming == null) {
+  FaithfulOplog oplog() {
+    if (oplog == null) {
       throw new IllegalStateException("the oplog is not enabled");
     }
-    return trimming;
+    return oplog;
   }
 }

@@ -1,0 +1,356 @@
+package dev.sluice.testkit.mongo;
+
+import de.bwaldvogel.mongo.MongoBackend;
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.backend.AbstractCursor;
+import de.bwaldvogel.mongo.backend.Cursor;
+import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
+import de.bwaldvogel.mongo.bson.BsonTimestamp;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.exception.MongoServerError;
+import de.bwaldvogel.mongo.oplog.Oplog;
+import de.bwaldvogel.mongo.oplog.OplogCursor;
+import de.bwaldvogel.mongo.oplog.OplogPosition;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+
+/**
+ * The embedded server's oplog, rewritten so that its change events are what a real replica set
+ * sends (shared/embedded-servers.md lists what the stock one gets wrong), and so that it can lose
+ * history:
+ *
+ * <ul>
+ *   <li>an update event's {@code documentKey} is {@code {_id}} (the stock oplog puts the update
+ *       document there), it carries {@code updateDescription} with {@code updatedFields} (the
+ *       value each updated path has after this update) and {@code removedFields}, and
+ *       {@code fullDocument: updateLookup} returns the document as it is now, or {@code null} once
+ *       it was deleted (the stock oplog returns the {@code $set} delta);
+ *   <li>a replacement ({@code replaceOne}) is a {@code replace} event with the new document, not an
+ *       update;
+ *   <li>{@code fullDocument: whenAvailable} / {@code required} return the post-image recorded with
+ *       the entry, as a collection with {@code changeStreamPreAndPostImages} would;
+ *   <li>{@link #trimBefore} deletes old entries; opening a change stream at a point before the
+ *       retained history then fails with error 286 (ChangeStreamHistoryLost), as on a real server.
+ * </ul>
+ *
+ * <p>Each entry's timestamp is taken and the entry stored under one lock, so a reader never sees a
+ * later entry before an earlier one (the stock oplog can, and a cursor then skips the earlier).
+ *
+ * <p>Limits that remain: the values in {@code updatedFields} are read from the document right after
+ * the update, so two connections updating one document at the same instant can see each other's
+ * values (the embedded server does not serialize writes); a positional path ({@code a.$.b}) is
+ * reported as the whole array {@code a}, as servers before 5.0 did; drops still appear in every
+ * stream of the database and no {@code invalidate} follows; a cursor already open when entries are
+ * trimmed under it is not failed.
+ */
+final class FaithfulOplog implements Oplog {
+  private static final String UPDATE_DESCRIPTION = "sluiceUpdateDescription";
+  private static final String POST_IMAGE = "sluicePostImage";
+  private static final String REPLACE = "sluiceReplace";
+  private static final Set<String> VALUE_OPERATORS = Set.of("$set", "$inc", "$mul", "$min", "$max",
+      "$currentDate", "$push", "$addToSet", "$pull", "$pullAll", "$pop", "$bit");
+
+  private final MongoBackend backend;
+  private final MongoCollection<Document> entries;
+  private final CursorRegistry cursors;
+  private final Clock clock;
+  private final AtomicInteger increment = new AtomicInteger();
+  private volatile BsonTimestamp trimmedThrough;
+
+  FaithfulOplog(MongoBackend backend, MongoCollection<Document> entries, CursorRegistry cursors) {
+    this.backend = backend;
+    this.entries = entries;
+    this.cursors = cursors;
+    this.clock = backend.getClock();
+  }
+
+  /** Deletes every entry older than {@code ts}; returns how many. */
+  synchronized int trimBefore(BsonTimestamp ts) {
+    List<Document> old = new ArrayList<>();
+    for (Document entry : entries.queryAll()) {
+      if (timestamp(entry).compareTo(ts) < 0) {
+        old.add(entry);
+      }
+    }
+    BsonTimestamp newest = trimmedThrough;
+    for (Document entry : old) {
+      entries.removeDocument(entry);
+      BsonTimestamp t = timestamp(entry);
+      if (newest == null || t.compareTo(newest) > 0) {
+        newest = t;
+      }
+    }
+    trimmedThrough = newest;
+    return old.size();
+  }
+
+  // ---- writing entries --------------------------------------------------------------------
+
+  @Override
+  public synchronized void handleInsert(String namespace, List<Document> documents) {
+    if (isOplog(namespace)) {
+      return;
+    }
+    entries.addDocuments(documents.stream().map(d -> entry("i", namespace).append("o", d.cloneDeeply())));
+  }
+
+  @Override
+  public synchronized void handleUpdate(String namespace, Document selector, Document update, List<Object> modifiedIds) {
+    if (isOplog(namespace)) {
+      return;
+    }
+    boolean replacement = update.keySet().stream().noneMatch(k -> k.startsWith("$"));
+    List<Document> out = new ArrayList<>();
+    for (Object id : modifiedIds) {
+      Document after = current(namespace, id);
+      Document e = entry("u", namespace).append("o2", new Document("_id", id));
+      if (replacement) {
+        e.append("o", after == null ? update.cloneDeeply() : after).append(REPLACE, true);
+      } else {
+        e.append("o", update.cloneDeeply()).append(UPDATE_DESCRIPTION, describe(update, after));
+        if (after != null) {
+          e.append(POST_IMAGE, after);
+        }
+      }
+      out.add(e);
+    }
+    entries.addDocuments(out.stream());
+  }
+
+  @Override
+  public synchronized void handleDelete(String namespace, Document query, List<Object> deletedIds) {
+    if (isOplog(namespace)) {
+      return;
+    }
+    entries.addDocuments(deletedIds.stream().map(id -> entry("d", namespace).append("o", new Document("_id", id))));
+  }
+
+  @Override
+  public synchronized void handleDropCollection(String namespace) {
+    if (isOplog(namespace)) {
+      return;
+    }
+    String db = Utils.getDatabaseNameFromFullName(namespace);
+    entries.addDocument(entry("c", db + ".$cmd")
+        .append("o", new Document("drop", Utils.getCollectionNameFromFullName(namespace))));
+  }
+
+  private Document entry(String op, String namespace) {
+    BsonTimestamp ts = new BsonTimestamp(clock.instant(), increment.incrementAndGet());
+    return new Document()
+        .append("ts", ts)
+        .append("t", 1L)
+        .append("v", 2L)
+        .append("op", op)
+        .append("ns", namespace)
+        .append("wall", clock.instant());
+  }
+
+  /** What a real server reports for a modifier update: the updated paths' new values, the removed paths. */
+  private static Document describe(Document update, Document after) {
+    Document updated = new Document();
+    List<String> removed = new ArrayList<>();
+    for (Map.Entry<String, Object> op : update.entrySet()) {
+      if (!(op.getValue() instanceof Document paths)) {
+        continue;
+      }
+      if ("$unset".equals(op.getKey())) {
+        removed.addAll(paths.keySet().stream().map(FaithfulOplog::beforePositional).toList());
+      } else if ("$rename".equals(op.getKey())) {
+        for (Map.Entry<String, Object> r : paths.entrySet()) {
+          removed.add(r.getKey());
+          putValue(updated, after, String.valueOf(r.getValue()));
+        }
+      } else if (VALUE_OPERATORS.contains(op.getKey())) {
+        for (String path : paths.keySet()) {
+          putValue(updated, after, beforePositional(path));
+        }
+      }
+    }
+    return new Document("updatedFields", updated)
+        .append("removedFields", removed)
+        .append("truncatedArrays", List.of());
+  }
+
+  private static void putValue(Document updated, Document after, String path) {
+    if (after == null) {
+      return;
+    }
+    Object value = valueAt(after, path);
+    if (value != Missing.VALUE) {
+      updated.put(path, value instanceof Document d ? d.cloneDeeply() : value);
+    }
+  }
+
+  /** {@code a.$.b}, {@code a.$[].b}, {@code a.$[x].b}: the whole array {@code a}. */
+  private static String beforePositional(String path) {
+    int dollar = path.indexOf(".$");
+    return dollar < 0 ? path : path.substring(0, dollar);
+  }
+
+  private enum Missing { VALUE }
+
+  private static Object valueAt(Document doc, String path) {
+    Object current = doc;
+    for (String part : path.split("\\.")) {
+      if (current instanceof Document d && d.containsKey(part)) {
+        current = d.get(part);
+      } else if (current instanceof List<?> list && part.chars().allMatch(Character::isDigit)
+          && Integer.parseInt(part) < list.size()) {
+        current = list.get(Integer.parseInt(part));
+      } else {
+        return Missing.VALUE;
+      }
+    }
+    return current;
+  }
+
+  private Document current(String namespace, Object id) {
+    MongoCollection<?> collection = backend.resolveDatabase(Utils.getDatabaseNameFromFullName(namespace))
+        .resolveCollection(Utils.getCollectionNameFromFullName(namespace), false);
+    if (collection == null) {
+      return null;
+    }
+    Iterator<Document> found = collection.handleQuery(new Document("_id", id)).iterator();
+    return found.hasNext() ? found.next().cloneDeeply() : null;
+  }
+
+  private boolean isOplog(String namespace) {
+    return entries.getFullName().equals(namespace);
+  }
+
+  // ---- reading: change streams ------------------------------------------------------------
+
+  @Override
+  public Cursor createCursor(Document changeStream, String namespace, Aggregation aggregation) {
+    Document startAfter = (Document) changeStream.get("startAfter");
+    Document resumeAfter = (Document) changeStream.get("resumeAfter");
+    BsonTimestamp startAt = (BsonTimestamp) changeStream.get("startAtOperationTime");
+    BsonTimestamp trimmed = trimmedThrough;
+    Document token = startAfter != null ? startAfter : resumeAfter;
+    OplogPosition start;
+    if (token != null) {
+      // The embedded server's resume token data is the hex of the entry's timestamp.
+      BsonTimestamp after = new BsonTimestamp(Long.parseUnsignedLong((String) token.get("_data"), 16));
+      if (trimmed != null && after.compareTo(trimmed) < 0) {
+        throw historyLost();
+      }
+      start = new OplogPosition(after);
+      if (startAfter == null && resumesAfterDrop(after, namespace)) {
+        return new InvalidateCursor(after);
+      }
+    } else if (startAt != null) {
+      if (trimmed != null && startAt.compareTo(trimmed) <= 0) {
+        throw historyLost();
+      }
+      start = new OplogPosition(startAt).inclusive();
+    } else {
+      start = new OplogPosition(new BsonTimestamp(clock.instant(), increment.get()));
+    }
+    String fullDocument = String.valueOf(changeStream.getOrDefault("fullDocument", "default"));
+    OplogCursor cursor = new OplogCursor(cursors.generateCursorId(),
+        position -> aggregation.runStagesAsStream(stream(namespace, position, fullDocument)), start);
+    cursors.add(cursor);
+    return cursor;
+  }
+
+  private boolean resumesAfterDrop(BsonTimestamp after, String namespace) {
+    String db = Utils.getDatabaseNameFromFullName(namespace);
+    Document drop = new Document("drop", Utils.getCollectionNameFromFullName(namespace));
+    return entries.queryAllAsStream().anyMatch(e -> timestamp(e).compareTo(after) <= 0
+        && "c".equals(e.get("op")) && (db + ".$cmd").equals(e.get("ns")) && drop.equals(e.get("o")));
+  }
+
+  private Stream<Document> stream(String namespace, OplogPosition position, String fullDocument) {
+    String db = Utils.getDatabaseNameFromFullName(namespace);
+    return entries.queryAllAsStream()
+        .filter(e -> namespace.equals(e.get("ns")) || (db + ".$cmd").equals(e.get("ns")))
+        .filter(e -> new OplogPosition(timestamp(e)).isAfter(position))
+        .sorted((a, b) -> timestamp(a).compareTo(timestamp(b)))
+        .map(e -> toEvent(e, fullDocument));
+  }
+
+  private Document toEvent(Document entry, String fullDocument) {
+    BsonTimestamp ts = timestamp(entry);
+    Document event = new Document("_id", new Document("_data", Long.toHexString(ts.getValue())));
+    String ns = (String) entry.get("ns");
+    Document o = (Document) entry.get("o");
+    switch ((String) entry.get("op")) {
+      case "i" -> event.append("operationType", "insert")
+          .append("fullDocument", o)
+          .append("documentKey", new Document("_id", o.get("_id")));
+      case "d" -> event.append("operationType", "delete").append("documentKey", o);
+      case "u" -> {
+        Document key = (Document) entry.get("o2");
+        if (Boolean.TRUE.equals(entry.get(REPLACE))) {
+          event.append("operationType", "replace").append("fullDocument", o).append("documentKey", key);
+        } else {
+          event.append("operationType", "update").append("documentKey", key)
+              .append("updateDescription", entry.get(UPDATE_DESCRIPTION));
+          switch (fullDocument) {
+            case "updateLookup" -> event.append("fullDocument", current(ns, key.get("_id")));
+            case "whenAvailable" -> event.append("fullDocument", entry.get(POST_IMAGE));
+            case "required" -> {
+              if (entry.get(POST_IMAGE) == null) {
+                throw new MongoServerError(280, "ChangeStreamFatalError",
+                    "Change stream was configured to require a post-image for all update events, but the"
+                        + " post-image was not found");
+              }
+              event.append("fullDocument", entry.get(POST_IMAGE));
+            }
+            default -> { }
+          }
+        }
+      }
+      case "c" -> {
+        String command = o.keySet().iterator().next();
+        return new Document("_id", event.get("_id")).append("operationType", command)
+            .append("clusterTime", ts)
+            .append("ns", new Document("db", Utils.getDatabaseNameFromFullName(ns)).append("coll", o.get(command)));
+      }
+      default -> throw new IllegalStateException("unknown oplog entry " + entry);
+    }
+    return event.append("clusterTime", ts)
+        .append("wallTime", entry.get("wall"))
+        .append("ns", new Document("db", Utils.getDatabaseNameFromFullName(ns))
+            .append("coll", Utils.getCollectionNameFromFullName(ns)));
+  }
+
+  private static BsonTimestamp timestamp(Document entry) {
+    return (BsonTimestamp) entry.get("ts");
+  }
+
+  private static MongoServerError historyLost() {
+    return new MongoServerError(286, "ChangeStreamHistoryLost",
+        "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+  }
+
+  /** What the stock server returns when resuming after its collection was dropped. */
+  private static final class InvalidateCursor extends AbstractCursor {
+    private final BsonTimestamp at;
+
+    InvalidateCursor(BsonTimestamp at) {
+      super(0);
+      this.at = at;
+    }
+
+    @Override
+    public boolean isEmpty() {
+      return false;
+    }
+
+    @Override
+    public List<Document> takeDocuments(int numberToReturn) {
+      return List.of(new Document("_id", new Document("_data", Long.toHexString(at.getValue())))
+          .append("operationType", "invalidate"));
+    }
+  }
+}

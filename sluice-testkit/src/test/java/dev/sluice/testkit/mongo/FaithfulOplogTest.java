@@ -1,0 +1,138 @@
+package dev.sluice.testkit.mongo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.mongodb.client.MongoChangeStreamCursor;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Updates;
+import com.mongodb.client.model.changestream.ChangeStreamDocument;
+import com.mongodb.client.model.changestream.FullDocument;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.bson.BsonDocument;
+import org.bson.BsonInt32;
+import org.bson.BsonString;
+import org.bson.Document;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The embedded server's change events, as corrected by {@link FaithfulOplog}, are shaped as a
+ * real replica set's (what MongoDB documents for change events): each of these failed on the
+ * stock oplog.
+ */
+class FaithfulOplogTest {
+  private static EmbeddedMongo server;
+  private static MongoClient client;
+
+  @BeforeAll
+  static void start() {
+    server = EmbeddedMongo.start();
+    client = server.client();
+  }
+
+  @AfterAll
+  static void stop() {
+    client.close();
+    server.close();
+  }
+
+  private static MongoCollection<Document> collection() {
+    return client.getDatabase("f" + UUID.randomUUID().toString().substring(0, 8)).getCollection("c");
+  }
+
+  private static List<ChangeStreamDocument<Document>> read(
+      MongoCollection<Document> c, BsonDocument after, FullDocument mode, int count) {
+    List<ChangeStreamDocument<Document>> out = new ArrayList<>();
+    try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor =
+        c.watch().resumeAfter(after).fullDocument(mode).batchSize(100).cursor()) {
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+      while (out.size() < count) {
+        assertThat(System.nanoTime()).as("%d events within 10 s, got %s", count, out).isLessThan(deadline);
+        ChangeStreamDocument<Document> next = cursor.tryNext();
+        if (next != null) {
+          out.add(next);
+        }
+      }
+    }
+    return out;
+  }
+
+  /** A resume token from before the test's writes: the first insert's own token, then its writes. */
+  private static BsonDocument marker(MongoCollection<Document> c) {
+    try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor = c.watch().batchSize(10).cursor()) {
+      c.insertOne(new Document("_id", "marker"));
+      ChangeStreamDocument<Document> first;
+      do {
+        first = cursor.tryNext();
+      } while (first == null);
+      return first.getResumeToken();
+    }
+  }
+
+  @Test
+  void anUpdateEventHasTheIdAsDocumentKeyAndDescribesTheUpdateWithTheChangesOwnValues() {
+    MongoCollection<Document> c = collection();
+    BsonDocument start = marker(c);
+    c.insertOne(new Document("_id", 1).append("lastEvent", "e0").append("n", 1).append("gone", true));
+    c.updateOne(new Document("_id", 1), Updates.combine(Updates.set("lastEvent", "e1"), Updates.inc("n", 1),
+        Updates.unset("gone")));
+    c.updateOne(new Document("_id", 1), Updates.set("lastEvent", "e2"));
+
+    List<ChangeStreamDocument<Document>> events = read(c, start, FullDocument.UPDATE_LOOKUP, 3);
+
+    ChangeStreamDocument<Document> first = events.get(1);
+    assertThat(first.getOperationTypeString()).isEqualTo("update");
+    assertThat(first.getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonInt32(1)));
+    assertThat(first.getUpdateDescription().getUpdatedFields())
+        .isEqualTo(new BsonDocument("lastEvent", new BsonString("e1")).append("n", new BsonInt32(2)));
+    assertThat(first.getUpdateDescription().getRemovedFields()).containsExactly("gone");
+    // updateLookup: the document as it is when read, so already the later state
+    assertThat(first.getFullDocument().getString("lastEvent")).isEqualTo("e2");
+    assertThat(events.get(2).getUpdateDescription().getUpdatedFields())
+        .isEqualTo(new BsonDocument("lastEvent", new BsonString("e2")));
+  }
+
+  @Test
+  void aLookedUpDocumentThatWasDeletedIsNullAndWhenAvailableGivesTheChangesOwnPostImage() {
+    MongoCollection<Document> c = collection();
+    BsonDocument start = marker(c);
+    c.insertOne(new Document("_id", 2).append("v", 0));
+    c.updateOne(new Document("_id", 2), Updates.set("v", 1));
+    c.deleteOne(new Document("_id", 2));
+
+    assertThat(read(c, start, FullDocument.UPDATE_LOOKUP, 3).get(1).getFullDocument()).isNull();
+    List<ChangeStreamDocument<Document>> images = read(c, start, FullDocument.WHEN_AVAILABLE, 3);
+    assertThat(images.get(1).getFullDocument()).isEqualTo(new Document("_id", 2).append("v", 1));
+    assertThat(images.get(2).getOperationTypeString()).isEqualTo("delete");
+    assertThat(images.get(2).getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonInt32(2)));
+  }
+
+  @Test
+  void aReplacementIsAReplaceEventWithTheNewDocument() {
+    MongoCollection<Document> c = collection();
+    BsonDocument start = marker(c);
+    c.insertOne(new Document("_id", 3).append("v", 0));
+    c.replaceOne(new Document("_id", 3), new Document("_id", 3).append("w", 1));
+
+    ChangeStreamDocument<Document> replace = read(c, start, FullDocument.DEFAULT, 2).get(1);
+    assertThat(replace.getOperationTypeString()).isEqualTo("replace");
+    assertThat(replace.getFullDocument()).isEqualTo(new Document("_id", 3).append("w", 1));
+    assertThat(replace.getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonInt32(3)));
+  }
+
+  @Test
+  void aPushIsReportedWithTheArraysValueAfterThisUpdate() {
+    MongoCollection<Document> c = collection();
+    BsonDocument start = marker(c);
+    c.insertOne(new Document("_id", 4).append("events", List.of(new Document("id", "a"))));
+    c.updateOne(new Document("_id", 4), Updates.push("events", new Document("id", "b")));
+    c.updateOne(new Document("_id", 4), Updates.push("events", new Document("id", "c")));
+
+    BsonDocument updated = read(c, start, FullDocument.DEFAULT, 3).get(1).getUpdateDescription().getUpdatedFields();
+    assertThat(updated.getArray("events")).hasSize(2);
+  }
+}
