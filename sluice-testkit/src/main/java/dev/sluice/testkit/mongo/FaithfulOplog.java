@@ -36,7 +36,8 @@ import java.util.stream.Stream;
  *   <li>a replacement ({@code replaceOne}) is a {@code replace} event with the new document, not an
  *       update;
  *   <li>{@code fullDocument: whenAvailable} / {@code required} return the post-image recorded with
- *       the entry, as a collection with {@code changeStreamPreAndPostImages} would;
+ *       the entry when the collection had {@code changeStreamPreAndPostImages} enabled at the write
+ *       ({@link PostImageDatabase}); without it, whenAvailable returns none and required fails;
  *   <li>{@link #trimBefore} deletes old entries; opening a change stream at a point before the
  *       retained history then fails with error 286 (ChangeStreamHistoryLost), as on a real server.
  * </ul>
@@ -64,8 +65,11 @@ final class FaithfulOplog implements Oplog {
   private final Clock clock;
   private final AtomicInteger increment = new AtomicInteger();
   private volatile BsonTimestamp trimmedThrough;
+  private final Set<String> withImages;
 
-  FaithfulOplog(MongoBackend backend, MongoCollection<Document> entries, CursorRegistry cursors) {
+  FaithfulOplog(MongoBackend backend, MongoCollection<Document> entries, CursorRegistry cursors,
+      Set<String> withImages) {
+    this.withImages = withImages;
     this.backend = backend;
     this.entries = entries;
     this.cursors = cursors;
@@ -116,8 +120,8 @@ final class FaithfulOplog implements Oplog {
         e.append("o", after == null ? update.cloneDeeply() : after).append(REPLACE, true);
       } else {
         e.append("o", update.cloneDeeply()).append(UPDATE_DESCRIPTION, describe(update, after));
-        if (after != null) {
-          e.append(POST_IMAGE, after);
+        if (after != null && withImages.contains(namespace)) {
+          e.append(POST_IMAGE, after); // recorded at write time, only where the collection keeps images
         }
       }
       out.add(e);
@@ -138,6 +142,7 @@ final class FaithfulOplog implements Oplog {
     if (isOplog(namespace)) {
       return;
     }
+    withImages.remove(namespace);
     String db = Utils.getDatabaseNameFromFullName(namespace);
     entries.addDocument(entry("c", db + ".$cmd")
         .append("o", new Document("drop", Utils.getCollectionNameFromFullName(namespace))));

@@ -97,18 +97,25 @@ class FaithfulOplogTest {
   }
 
   @Test
-  void aLookedUpDocumentThatWasDeletedIsNullAndWhenAvailableGivesTheChangesOwnPostImage() {
+  void aLookedUpDocumentThatWasDeletedIsNullAndPostImagesExistOnlyWhereTheCollectionKeepsThem() {
     MongoCollection<Document> c = collection();
     BsonDocument start = marker(c);
     c.insertOne(new Document("_id", 2).append("v", 0));
-    c.updateOne(new Document("_id", 2), Updates.set("v", 1));
+    c.updateOne(new Document("_id", 2), Updates.set("v", 1)); // before images were enabled
+    client.getDatabase(c.getNamespace().getDatabaseName()).runCommand(new Document("collMod", "c")
+        .append("changeStreamPreAndPostImages", new Document("enabled", true)));
+    c.updateOne(new Document("_id", 2), Updates.set("v", 2));
     c.deleteOne(new Document("_id", 2));
 
-    assertThat(read(c, start, FullDocument.UPDATE_LOOKUP, 3).get(1).getFullDocument()).isNull();
-    List<ChangeStreamDocument<Document>> images = read(c, start, FullDocument.WHEN_AVAILABLE, 3);
-    assertThat(images.get(1).getFullDocument()).isEqualTo(new Document("_id", 2).append("v", 1));
-    assertThat(images.get(2).getOperationTypeString()).isEqualTo("delete");
-    assertThat(images.get(2).getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonInt32(2)));
+    assertThat(read(c, start, FullDocument.UPDATE_LOOKUP, 4).get(1).getFullDocument()).isNull();
+    List<ChangeStreamDocument<Document>> images = read(c, start, FullDocument.WHEN_AVAILABLE, 4);
+    assertThat(images.get(1).getFullDocument()).as("no image recorded for a write before collMod").isNull();
+    assertThat(images.get(2).getFullDocument()).isEqualTo(new Document("_id", 2).append("v", 2));
+    assertThat(images.get(3).getOperationTypeString()).isEqualTo("delete");
+    assertThat(images.get(3).getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonInt32(2)));
+    Document listed = client.getDatabase(c.getNamespace().getDatabaseName()).listCollections().first();
+    assertThat(listed.get("options", Document.class).get("changeStreamPreAndPostImages", Document.class))
+        .isEqualTo(new Document("enabled", true));
   }
 
   @Test
