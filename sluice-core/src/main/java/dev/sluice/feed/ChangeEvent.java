@@ -15,9 +15,15 @@ import java.util.Objects;
  * @param key canonical string form of the document key; partitioning, per-key ordering and
  *     dead-lettering use it
  * @param documentKey the key as the backend represents it
- * @param document the full document after the change when the feed has it, else {@code null}
+ * @param document the full document when the feed has it, else {@code null}; which state of the
+ *     document it is says {@code documentState}
  * @param time the source commit time, or {@code null} when unknown
  * @param raw the backend's original event, for handlers that need more than the fields above
+ * @param documentState whether {@code document} is the document as this change left it, or as it
+ *     was when the change was read (possibly later)
+ * @param changedFields for an update whose backend reports it: the fields this change set, keyed
+ *     by dotted path, each with the value this change gave it (MongoDB's
+ *     {@code updateDescription.updatedFields}); otherwise {@code null}
  */
 public record ChangeEvent<D>(
     String id,
@@ -28,7 +34,9 @@ public record ChangeEvent<D>(
     D documentKey,
     D document,
     Instant time,
-    Object raw) {
+    Object raw,
+    DocumentState documentState,
+    D changedFields) {
 
   public ChangeEvent {
     Objects.requireNonNull(id, "id");
@@ -36,6 +44,20 @@ public record ChangeEvent<D>(
     Objects.requireNonNull(position, "position");
     Objects.requireNonNull(operation, "operation");
     Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(documentState, "documentState");
+    if (document == null && documentState == DocumentState.AFTER_CHANGE) {
+      throw new IllegalArgumentException("documentState AFTER_CHANGE needs a document");
+    }
+  }
+
+  /**
+   * A change whose {@code document}, when present, is the document as this change left it (SQL
+   * rows, inserts, snapshots, tests), and which reports no changed fields.
+   */
+  public ChangeEvent(String id, String stream, Position position, Operation operation, String key,
+      D documentKey, D document, Instant time, Object raw) {
+    this(id, stream, position, operation, key, documentKey, document, time, raw,
+        document == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE, null);
   }
 
   @Override

@@ -299,6 +299,47 @@ class KafkaRelayTest {
         .contains("p-2");
   }
 
+  private static BsonDocument event(String id) {
+    return new BsonDocument("id", new BsonString(id));
+  }
+
+  @Test
+  void aBacklogOfUpdatesPublishesEachUpdatesOwnDomainEventOnceEvenWhenTheDocumentWasDeletedSince() {
+    // Issue 11 item 1: read with updateLookup, the events of a backlog came from the document as
+    // it was when read: q published e0, q-2, q-2 (never q-1), o published only o-0.
+    String topic = topic();
+    MessageEncoder<BsonDocument> events = encoder().publication(Publication.domainEvents("lastEvent", "id")).build();
+    Listener<BsonDocument> first = listener(sink(topic, events), FailurePolicy.block(RetryPolicy.defaults()));
+    orders.insertOne(order("warm", event("w-0")));
+    await().atMost(Duration.ofSeconds(20)).until(() -> first.status().get(0).committed() != null
+        && distinctIds(kafka.readAll(topic, 1, Duration.ofSeconds(1))) == 1);
+    first.close();
+
+    // While no listener runs (a deployment, an outage, a slow sink): changes pile up.
+    orders.insertOne(order("q", event("q-0")));
+    orders.updateOne(Filters.eq("_id", "q"), Updates.set("lastEvent", event("q-1")));
+    orders.updateOne(Filters.eq("_id", "q"), Updates.set("lastEvent", event("q-2")));
+    orders.insertOne(order("o", event("o-0")));
+    orders.updateOne(Filters.eq("_id", "o"), Updates.set("lastEvent", event("o-1")));
+    orders.updateOne(Filters.eq("_id", "o"), Updates.combine(Updates.set("lastEvent", event("o-2")), Updates.set("state", "closed")));
+    orders.updateOne(Filters.eq("_id", "o"), Updates.set("note", "no event in this one"));
+    orders.deleteOne(Filters.eq("_id", "o"));
+    listener(sink(topic, events), FailurePolicy.block(RetryPolicy.defaults()));
+
+    await().atMost(Duration.ofSeconds(30))
+        .until(() -> distinctIds(kafka.readAll(topic, 7, Duration.ofSeconds(1))) == 7);
+    List<ConsumerRecord<byte[], byte[]>> records = kafka.readAll(topic, 8, Duration.ofSeconds(3));
+    assertThat(records).extracting(r -> header(r, Envelope.HEADER_ID)).as("every event once, none twice")
+        .containsExactlyInAnyOrder("w-0", "q-0", "q-1", "q-2", "o-0", "o-1", "o-2");
+    Map<String, List<String>> perDocument = new LinkedHashMap<>();
+    records.forEach(r -> perDocument.computeIfAbsent(new String(r.key(), StandardCharsets.UTF_8), k -> new ArrayList<>())
+        .add(header(r, Envelope.HEADER_ID)));
+    assertThat(perDocument).as("in each document's order")
+        .containsEntry("q", List.of("q-0", "q-1", "q-2"))
+        .containsEntry("o", List.of("o-0", "o-1", "o-2"));
+    assertThat(events.changesWithoutEvent()).as("the update that set no event is counted").isEqualTo(1);
+  }
+
   @Test
   void replaysARangeAndTheCurrentStateToAnotherTopicWithoutMovingTheCheckpoint() {
     String live = topic();

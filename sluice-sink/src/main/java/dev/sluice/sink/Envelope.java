@@ -18,6 +18,8 @@ import java.util.Objects;
  *  "position": "<opaque token>", "sourceTime": "2026-01-01T00:00:00Z" | null,
  *  "fence": {"lease": "shop.orders#0", "epoch": 7},
  *  "documentKey": {...} | null, "document": {...} | null,   // kind = change
+ *  "documentState": "AFTER_CHANGE" | "CURRENT" | "NONE",    // kind = change
+ *  "changedFields": {...},                                  // kind = change, updates that report it
  *  "event": {...}}                                          // kind = event
  * }</pre>
  *
@@ -32,8 +34,13 @@ import java.util.Objects;
  * @param sourceTime the source commit time (MongoDB cluster time), or null
  * @param fenceEpoch the publishing listener's epoch (0 for replays)
  * @param documentKey the document key as JSON, or null
- * @param document the document after the change (kind change), or null
+ * @param document the document the feed returned (kind change), or null; which state it is says
+ *     {@code documentState}
  * @param event the domain event (kind event), or null
+ * @param documentState kind change: {@code AFTER_CHANGE} (the document as this change left it),
+ *     {@code CURRENT} (looked up when the change was read: may include later changes, null once
+ *     deleted) or {@code NONE}; null for events and for envelopes written before it was added
+ * @param changedFields kind change, updates: the fields this change set, by dotted path, or null
  */
 public record Envelope(
     int version,
@@ -48,7 +55,9 @@ public record Envelope(
     long fenceEpoch,
     JsonNode documentKey,
     JsonNode document,
-    JsonNode event) {
+    JsonNode event,
+    String documentState,
+    JsonNode changedFields) {
 
   /** The current envelope version. */
   public static final int VERSION = 1;
@@ -117,7 +126,9 @@ public record Envelope(
         root.path("fence").path("epoch").asLong(),
         node(root, "documentKey"),
         node(root, "document"),
-        node(root, "event"));
+        node(root, "event"),
+        text(root, "documentState"),
+        node(root, "changedFields"));
   }
 
   private static String text(JsonNode root, String field) {

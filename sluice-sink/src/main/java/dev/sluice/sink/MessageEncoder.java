@@ -23,6 +23,14 @@ public interface MessageEncoder<D> {
    */
   List<OutboundMessage<D>> encode(ChangeEvent<D> event, Fence fence);
 
+  /**
+   * In domain-event mode with {@link Publication.MissingEvent#COUNT}: how many inserts, replaces
+   * and updates carried no event and published nothing since this encoder was built; 0 otherwise.
+   */
+  default long changesWithoutEvent() {
+    return 0;
+  }
+
   static <D> Builder<D> builder(DocumentMapper<D> mapper) {
     return new Builder<>(mapper);
   }

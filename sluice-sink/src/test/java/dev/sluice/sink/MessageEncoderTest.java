@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.ConfigurationException;
 import dev.sluice.SluiceException;
 import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
 import dev.sluice.listener.Fence;
@@ -94,6 +95,97 @@ class MessageEncoderTest {
         new BsonDocument("eventId", new BsonString("e-8")), new BsonDocument("eventId", new BsonString("e-9"))))));
     assertThat(enc.encode(change(Operation.UPDATE, many), FENCE)).extracting(OutboundMessage::id).containsExactly("e-8", "e-9");
     assertThat(enc.encode(change(Operation.UPDATE, new BsonDocument("state", new BsonDocument())), FENCE)).isEmpty();
+  }
+
+  /** An update read with updateLookup: the document is whatever it is when read. */
+  private static ChangeEvent<BsonDocument> lookedUp(BsonDocument current, BsonDocument changedFields) {
+    return new ChangeEvent<>("chg-1", "shop.orders", new Position("tok-9", T), Operation.UPDATE, "k1",
+        new BsonDocument("_id", new BsonString("k1")), current, T, null, DocumentState.CURRENT, changedFields);
+  }
+
+  private static BsonDocument event(String id) {
+    return new BsonDocument("id", new BsonString(id)).append("type", new BsonString("T-" + id));
+  }
+
+  @Test
+  void anUpdatesDomainEventIsTheOneItSetNotTheOneInTheLaterLookedUpDocument() {
+    MessageEncoder<BsonDocument> enc = bson().publication(Publication.domainEvents("lastEvent", "id")).build();
+    BsonDocument later = new BsonDocument("_id", new BsonString("k1")).append("lastEvent", event("e2"));
+
+    assertThat(enc.encode(lookedUp(later, new BsonDocument("lastEvent", event("e1"))), FENCE))
+        .singleElement()
+        .satisfies(m -> {
+          assertThat(m.id()).isEqualTo("e1");
+          assertThat(Envelope.parse(m.body()).event().get("type").asText()).isEqualTo("T-e1");
+        });
+    // deleted since: the lookup is null, the update's own event is still published
+    assertThat(enc.encode(lookedUp(null, new BsonDocument("lastEvent", event("e1"))), FENCE))
+        .extracting(OutboundMessage::id).containsExactly("e1");
+    // a whole parent set, a nested field
+    MessageEncoder<BsonDocument> nested = bson().publication(Publication.domainEvents("state.lastEvent", "id")).build();
+    assertThat(nested.encode(lookedUp(null, new BsonDocument("state", new BsonDocument("lastEvent", event("e3")))), FENCE))
+        .extracting(OutboundMessage::id).containsExactly("e3");
+  }
+
+  @Test
+  void appendedArrayElementsArePublishedInIndexOrderAndEditsOfOldEventsAreNot() {
+    MessageEncoder<BsonDocument> enc = bson().publication(Publication.domainEvents("events", "id")).build();
+    BsonDocument changed = new BsonDocument("events.4", event("e4"))
+        .append("events.3", event("e3"))
+        .append("events.1.type", new BsonString("edited")) // an old event changed in place
+        .append("total", new BsonInt64(9));
+    assertThat(enc.encode(lookedUp(null, changed), FENCE)).extracting(OutboundMessage::id).containsExactly("e3", "e4");
+  }
+
+  @Test
+  void anEventChangedInPlaceIsCompletedFromTheLookupOnlyWhileItStillHoldsThatEvent() {
+    MessageEncoder<BsonDocument> enc = bson().publication(Publication.domainEvents("lastEvent", "id")).build();
+    BsonDocument partial = new BsonDocument("lastEvent.id", new BsonString("e5"));
+    BsonDocument same = new BsonDocument("_id", new BsonString("k1")).append("lastEvent", event("e5"));
+    assertThat(enc.encode(lookedUp(same, partial), FENCE)).singleElement()
+        .satisfies(m -> assertThat(Envelope.parse(m.body()).event().get("type").asText()).isEqualTo("T-e5"));
+
+    BsonDocument movedOn = new BsonDocument("_id", new BsonString("k1")).append("lastEvent", event("e6"));
+    assertThatThrownBy(() -> enc.encode(lookedUp(movedOn, partial), FENCE))
+        .isInstanceOf(MessageEncodingException.class)
+        .hasMessageContaining("chg-1")
+        .hasMessageContaining("lastEvent.id")
+        .hasMessageContaining("holds another event")
+        .hasMessageContaining("post-images");
+  }
+
+  @Test
+  void aChangeWithoutAnEventIsCountedAndLoggedOrParkedAsConfiguredAndDeletesAreNeither() {
+    MessageEncoder<BsonDocument> counting = bson().publication(Publication.domainEvents("lastEvent", "id")).build();
+    BsonDocument current = new BsonDocument("_id", new BsonString("k1")).append("lastEvent", event("e1"));
+    // the update set other fields: the event in the looked-up document is an older write's
+    assertThat(counting.encode(lookedUp(current, new BsonDocument("total", new BsonInt64(1))), FENCE)).isEmpty();
+    assertThat(counting.encode(change(Operation.INSERT, new BsonDocument("_id", new BsonString("k1"))), FENCE)).isEmpty();
+    assertThat(counting.encode(change(Operation.DELETE, null), FENCE)).isEmpty();
+    assertThat(counting.changesWithoutEvent()).isEqualTo(2);
+
+    MessageEncoder<BsonDocument> parking = bson()
+        .publication(Publication.domainEvents("lastEvent", "id", Publication.MissingEvent.PARK)).build();
+    assertThatThrownBy(() -> parking.encode(lookedUp(current, new BsonDocument("total", new BsonInt64(1))), FENCE))
+        .isInstanceOf(MessageEncodingException.class)
+        .hasMessageContaining("the update did not set the domain event field 'lastEvent'");
+    assertThatThrownBy(() -> parking.encode(change(Operation.INSERT, new BsonDocument("_id", new BsonString("k1"))), FENCE))
+        .isInstanceOf(MessageEncodingException.class)
+        .hasMessageContaining("the document has no domain event in field 'lastEvent'");
+    assertThat(parking.encode(change(Operation.DELETE, null), FENCE)).isEmpty();
+  }
+
+  @Test
+  void aChangeMessageSaysWhetherItsDocumentIsTheChangesOwnAndCarriesTheChangedFields() {
+    MessageEncoder<BsonDocument> enc = bson().build();
+    BsonDocument later = new BsonDocument("_id", new BsonString("k1")).append("v", new BsonInt64(2));
+    Envelope e = Envelope.parse(enc.encode(lookedUp(later, new BsonDocument("v", new BsonInt64(1))), FENCE).get(0).body());
+    assertThat(e.documentState()).isEqualTo("CURRENT");
+    assertThat(e.changedFields().get("v").asLong()).isEqualTo(1);
+    assertThat(e.document().get("v").asLong()).isEqualTo(2);
+    Envelope own = Envelope.parse(enc.encode(change(Operation.INSERT, later), FENCE).get(0).body());
+    assertThat(own.documentState()).isEqualTo("AFTER_CHANGE");
+    assertThat(own.changedFields()).isNull();
   }
 
   @Test

@@ -102,6 +102,9 @@ public final class ConfigLoader {
             "must be changes or domain-events, but was '" + l.sink().publish().mode() + "'");
         require(!"domain-events".equals(mode) || notBlank(l.sink().publish().field()), at + ".sink.publish.field",
             "is required for domain-events");
+        String onMissing = lower(l.sink().publish().onMissing());
+        require(onMissing == null || onMissing.equals("count") || onMissing.equals("park"),
+            at + ".sink.publish.onMissing", "must be count or park, but was '" + l.sink().publish().onMissing() + "'");
       }
       // Building the policies validates them and names the value.
       leaseDuration(l, at);

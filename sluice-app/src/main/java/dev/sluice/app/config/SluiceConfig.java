@@ -50,5 +50,5 @@ public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners
   public record AmqpSection(String uri, String exchange) {}
 
   /** What is published: the change ({@code changes}, default) or domain events from a field. */
-  public record PublishSection(String mode, String field, String idField) {}
+  public record PublishSection(String mode, String field, String idField, String onMissing) {}
 }

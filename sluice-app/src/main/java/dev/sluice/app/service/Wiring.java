@@ -96,7 +96,9 @@ public final class Wiring {
     MessageEncoder.Builder<BsonDocument> encoder = MessageEncoder.builder(DocumentMapper.bson());
     if (l.sink().publish() != null && "domain-events".equals(l.sink().publish().mode().toLowerCase(Locale.ROOT))) {
       encoder.publication(Publication.domainEvents(l.sink().publish().field(),
-          l.sink().publish().idField() == null ? "id" : l.sink().publish().idField()));
+          l.sink().publish().idField() == null ? "id" : l.sink().publish().idField(),
+          "park".equalsIgnoreCase(l.sink().publish().onMissing())
+              ? Publication.MissingEvent.PARK : Publication.MissingEvent.COUNT));
     } else {
       encoder.publication(Publication.changes());
     }

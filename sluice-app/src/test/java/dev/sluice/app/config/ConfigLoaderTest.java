@@ -58,6 +58,12 @@ class ConfigLoaderTest {
         .hasMessageContaining("listeners[0].partitions");
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("mongodb://localhost:27017", "localhost"), "sluice.yaml"))
         .hasMessageContaining("mongodb.uri").hasMessageContaining("'localhost'");
+    String events = VALID.replace("topic: orders }", "topic: orders }\n      publish: { mode: domain-events, field: lastEvent, onMissing: drop }");
+    assertThatThrownBy(() -> ConfigLoader.parse(events, "sluice.yaml"))
+        .hasMessageContaining("listeners[0].sink.publish.onMissing").hasMessageContaining("count or park")
+        .hasMessageContaining("'drop'");
+    assertThat(ConfigLoader.parse(events.replace("drop", "park"), "sluice.yaml").listeners().get(0).sink().publish().onMissing())
+        .isEqualTo("park");
   }
 
   @Test

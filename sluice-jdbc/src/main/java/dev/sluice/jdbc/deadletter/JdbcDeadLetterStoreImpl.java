@@ -4,6 +4,7 @@ import dev.sluice.SluiceException;
 import dev.sluice.deadletter.ParkedChange;
 import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
 import java.sql.Connection;
@@ -24,7 +25,7 @@ import javax.sql.DataSource;
 final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
   private static final String COLUMNS =
       "event_id, stream, event_key, partition_no, error, attempts, parked_at, position_token, "
-          + "position_time, operation, document_key, document, event_time, epoch";
+          + "position_time, operation, document_key, document, event_time, epoch, document_state, changed_fields";
 
   private final DataSource dataSource;
   private final String table;
@@ -54,10 +55,14 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
           + "partition_no INT NOT NULL, error " + text + " NOT NULL, attempts INT NOT NULL, "
           + "parked_at TIMESTAMP NOT NULL, position_token " + text + " NOT NULL, position_time VARCHAR(40), "
           + "operation VARCHAR(20) NOT NULL, document_key " + text + ", document " + text + ", "
-          + "event_time VARCHAR(40), epoch BIGINT NOT NULL DEFAULT 0, "
+          + "event_time VARCHAR(40), epoch BIGINT NOT NULL DEFAULT 0, document_state VARCHAR(20), "
+          + "changed_fields " + text + ", "
           + "UNIQUE (stream, event_id))");
       // Tables created before epochs were recorded (ADR 0045): existing entries get epoch 0.
       s.execute("ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0");
+      // Tables created before the document state was recorded: their rows read as before.
+      s.execute("ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS document_state VARCHAR(20)");
+      s.execute("ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS changed_fields " + text);
       // MariaDB limits index keys to 3072 bytes: index a prefix of the key there.
       s.execute("CREATE INDEX IF NOT EXISTS " + table + "_key ON " + table + " (stream, "
           + (postgres ? "event_key" : "event_key(255)") + ")");
@@ -141,7 +146,7 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
   private void insert(Connection c, ParkedChange<D> change) throws SQLException {
     ChangeEvent<D> e = change.event();
     try (PreparedStatement ps = c.prepareStatement(
-        "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
+        "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
       ps.setString(1, e.id());
       ps.setString(2, change.scope());
       ps.setString(3, e.key());
@@ -156,6 +161,8 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
       ps.setString(12, e.document() == null ? null : encode.apply(e.document()));
       ps.setString(13, e.time() == null ? null : e.time().toString());
       ps.setLong(14, change.epoch());
+      ps.setString(15, e.documentState().name());
+      ps.setString(16, e.changedFields() == null ? null : encode.apply(e.changedFields()));
       ps.executeUpdate();
     }
   }
@@ -253,6 +260,9 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
     String documentKey = rs.getString("document_key");
     String document = rs.getString("document");
     String scope = rs.getString("stream");
+    String state = rs.getString("document_state");
+    String changed = rs.getString("changed_fields");
+    D decodedDocument = document == null ? null : decode.apply(document);
     ChangeEvent<D> event = new ChangeEvent<>(
         rs.getString("event_id"),
         scope.substring(scope.lastIndexOf('/') + 1), // the scope is group/stream; streams have no '/'
@@ -260,9 +270,12 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
         Operation.valueOf(rs.getString("operation")),
         rs.getString("event_key"),
         documentKey == null ? null : decode.apply(documentKey),
-        document == null ? null : decode.apply(document),
+        decodedDocument,
         eventTime == null ? null : Instant.parse(eventTime),
-        null);
+        null,
+        state != null ? DocumentState.valueOf(state)
+            : decodedDocument == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE,
+        changed == null ? null : decode.apply(changed));
     return new ParkedChange<>(event, rs.getInt("partition_no"), rs.getString("error"), rs.getInt("attempts"),
         rs.getTimestamp("parked_at").toInstant(), rs.getLong("epoch"), scope);
   }

@@ -14,6 +14,7 @@ import com.mongodb.client.model.Updates;
 import dev.sluice.deadletter.ParkedChange;
 import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
 import dev.sluice.mongodb.internal.MongoErrors;
@@ -204,21 +205,42 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
         .append("documentKey", orNull(e.documentKey()))
         .append("document", orNull(e.document()))
         .append("time", time(e.time()))
-        .append("raw", e.raw() instanceof BsonDocument raw ? raw : BsonNull.VALUE);
+        .append("raw", e.raw() instanceof BsonDocument raw ? raw : BsonNull.VALUE)
+        .append("documentState", new BsonString(e.documentState().name()))
+        .append("changedFields", orNull(e.changedFields()));
   }
 
   private static ChangeEvent<BsonDocument> decode(BsonDocument d) {
     BsonDocument p = d.getDocument("position");
+    Operation operation = Operation.valueOf(d.getString("operation").getValue());
+    BsonDocument document = doc(d.get("document"));
+    BsonDocument raw = doc(d.get("raw"));
+    DocumentState state;
+    BsonDocument changed;
+    if (d.isString("documentState")) {
+      state = DocumentState.valueOf(d.getString("documentState").getValue());
+      changed = doc(d.get("changedFields"));
+    } else {
+      // Parked before the state was recorded: updates were read with updateLookup, so their
+      // document is a lookup; what the change did is still in the raw event.
+      boolean update = operation == Operation.UPDATE;
+      state = update ? DocumentState.CURRENT : document == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE;
+      BsonValue description = raw == null ? null : raw.get("updateDescription");
+      changed = update && description != null && description.isDocument()
+          ? doc(description.asDocument().get("updatedFields")) : null;
+    }
     return new ChangeEvent<>(
         d.getString("id").getValue(),
         d.getString("stream").getValue(),
         new Position(p.getString("token").getValue(), instant(p.get("time"))),
-        Operation.valueOf(d.getString("operation").getValue()),
+        operation,
         d.getString("key").getValue(),
         doc(d.get("documentKey")),
-        doc(d.get("document")),
+        document,
         instant(d.get("time")),
-        doc(d.get("raw")));
+        raw,
+        state,
+        changed);
   }
 
   private static BsonValue time(Instant t) {

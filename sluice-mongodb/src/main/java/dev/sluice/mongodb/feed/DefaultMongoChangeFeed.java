@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoException;
+import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
 import dev.sluice.feed.HistoryLostException;
@@ -22,6 +23,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   private final Duration minBackoff;
   private final Duration maxBackoff;
   private final boolean splitLargeEvents;
+  private final FullDocument fullDocument;
 
   DefaultMongoChangeFeed(
       String stream,
@@ -30,6 +32,18 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
       Duration minBackoff,
       Duration maxBackoff,
       boolean splitLargeEvents) {
+    this(stream, source, batchSize, minBackoff, maxBackoff, splitLargeEvents, FullDocument.UPDATE_LOOKUP);
+  }
+
+  DefaultMongoChangeFeed(
+      String stream,
+      StreamSource source,
+      int batchSize,
+      Duration minBackoff,
+      Duration maxBackoff,
+      boolean splitLargeEvents,
+      FullDocument fullDocument) {
+    this.fullDocument = fullDocument;
     this.stream = stream;
     this.source = source;
     this.batchSize = batchSize;
@@ -45,7 +59,8 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
         b.batchSize,
         b.minBackoff,
         b.maxBackoff,
-        b.splitLargeEvents);
+        b.splitLargeEvents,
+        b.fullDocument);
   }
 
   @Override
@@ -70,6 +85,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   }
 
   private FeedCursor<BsonDocument> openAt(PartitionSpec partition, StartPoint start) {
+    source.checkFullDocumentMode();
     StreamStart streamStart;
     Position initial;
     if (start instanceof StartPoint.After after) {
@@ -83,7 +99,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     MongoFeedCursor cursor =
         new MongoFeedCursor(
             stream, source, partition, initial, batchSize, minBackoff, maxBackoff,
-            splitLargeEvents);
+            splitLargeEvents, fullDocument);
     cursor.start(streamStart);
     return cursor;
   }

@@ -2,6 +2,7 @@ package dev.sluice.mongodb.feed;
 
 import static com.mongodb.client.model.Filters.ne;
 
+import com.mongodb.MongoCommandException;
 import com.mongodb.client.ChangeStreamIterable;
 import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
@@ -9,20 +10,26 @@ import com.mongodb.client.MongoCursor;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.Sorts;
 import com.mongodb.client.model.changestream.FullDocument;
+import dev.sluice.ConfigurationException;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import org.bson.BsonBoolean;
 import org.bson.BsonDocument;
+import org.bson.BsonString;
 import org.bson.BsonTimestamp;
 import org.bson.BsonValue;
 import org.bson.RawBsonDocument;
 import org.bson.conversions.Bson;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** The real {@link StreamSource}: the official driver. */
 final class DriverStreamSource implements StreamSource {
+  private static final Logger log = LoggerFactory.getLogger(DriverStreamSource.class);
 
   private final MongoClient client;
   private final String database;
@@ -31,6 +38,7 @@ final class DriverStreamSource implements StreamSource {
   private final FullDocument fullDocument;
   private final long maxAwaitMillis;
   private final List<Bson> pipeline;
+  private volatile boolean postImagesChecked;
 
   /** Copies what it needs: changing the builder later does not change this source. */
   DriverStreamSource(MongoChangeFeed.Builder settings) {
@@ -126,6 +134,47 @@ final class DriverStreamSource implements StreamSource {
             .first();
     BsonValue ts = newest == null ? null : newest.get("ts");
     return ts != null && ts.isTimestamp() ? Optional.of(ts.asTimestamp()) : Optional.empty();
+  }
+
+  @Override
+  public void checkFullDocumentMode() {
+    if (fullDocument != FullDocument.REQUIRED && fullDocument != FullDocument.WHEN_AVAILABLE) {
+      return;
+    }
+    if (postImagesChecked) {
+      return;
+    }
+    BsonDocument listed = null;
+    try {
+      for (BsonDocument d : client.getDatabase(database).listCollections(BsonDocument.class)
+          .filter(new BsonDocument("name", new BsonString(collection)))) {
+        if (d.get("name") instanceof BsonString name && name.getValue().equals(collection)) {
+          listed = d;
+        }
+      }
+    } catch (MongoCommandException e) {
+      if (e.getErrorCode() == 13) { // Unauthorized: the server refuses such a stream on its own
+        log.warn("Cannot check that collection {}.{} keeps post-images for fullDocument {} (listCollections"
+            + " not permitted: {}); the change stream will fail if it does not", database, collection,
+            fullDocument.getValue(), e.getErrorMessage());
+        return;
+      }
+      throw e;
+    }
+    BsonValue option = listed == null ? null
+        : listed.getDocument("options", new BsonDocument()).get("changeStreamPreAndPostImages");
+    boolean enabled = option != null && option.isDocument()
+        && option.asDocument().getBoolean("enabled", BsonBoolean.FALSE).getValue();
+    if (!enabled) {
+      throw new ConfigurationException("MongoDB collection " + database + "." + collection
+          + (listed == null ? " does not exist, so it keeps no post-images" : " does not keep post-images")
+          + ", which fullDocument " + fullDocument.getValue() + " reads. Enable them (MongoDB 6.0+) with"
+          + " db.runCommand({collMod: \"" + collection + "\", changeStreamPreAndPostImages: {enabled: true}})"
+          + (listed == null ? " after creating it, or create it with that option" : "")
+          + ", or read with fullDocument updateLookup: domain events then still come from each update's own"
+          + " changed fields, and the document is labelled CURRENT.");
+    }
+    postImagesChecked = true;
   }
 
   @Override

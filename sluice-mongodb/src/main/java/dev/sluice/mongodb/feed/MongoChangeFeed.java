@@ -107,7 +107,14 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
       return this;
     }
 
-    /** Full-document mode; default {@link FullDocument#UPDATE_LOOKUP}. */
+    /**
+     * Full-document mode; default {@link FullDocument#UPDATE_LOOKUP}: an update's document is the
+     * one read when the change is read (labelled {@code DocumentState.CURRENT}: possibly later,
+     * null once deleted), and what the update itself set is in {@code changedFields}.
+     * {@link FullDocument#WHEN_AVAILABLE} / {@link FullDocument#REQUIRED} read each update's own
+     * post-image (MongoDB 6.0+); opening refuses a collection without
+     * {@code changeStreamPreAndPostImages}, naming the {@code collMod} command that enables it.
+     */
     public Builder fullDocument(FullDocument mode) {
       this.fullDocument = ConfigurationException.requireNonNull(mode, "fullDocument");
       return this;

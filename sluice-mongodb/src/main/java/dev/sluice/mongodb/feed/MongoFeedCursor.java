@@ -2,8 +2,10 @@ package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoChangeStreamException;
 import com.mongodb.MongoException;
+import com.mongodb.client.model.changestream.FullDocument;
 import com.mongodb.client.MongoChangeStreamCursor;
 import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
 import dev.sluice.feed.Operation;
@@ -33,6 +35,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   private final long minBackoffNanos;
   private final long maxBackoffNanos;
   private final boolean splitLargeEvents;
+  /** Tells whether an update's fullDocument is its post-image or a lookup of the current state. */
+  private final FullDocument fullDocument;
 
   private MongoChangeStreamCursor<RawBsonDocument> driver;
   private Position position;
@@ -49,7 +53,9 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
       int batchSize,
       Duration minBackoff,
       Duration maxBackoff,
-      boolean splitLargeEvents) {
+      boolean splitLargeEvents,
+      FullDocument fullDocument) {
+    this.fullDocument = fullDocument;
     this.stream = stream;
     this.source = source;
     this.partition = partition;
@@ -202,6 +208,28 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     if (full != null && !full.isDocument() && !full.isNull()) {
       throw new Malformed("its fullDocument is a " + full.getBsonType() + ", not a document");
     }
+    BsonDocument document = full != null && full.isDocument() ? full.asDocument() : null;
+    BsonDocument changedFields = null;
+    DocumentState state;
+    if (document == null) {
+      state = operation == Operation.UPDATE && fullDocument == FullDocument.UPDATE_LOOKUP
+          ? DocumentState.CURRENT // looked up, and the document is gone by now
+          : DocumentState.NONE;
+    } else if (operation == Operation.UPDATE) {
+      // updateLookup reads the document when the event is read, which may be many changes later;
+      // whenAvailable / required return this change's own post-image.
+      state = fullDocument == FullDocument.UPDATE_LOOKUP ? DocumentState.CURRENT : DocumentState.AFTER_CHANGE;
+    } else {
+      state = DocumentState.AFTER_CHANGE; // insert and replace carry their own document
+    }
+    if (operation == Operation.UPDATE) {
+      BsonValue description = event.get("updateDescription");
+      if (description == null || !description.isDocument()
+          || !description.asDocument().isDocument("updatedFields")) {
+        throw new Malformed("the update event has no updateDescription.updatedFields document");
+      }
+      changedFields = description.asDocument().getDocument("updatedFields");
+    }
     BsonValue documentKey = event.get("documentKey");
     BsonDocument keyDoc =
         documentKey != null
@@ -216,9 +244,11 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
         operation,
         key,
         keyDoc,
-        full != null && full.isDocument() ? full.asDocument() : null,
+        document,
         time,
-        event);
+        event,
+        state,
+        changedFields);
   }
 
   private ChangeEvent<BsonDocument> undecodableChange(

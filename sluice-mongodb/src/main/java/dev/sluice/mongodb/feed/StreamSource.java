@@ -29,4 +29,10 @@ interface StreamSource {
   default Optional<BsonTimestamp> newestOperationTime() {
     return Optional.empty();
   }
+
+  /**
+   * Refuses a full-document mode the collection cannot serve (post-images asked for where the
+   * collection keeps none), naming the collection and the command that fixes it.
+   */
+  default void checkFullDocumentMode() {}
 }

@@ -70,6 +70,10 @@ final class FakeChangeStreamCursor implements MongoChangeStreamCursor<RawBsonDoc
             "fullDocument",
             new BsonDocument("_id", new BsonString(id)).append("n", new BsonInt32(n)));
       }
+      if (operationType.equals("update")) { // a real server describes every update
+        e.append("updateDescription", new BsonDocument("updatedFields", new BsonDocument("n", new BsonInt32(n)))
+            .append("removedFields", new org.bson.BsonArray()));
+      }
     }
     return e;
   }

@@ -178,7 +178,8 @@ class MongoChangeFeedFaultTest {
     BsonDocument second =
         new BsonDocument("_id", token(22))
             .append("splitEvent", new BsonDocument("fragment", new BsonInt32(2)).append("of", new BsonInt32(2)))
-            .append("fullDocument", whole.get("fullDocument"));
+            .append("fullDocument", whole.get("fullDocument"))
+            .append("updateDescription", whole.get("updateDescription"));
     source.willOpen(
         new FakeChangeStreamCursor()
             .event(change(1, "insert", "a"))

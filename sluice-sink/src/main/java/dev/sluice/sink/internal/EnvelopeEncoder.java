@@ -5,7 +5,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.MissingNode;
 import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.DocumentState;
+import dev.sluice.feed.Operation;
 import dev.sluice.listener.Fence;
 import dev.sluice.sink.DocumentMapper;
 import dev.sluice.sink.Envelope;
@@ -15,18 +18,29 @@ import dev.sluice.sink.OutboundMessage;
 import dev.sluice.sink.Publication;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** Writes envelope version 1. */
 public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Logger log = LoggerFactory.getLogger(EnvelopeEncoder.class);
+  private static final long NEVER = Long.MIN_VALUE;
+  private static final long WARN_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
 
   private final DocumentMapper<D> mapper;
   private final Publication publication;
   private final Predicate<? super ChangeEvent<D>> filter;
+  private final AtomicLong withoutEvent = new AtomicLong();
+  private final AtomicLong lastWarning = new AtomicLong(NEVER);
 
   public EnvelopeEncoder(
       DocumentMapper<D> mapper, Publication publication, Predicate<? super ChangeEvent<D>> filter) {
@@ -54,7 +68,16 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
     ObjectNode root = header(event, fence, "change", event.id());
     root.set("documentKey", orNull(documentKey));
     root.set("document", orNull(document));
+    root.put("documentState", event.documentState().name());
+    if (event.changedFields() != null) {
+      root.set("changedFields", toJson(event, event.changedFields(), "changedFields"));
+    }
     return List.of(message(event, fence, "change", event.id(), document, root));
+  }
+
+  @Override
+  public long changesWithoutEvent() {
+    return withoutEvent.get();
   }
 
   private List<OutboundMessage<D>> domainEvents(
@@ -63,24 +86,13 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
       Publication.DomainEvents de,
       JsonNode documentKey,
       JsonNode document) {
-    if (document == null) {
+    List<JsonNode> events = ownEvents(event, de, document);
+    if (events == null) {
+      return List.of(); // deletes and collection events carry no domain event
+    }
+    if (events.isEmpty()) {
+      missing(event, de);
       return List.of();
-    }
-    JsonNode holder = document;
-    for (String part : de.field().split("\\.")) {
-      holder = holder.path(part);
-    }
-    if (holder.isMissingNode() || holder.isNull()) {
-      return List.of();
-    }
-    List<JsonNode> events = new ArrayList<>();
-    if (holder.isArray()) {
-      holder.forEach(events::add);
-    } else if (holder.isObject()) {
-      events.add(holder);
-    } else {
-      throw new MessageEncodingException(
-          event, "field '" + de.field() + "' must hold an object or an array of objects, but holds " + holder.getNodeType(), null);
     }
     List<OutboundMessage<D>> out = new ArrayList<>(events.size());
     for (int i = 0; i < events.size(); i++) {
@@ -99,6 +111,117 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
       out.add(message(event, fence, "event", id.asText(), domainEvent, root));
     }
     return out;
+  }
+
+  /**
+   * The domain events this change itself produced: empty if it carries none, null for changes
+   * that never carry any (deletes, collection events). Never taken from a later state: a
+   * document looked up when the change was read is used only to complete an event whose id this
+   * very change set.
+   */
+  private List<JsonNode> ownEvents(ChangeEvent<D> event, Publication.DomainEvents de, JsonNode document) {
+    Operation op = event.operation();
+    if (op == Operation.DELETE || op == Operation.OTHER) {
+      return null;
+    }
+    if (event.documentState() == DocumentState.AFTER_CHANGE) {
+      return eventsIn(event, de, at(document, de.field()));
+    }
+    if (op != Operation.UPDATE) {
+      return List.of(); // an insert or replace without its document: nothing to publish from
+    }
+    if (event.changedFields() == null) {
+      throw new MessageEncodingException(event, "the update's document is " + event.documentState()
+          + " (not the one this change left) and the feed reports no changed fields, so this change's own"
+          + " domain events cannot be told from later ones; read updates with post-images", null);
+    }
+    JsonNode changed = toJson(event, event.changedFields(), "changedFields");
+    String field = de.field();
+    List<JsonNode> whole = new ArrayList<>();
+    TreeMap<Integer, JsonNode> elements = new TreeMap<>();
+    for (Iterator<Map.Entry<String, JsonNode>> it = changed.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      String path = e.getKey();
+      if (path.equals(field)) {
+        whole.addAll(eventsIn(event, de, e.getValue()));
+      } else if (field.startsWith(path + ".")) {
+        whole.addAll(eventsIn(event, de, at(e.getValue(), field.substring(path.length() + 1))));
+      } else if (path.startsWith(field + ".")) {
+        String rest = path.substring(field.length() + 1);
+        int dot = rest.indexOf('.');
+        String first = dot < 0 ? rest : rest.substring(0, dot);
+        String inside = dot < 0 ? null : rest.substring(dot + 1);
+        boolean index = !first.isEmpty() && first.chars().allMatch(Character::isDigit);
+        if (index && inside == null) {
+          elements.put(Integer.parseInt(first), e.getValue()); // an element set (appended or replaced)
+        } else if (index && inside.equals(de.idField())) {
+          elements.put(Integer.parseInt(first), completed(event, de, document, field + "." + first, path, e.getValue()));
+        } else if (!index && rest.equals(de.idField())) {
+          whole.add(completed(event, de, document, field, path, e.getValue()));
+        }
+        // Other paths inside the field change an event already published: no new event.
+      }
+    }
+    whole.addAll(elements.values());
+    return whole;
+  }
+
+  /**
+   * An event the update changed in place, id included (a pipeline update reports only the fields
+   * that differ): complete it from the looked-up document while that still holds the same event.
+   */
+  private JsonNode completed(ChangeEvent<D> event, Publication.DomainEvents de, JsonNode document,
+      String location, String path, JsonNode newId) {
+    JsonNode current = at(document, location);
+    if (current.isObject() && newId.equals(current.get(de.idField()))) {
+      return current;
+    }
+    throw new MessageEncodingException(event, "the update set '" + path + "' (domain event " + newId
+        + ") without setting the whole event at '" + location + "', and the document read since "
+        + (document == null ? "was deleted" : "holds " + (current.isMissingNode() ? "no event there" : "another event"))
+        + ", so the event's other fields are not known. Set the whole field in the update, or enable"
+        + " post-images on the collection and read with fullDocument whenAvailable", null);
+  }
+
+  private List<JsonNode> eventsIn(ChangeEvent<D> event, Publication.DomainEvents de, JsonNode holder) {
+    List<JsonNode> events = new ArrayList<>();
+    if (holder == null || holder.isMissingNode() || holder.isNull()) {
+      return events;
+    }
+    if (holder.isArray()) {
+      holder.forEach(events::add);
+    } else if (holder.isObject()) {
+      events.add(holder);
+    } else {
+      throw new MessageEncodingException(
+          event, "field '" + de.field() + "' must hold an object or an array of objects, but holds " + holder.getNodeType(), null);
+    }
+    return events;
+  }
+
+  private static JsonNode at(JsonNode node, String dottedPath) {
+    JsonNode holder = node == null ? MissingNode.getInstance() : node;
+    for (String part : dottedPath.split("\\.")) {
+      holder = holder.isArray() && !part.isEmpty() && part.chars().allMatch(Character::isDigit)
+          ? holder.path(Integer.parseInt(part)) : holder.path(part);
+    }
+    return holder;
+  }
+
+  private void missing(ChangeEvent<D> event, Publication.DomainEvents de) {
+    String what = event.operation() == Operation.UPDATE
+        ? "the update did not set the domain event field '" + de.field() + "'"
+        : "the document has no domain event in field '" + de.field() + "'";
+    if (de.onMissing() == Publication.MissingEvent.PARK) {
+      throw new MessageEncodingException(event, what + " (domain events onMissing PARK)", null);
+    }
+    long count = withoutEvent.incrementAndGet();
+    long now = System.nanoTime();
+    long last = lastWarning.get();
+    if ((last == NEVER || now - last >= WARN_EVERY_NANOS) && lastWarning.compareAndSet(last, now)) {
+      log.warn("{}: {}; nothing published for it ({} change(s) without an event so far; onMissing PARK"
+          + " parks them instead)", event, what, count);
+    }
   }
 
   private ObjectNode header(ChangeEvent<D> event, Fence fence, String kind, String id) {

@@ -8,6 +8,7 @@ import dev.sluice.deadletter.DeadLetters;
 import dev.sluice.deadletter.ParkedChange;
 import dev.sluice.deadletter.StaleParkException;
 import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
 import dev.sluice.listener.Fence;
@@ -180,7 +181,11 @@ public abstract class DeadLetterStoreContract {
     assertThat(count("orders")).isZero();
   }
 
-  /** A change of key {@code key}, version {@code v}, with nanosecond times and a raw event. */
+  /**
+   * A change of key {@code key}, version {@code v}, with nanosecond times and a raw event: an
+   * update read with updateLookup, so its document is labelled CURRENT and it carries the fields
+   * it set; a replayed dead letter must publish from those, never from the lookup.
+   */
   protected static ChangeEvent<BsonDocument> change(String key, int v) {
     Instant t = Instant.parse("2026-01-01T00:00:00.123456789Z").plusSeconds(v);
     return new ChangeEvent<>(
@@ -192,6 +197,8 @@ public abstract class DeadLetterStoreContract {
         new BsonDocument("_id", new BsonString(key)),
         new BsonDocument("_id", new BsonString(key)).append("v", new BsonInt32(v)),
         t,
-        new BsonDocument("operationType", new BsonString("update")));
+        new BsonDocument("operationType", new BsonString("update")),
+        DocumentState.CURRENT,
+        new BsonDocument("v", new BsonInt32(v)));
   }
 }
