@@ -2,6 +2,7 @@ package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoException;
 import com.mongodb.client.model.changestream.FullDocument;
+import dev.sluice.ConfigurationException;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
 import dev.sluice.feed.HistoryLostException;
@@ -123,6 +124,8 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
         return new BsonTimestamp(newest.get().getTime(), newest.get().getInc() + 1);
       }
       return StreamStart.timestampAtOrBefore(source.serverNow());
+    } catch (ConfigurationException e) {
+      throw e; // says itself what to change
     } catch (RuntimeException e) {
       boolean retryable =
           e instanceof MongoException m

@@ -3,14 +3,17 @@ package dev.sluice.mongodb.feed;
 import static com.mongodb.client.model.Filters.ne;
 
 import com.mongodb.MongoCommandException;
+import com.mongodb.ReadPreference;
 import com.mongodb.client.ChangeStreamIterable;
 import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.MongoCursor;
 import com.mongodb.client.model.Projections;
-import com.mongodb.client.model.Sorts;
 import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.ConfigurationException;
+import dev.sluice.mongodb.internal.MongoHello;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -19,6 +22,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonBoolean;
 import org.bson.BsonDocument;
+import org.bson.BsonInt32;
 import org.bson.BsonString;
 import org.bson.BsonTimestamp;
 import org.bson.BsonValue;
@@ -39,11 +43,13 @@ final class DriverStreamSource implements StreamSource {
   private final long maxAwaitMillis;
   private final List<Bson> pipeline;
   private volatile boolean postImagesChecked;
+  private final MongoDatabase db;
 
   /** Copies what it needs: changing the builder later does not change this source. */
   DriverStreamSource(MongoChangeFeed.Builder settings) {
     this.client = settings.client;
     this.database = settings.database;
+    this.db = settings.client.getDatabase(settings.database);
     this.collection = settings.collection;
     this.batchSize = settings.batchSize;
     this.fullDocument = settings.fullDocument;
@@ -88,17 +94,23 @@ final class DriverStreamSource implements StreamSource {
 
   @Override
   public Optional<BsonTimestamp> oldestOplogTime() {
-    // Sorted by ts rather than $natural: identical on a real oplog (it is in ts order) and the
-    // embedded server honours only ts.
-    BsonDocument first =
-        client
-            .getDatabase("local")
-            .getCollection("oplog.rs", BsonDocument.class)
-            .find(ne("op", "n"))
-            .projection(Projections.include("ts"))
-            .sort(Sorts.ascending("ts"))
-            .limit(1)
-            .first();
+    BsonDocument hello = MongoHello.reply(db);
+    if (MongoHello.isMongos(hello)) {
+      // Each shard has its own oplog and mongos serves none: there is no one oldest entry.
+      throw new ConfigurationException("MongoDB " + database + "." + collection + " is reached through"
+          + " mongos (a sharded cluster): StartPoint.oldest() reads the oplog, which each shard keeps"
+          + " for itself and mongos does not serve. Start the listener at a time (StartPoint.at(...),"
+          + " service: bootstrap: at <time>) or at latest.");
+    }
+    // $natural order: the oplog is a capped collection in insertion (ts) order and has no index on
+    // ts, so sorting by ts would scan and sort the whole oplog. On the primary: another member's
+    // window may start later or earlier.
+    BsonDocument first = oplog()
+        .find(ne("op", "n"))
+        .projection(Projections.include("ts"))
+        .sort(new BsonDocument("$natural", new BsonInt32(1)))
+        .limit(1)
+        .first();
     if (first == null) {
       return Optional.empty();
     }
@@ -106,13 +118,17 @@ final class DriverStreamSource implements StreamSource {
     return ts != null && ts.isTimestamp() ? Optional.of(ts.asTimestamp()) : Optional.empty();
   }
 
+  private MongoCollection<BsonDocument> oplog() {
+    return client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class)
+        .withReadPreference(ReadPreference.primary());
+  }
+
   @Override
   public Optional<BsonTimestamp> newestOperationTime() {
-    // A replica set member reports the newest operation time with every reply (operationTime,
-    // and isMaster's lastWrite.opTime.ts). A server that reports neither (a standalone server,
-    // the embedded test server) is asked for its newest oplog entry instead.
-    BsonDocument reply = client.getDatabase(database)
-        .runCommand(new BsonDocument("isMaster", new org.bson.BsonInt32(1)), BsonDocument.class);
+    // A replica set member or mongos reports the newest operation time with every reply
+    // (operationTime, and hello's lastWrite.opTime.ts). A server that reports neither (a
+    // standalone server, the embedded test server) is asked for its newest oplog entry instead.
+    BsonDocument reply = MongoHello.reply(db);
     BsonValue operationTime = reply.get("operationTime");
     if (operationTime != null && operationTime.isTimestamp()) {
       return Optional.of(operationTime.asTimestamp());
@@ -123,15 +139,15 @@ final class DriverStreamSource implements StreamSource {
         && opTime.get("ts") != null && opTime.get("ts").isTimestamp()) {
       return Optional.of(opTime.get("ts").asTimestamp());
     }
-    BsonDocument newest =
-        client
-            .getDatabase("local")
-            .getCollection("oplog.rs", BsonDocument.class)
-            .find()
-            .projection(Projections.include("ts"))
-            .sort(Sorts.descending("ts"))
-            .limit(1)
-            .first();
+    if (MongoHello.isMongos(reply)) {
+      return Optional.empty();
+    }
+    BsonDocument newest = oplog()
+        .find()
+        .projection(Projections.include("ts"))
+        .sort(new BsonDocument("$natural", new BsonInt32(-1)))
+        .limit(1)
+        .first();
     BsonValue ts = newest == null ? null : newest.get("ts");
     return ts != null && ts.isTimestamp() ? Optional.of(ts.asTimestamp()) : Optional.empty();
   }
@@ -146,7 +162,7 @@ final class DriverStreamSource implements StreamSource {
     }
     BsonDocument listed = null;
     try {
-      for (BsonDocument d : client.getDatabase(database).listCollections(BsonDocument.class)
+      for (BsonDocument d : db.listCollections(BsonDocument.class)
           .filter(new BsonDocument("name", new BsonString(collection)))) {
         if (d.get("name") instanceof BsonString name && name.getValue().equals(collection)) {
           listed = d;
@@ -179,6 +195,6 @@ final class DriverStreamSource implements StreamSource {
 
   @Override
   public Instant serverNow() {
-    return MongoServerTime.now(client.getDatabase(database));
+    return MongoServerTime.now(db);
   }
 }

@@ -6,20 +6,17 @@ import dev.sluice.SluiceException;
 import java.time.Instant;
 import org.bson.BsonDateTime;
 import org.bson.BsonDocument;
-import org.bson.BsonInt32;
 import org.bson.BsonValue;
 
 /**
  * Reads the database server's wall clock. Every lease expiry is judged by this clock, never by a
  * process clock (see {@code docs/adr/0011-mongodb-lease-clock.md}).
  *
- * <p>Uses {@code isMaster}: real MongoDB (every version still answers it, and it needs no
- * privileges) and the embedded server both report {@code localTime} there. {@code hello} would be
- * the modern name, but the embedded server does not know it; {@code isMaster} answers the same.
+ * <p>Reads {@code localTime} from {@link MongoHello}: {@code hello}, which needs no privileges and
+ * which the Stable API allows in strict mode ({@code isMaster} is refused there); {@code isMaster}
+ * only on servers that do not know {@code hello}.
  */
 public final class MongoServerTime {
-
-  private static final BsonDocument IS_MASTER = new BsonDocument("isMaster", new BsonInt32(1));
 
   private MongoServerTime() {}
 
@@ -27,10 +24,10 @@ public final class MongoServerTime {
   public static Instant now(MongoDatabase database) {
     BsonDocument reply;
     try {
-      reply = database.runCommand(IS_MASTER, BsonDocument.class);
+      reply = MongoHello.reply(database);
     } catch (MongoException e) {
       throw new SluiceException(
-          "Cannot read the MongoDB server clock (isMaster on database '"
+          "Cannot read the MongoDB server clock (hello on database '"
               + database.getName()
               + "'): "
               + e.getMessage(),
@@ -39,7 +36,7 @@ public final class MongoServerTime {
     BsonValue localTime = reply.get("localTime");
     if (localTime == null || !localTime.isDateTime()) {
       throw new SluiceException(
-          "MongoDB server did not report its clock: isMaster reply has no localTime date: "
+          "MongoDB server did not report its clock: hello reply has no localTime date: "
               + reply.toJson());
     }
     return Instant.ofEpochMilli(((BsonDateTime) localTime).getValue());

@@ -96,6 +96,25 @@ public final class EmbeddedMongo implements AutoCloseable {
         .trimBefore(new de.bwaldvogel.mongo.bson.BsonTimestamp(operationTime.getValue()));
   }
 
+  /**
+   * Answers the handshake ({@code hello}, {@code isMaster}) as a mongos router does, for tests of
+   * what must be refused or handled differently on a sharded cluster. Set it before creating
+   * clients.
+   */
+  public EmbeddedMongo reportAsMongos(boolean on) {
+    backend.reportAsMongos(on);
+    return this;
+  }
+
+  /**
+   * Whether {@code hello} is answered (the default, as every MongoDB since 4.4.2) or refused with
+   * error 59 as older servers do, for tests of the {@code isMaster} fallback.
+   */
+  public EmbeddedMongo answerHello(boolean on) {
+    backend.answerHello(on);
+    return this;
+  }
+
   @Override
   public void close() {
     server.shutdownNow();

@@ -37,7 +37,7 @@ import java.util.stream.Stream;
  *       update;
  *   <li>{@code fullDocument: whenAvailable} / {@code required} return the post-image recorded with
  *       the entry when the collection had {@code changeStreamPreAndPostImages} enabled at the write
- *       ({@link PostImageDatabase}); without it, whenAvailable returns none and required fails;
+ *       ({@link FaithfulDatabase}); without it, whenAvailable returns none and required fails;
  *   <li>{@link #trimBefore} deletes old entries; opening a change stream at a point before the
  *       retained history then fails with error 286 (ChangeStreamHistoryLost), as on a real server.
  * </ul>

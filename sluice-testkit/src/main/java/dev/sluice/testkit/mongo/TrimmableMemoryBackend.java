@@ -4,12 +4,14 @@ import de.bwaldvogel.mongo.MongoCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.exception.MongoServerError;
+import io.netty.channel.Channel;
 import de.bwaldvogel.mongo.oplog.Oplog;
 import java.time.Clock;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
-/** The memory backend with the test kit's {@link FaithfulOplog} and {@link PostImageDatabase}. */
+/** The memory backend with the test kit's {@link FaithfulOplog} and {@link FaithfulDatabase}. */
 final class TrimmableMemoryBackend extends MemoryBackend {
 
   private FaithfulOplog oplog;
@@ -20,9 +22,40 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     super(clock);
   }
 
+  private volatile boolean mongos;
+  private volatile boolean hello = true;
+
+  /** Answers the handshake as a mongos router does ({@code msg: "isdbgrid"}). */
+  void reportAsMongos(boolean on) {
+    mongos = on;
+  }
+
+  /** Whether {@code hello} is answered (as every MongoDB since 4.4.2) or unknown (error 59). */
+  void answerHello(boolean on) {
+    hello = on;
+  }
+
+  @Override
+  public Document handleCommand(Channel channel, String databaseName, String command, Document query) {
+    boolean isHello = command.equalsIgnoreCase("hello");
+    if (isHello && !hello) {
+      throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
+    }
+    Document response = super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query);
+    if (isHello || command.equalsIgnoreCase("ismaster")) {
+      if (isHello) {
+        response.put("isWritablePrimary", Boolean.TRUE);
+      }
+      if (mongos) {
+        response.put("msg", "isdbgrid");
+      }
+    }
+    return response;
+  }
+
   @Override
   public MemoryDatabase openOrCreateDatabase(String databaseName) {
-    return new PostImageDatabase(databaseName, getCursorRegistry(), withImages);
+    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages);
   }
 
   @Override

@@ -142,4 +142,23 @@ class FaithfulOplogTest {
     BsonDocument updated = read(c, start, FullDocument.DEFAULT, 3).get(1).getUpdateDescription().getUpdatedFields();
     assertThat(updated.getArray("events")).hasSize(2);
   }
+
+  @Test
+  void theOplogReadInNaturalOrderIsInTimestampOrderBothWays() {
+    MongoCollection<Document> c = collection();
+    for (int i = 0; i < 5; i++) {
+      c.insertOne(new Document("_id", "n" + i));
+    }
+    MongoCollection<Document> oplog = client.getDatabase("local").getCollection("oplog.rs");
+    List<Object> byTs = new ArrayList<>();
+    oplog.find().sort(new Document("ts", 1)).forEach(d -> byTs.add(d.get("ts")));
+    List<Object> forwards = new ArrayList<>();
+    oplog.find().sort(new Document("$natural", 1)).forEach(d -> forwards.add(d.get("ts")));
+    List<Object> backwards = new ArrayList<>();
+    oplog.find().sort(new Document("$natural", -1)).forEach(d -> backwards.add(d.get("ts")));
+    assertThat(forwards).hasSizeGreaterThanOrEqualTo(5).isEqualTo(byTs);
+    List<Object> reversed = new ArrayList<>(byTs);
+    java.util.Collections.reverse(reversed);
+    assertThat(backwards).isEqualTo(reversed);
+  }
 }

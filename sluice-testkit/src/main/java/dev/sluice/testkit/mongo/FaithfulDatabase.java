@@ -11,17 +11,25 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * A memory database that knows the one collection option change streams depend on:
- * {@code changeStreamPreAndPostImages} (MongoDB 6.0+), set with {@code collMod} or at
- * {@code create} and reported by {@code listCollections}, as a real server does. The stock server
- * rejects {@code collMod} and reports no options. Which collections have it is shared with
- * {@link FaithfulOplog}, which records post-images only for those.
+ * A memory database corrected where Sluice depends on what a real server does:
+ *
+ * <ul>
+ *   <li>the collection option change streams depend on, {@code changeStreamPreAndPostImages}
+ *       (MongoDB 6.0+), set with {@code collMod} or at {@code create} and reported by
+ *       {@code listCollections} (the stock server rejects {@code collMod} and reports no options).
+ *       Which collections have it is shared with {@link FaithfulOplog}, which records post-images
+ *       only for those;
+ *   <li>{@code find} on {@code local.oplog.rs} sorted by {@code $natural} returns entries in oplog
+ *       order, forwards or backwards (the stock server honours only a sort by {@code ts}, which on
+ *       a real server scans the whole oplog). The test kit's oplog stores entries in {@code ts}
+ *       order, so the two orders are the same here.
+ * </ul>
  */
-final class PostImageDatabase extends MemoryDatabase {
+final class FaithfulDatabase extends MemoryDatabase {
   private static final String OPTION = "changeStreamPreAndPostImages";
   private final Set<String> withImages;
 
-  PostImageDatabase(String name, CursorRegistry cursors, Set<String> withImages) {
+  FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages) {
     super(name, cursors);
     this.withImages = withImages;
   }
@@ -42,6 +50,12 @@ final class PostImageDatabase extends MemoryDatabase {
       Document response = super.handleCommand(channel, command, plain, resolver, oplog);
       record(String.valueOf(query.get(command)), option);
       return response;
+    }
+    if (command.equalsIgnoreCase("find") && "local".equals(getDatabaseName()) && "oplog.rs".equals(query.get(command))
+        && query.get("sort") instanceof Document sort && sort.get("$natural") instanceof Number direction) {
+      Document inOplogOrder = new Document(query);
+      inOplogOrder.put("sort", new Document("ts", direction.intValue() < 0 ? -1 : 1));
+      return super.handleCommand(channel, command, inOplogOrder, resolver, oplog);
     }
     Document response = super.handleCommand(channel, command, query, resolver, oplog);
     if (command.equalsIgnoreCase("listCollections") && response.get("cursor") instanceof Document cursor
