@@ -1,5 +1,6 @@
 package dev.sluice.mongodb.deadletter;
 
+import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.MongoWriteException;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
@@ -42,9 +43,11 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
 
   MongoDeadLetterStoreImpl(MongoDatabase database, String collection) {
     this.name = collection;
-    this.entries = database.getCollection(collection, BsonDocument.class);
-    this.counters = database.getCollection(collection + "_seq", BsonDocument.class);
-    this.epochs = database.getCollection(collection + "_epochs", BsonDocument.class);
+    // A dead letter is the only copy of a change that failed: majority-written, and read on the
+    // primary, so a new owner's parked-key check sees every park of the previous owner.
+    this.entries = MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class));
+    this.counters = MongoReads.ownRecords(database.getCollection(collection + "_seq", BsonDocument.class));
+    this.epochs = MongoReads.ownRecords(database.getCollection(collection + "_epochs", BsonDocument.class));
     entries.createIndex(
         Indexes.ascending("stream", "eventId"), new IndexOptions().unique(true).name("stream_eventId"));
     entries.createIndex(Indexes.ascending("stream", "key", "seq"), new IndexOptions().name("stream_key_seq"));

@@ -1,5 +1,6 @@
 package dev.sluice.mongodb.fence;
 
+import dev.sluice.mongodb.internal.MongoReads;
 import static com.mongodb.client.model.Filters.and;
 import static com.mongodb.client.model.Filters.eq;
 import static com.mongodb.client.model.Filters.exists;
@@ -108,7 +109,7 @@ public interface FencedWrites {
     Objects.requireNonNull(id, "id");
     Objects.requireNonNull(replacement, "replacement");
     Objects.requireNonNull(fence, "fence");
-    MongoCollection<BsonDocument> docs = target.withDocumentClass(BsonDocument.class);
+    MongoCollection<BsonDocument> docs = MongoReads.primary(target.withDocumentClass(BsonDocument.class));
     BsonDocument doc =
         replacement.toBsonDocument(BsonDocument.class, docs.getCodecRegistry()).clone();
     String path = fencePath(fence.lease());

@@ -1,5 +1,6 @@
 package dev.sluice.mongodb.inbox;
 
+import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.client.MongoDatabase;
 import dev.sluice.ConfigurationException;
 import java.time.Clock;
@@ -109,7 +110,7 @@ public interface MongoInbox {
     }
 
     public MongoInbox build() {
-      return new MongoInboxImpl(database.getCollection(collection, org.bson.BsonDocument.class),
+      return new MongoInboxImpl(MongoReads.ownRecords(database.getCollection(collection, org.bson.BsonDocument.class)),
           claimTimeout, retention, clock, instance);
     }
   }

@@ -75,8 +75,12 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   DefaultMongoLeaseStore(
       MongoDatabase database, String collection, WriteConcern writeConcern, Duration idle) {
     this.database = database;
-    this.leases =
-        database.getCollection(collection, BsonDocument.class).withWriteConcern(writeConcern);
+    // Reads on the primary; at majority when writes are (the default), else at local so that a
+    // store configured with w:1 still reads its own writes.
+    MongoCollection<BsonDocument> c = database.getCollection(collection, BsonDocument.class)
+        .withWriteConcern(writeConcern).withReadPreference(com.mongodb.ReadPreference.primary());
+    this.leases = "majority".equals(writeConcern.getWObject()) ? c.withReadConcern(com.mongodb.ReadConcern.MAJORITY)
+        : c.withReadConcern(com.mongodb.ReadConcern.LOCAL);
     try {
       dropUnsafeLegacyTtlIndex();
       if (idle != null) {

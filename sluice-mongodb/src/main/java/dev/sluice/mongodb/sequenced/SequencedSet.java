@@ -1,5 +1,6 @@
 package dev.sluice.mongodb.sequenced;
 
+import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.ConfigurationException;
 import java.util.Set;
@@ -40,7 +41,7 @@ public interface SequencedSet {
   static SequencedSet of(MongoCollection<BsonDocument> collection, String field) {
     ConfigurationException.requireNonNull(collection, "collection");
     checkField(field);
-    return new MongoSequencedSet(collection, field);
+    return new MongoSequencedSet(MongoReads.primary(collection), field);
   }
 
   /** Records that {@code member} is in the set as of {@code seq}. */

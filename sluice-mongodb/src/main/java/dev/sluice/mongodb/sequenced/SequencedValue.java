@@ -1,5 +1,6 @@
 package dev.sluice.mongodb.sequenced;
 
+import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.ConfigurationException;
 import java.util.Optional;
@@ -28,7 +29,7 @@ public interface SequencedValue {
         "field",
         "'" + field + "'",
         "must be a non-empty top-level field name other than _id (no '.', no leading '$')");
-    return new MongoSequencedValue(collection, field);
+    return new MongoSequencedValue(MongoReads.primary(collection), field);
   }
 
   /** Stores {@code value} (may be BsonNull) if {@code seq} is higher than the stored one. */

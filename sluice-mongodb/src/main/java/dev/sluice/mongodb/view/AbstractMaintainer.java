@@ -1,5 +1,6 @@
 package dev.sluice.mongodb.view;
 
+import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Filters;
@@ -52,8 +53,9 @@ abstract class AbstractMaintainer implements MaterializedView {
     this.probe = Objects.requireNonNull(probe);
   }
 
+  /** A source collection of the view, read on the primary at majority (docs/adr/0058). */
   MongoCollection<BsonDocument> collection(String name) {
-    return db.getCollection(name, BsonDocument.class);
+    return MongoReads.sources(db.getCollection(name, BsonDocument.class));
   }
 
   @Override

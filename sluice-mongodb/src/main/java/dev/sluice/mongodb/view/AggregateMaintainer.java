@@ -1,5 +1,6 @@
 package dev.sluice.mongodb.view;
 
+import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Filters;
@@ -48,7 +49,7 @@ final class AggregateMaintainer extends AbstractMaintainer {
   AggregateMaintainer(MongoDatabase db, AggregateView def, Clock clock) {
     super(db, def, def.managedFields(), clock);
     this.def = def;
-    this.membership = db.getCollection(def.target() + "_sluice_members", BsonDocument.class);
+    this.membership = MongoReads.ownRecords(db.getCollection(def.target() + "_sluice_members", BsonDocument.class));
     membership.createIndex(Indexes.ascending(GROUP, DELETED));
   }
 

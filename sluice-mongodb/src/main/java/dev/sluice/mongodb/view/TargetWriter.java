@@ -1,5 +1,6 @@
 package dev.sluice.mongodb.view;
 
+import dev.sluice.mongodb.internal.MongoReads;
 import static dev.sluice.mongodb.view.ViewNames.META;
 
 import com.mongodb.MongoWriteException;
@@ -63,8 +64,8 @@ final class TargetWriter {
 
   TargetWriter(MongoDatabase db, String view, List<String> managedFields, Clock clock) {
     this.view = view;
-    this.target = db.getCollection(view, BsonDocument.class);
-    this.tickets = db.getCollection(view + "_sluice_tickets", BsonDocument.class);
+    this.target = MongoReads.ownRecords(db.getCollection(view, BsonDocument.class));
+    this.tickets = MongoReads.ownRecords(db.getCollection(view + "_sluice_tickets", BsonDocument.class));
     this.managedFields = List.copyOf(managedFields);
     this.clock = clock;
   }

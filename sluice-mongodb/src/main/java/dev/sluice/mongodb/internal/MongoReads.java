@@ -1,0 +1,46 @@
+package dev.sluice.mongodb.internal;
+
+import com.mongodb.ReadConcern;
+import com.mongodb.ReadPreference;
+import com.mongodb.WriteConcern;
+import com.mongodb.client.MongoCollection;
+
+/**
+ * The read settings of every collection Sluice reads to decide something (docs/adr/0058). The
+ * client's defaults are the application's business: a connection string with
+ * {@code readPreference=secondaryPreferred} must not send a view recomputation, a parked-key check
+ * or an inbox claim to a lagging secondary, where it would decide on a state that is already past.
+ */
+public final class MongoReads {
+  private MongoReads() {}
+
+  /**
+   * Sluice's own records (leases, dead letters, inbox claims, view bookkeeping): read on the
+   * primary at majority read concern, written at majority, so a record is acknowledged only once
+   * it survives a failover and every read sees every acknowledged record.
+   */
+  public static <T> MongoCollection<T> ownRecords(MongoCollection<T> collection) {
+    return collection.withReadPreference(ReadPreference.primary())
+        .withReadConcern(ReadConcern.MAJORITY)
+        .withWriteConcern(WriteConcern.MAJORITY);
+  }
+
+  /**
+   * A collection of the application that Sluice reads to decide (a view's sources): on the
+   * primary, majority-committed, so nothing is derived from a write that a failover rolls back.
+   * The change stream delivers only majority-committed changes, so such a read sees at least the
+   * state of the change being processed.
+   */
+  public static <T> MongoCollection<T> sources(MongoCollection<T> collection) {
+    return collection.withReadPreference(ReadPreference.primary()).withReadConcern(ReadConcern.MAJORITY);
+  }
+
+  /**
+   * A collection of the application that Sluice writes conditionally and reads back (fenced
+   * writes, sequenced values): on the primary, with the application's own read and write
+   * concerns, so a read sees the application's and Sluice's own latest writes.
+   */
+  public static <T> MongoCollection<T> primary(MongoCollection<T> collection) {
+    return collection.withReadPreference(ReadPreference.primary());
+  }
+}
