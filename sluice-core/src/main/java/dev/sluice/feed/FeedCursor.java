@@ -43,6 +43,14 @@ public interface FeedCursor<D> extends AutoCloseable {
     return false;
   }
 
+  /**
+   * Once {@link #ended()}: what ended the stream and how to continue, for the partition's status
+   * and log.
+   */
+  default String endReason() {
+    return "the source ended the stream at " + position();
+  }
+
   @Override
   void close();
 }

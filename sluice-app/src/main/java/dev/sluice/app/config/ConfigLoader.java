@@ -12,6 +12,7 @@ import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.HistoryLostPolicy;
 import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.RetryPolicy;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -111,6 +112,7 @@ public final class ConfigLoader {
       checkpoint(l, at);
       bootstrap(l, at);
       historyLost(l, at);
+      onInvalidate(l, at);
       retry(l, at);
       String failure = lower(l.onFailure());
       require(failure == null || failure.equals("block") || failure.equals("park"), at + ".onFailure",
@@ -205,6 +207,18 @@ public final class ConfigLoader {
       return HistoryLostPolicy.SKIP_TO_LATEST;
     }
     throw new ConfigException(at + ".onHistoryLost", "must be stop or skip-to-latest, but was '" + l.onHistoryLost() + "'");
+  }
+
+  /** What the listener does when its collection is dropped, renamed or replaced; default stop. */
+  public static MongoChangeFeed.OnInvalidate onInvalidate(ListenerSection l, String at) {
+    String v = lower(l.onInvalidate());
+    if (v == null || v.equals("stop")) {
+      return MongoChangeFeed.OnInvalidate.STOP;
+    }
+    if (v.equals("start-after")) {
+      return MongoChangeFeed.OnInvalidate.START_AFTER;
+    }
+    throw new ConfigException(at + ".onInvalidate", "must be stop or start-after, but was '" + l.onInvalidate() + "'");
   }
 
   public static RetryPolicy retry(ListenerSection l, String at) {

@@ -36,7 +36,8 @@ public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners
       RetrySection retry,
       SinkSection sink,
       String group,
-      String legacyCheckpoints) {}
+      String legacyCheckpoints,
+      String onInvalidate) {}
 
   public record CheckpointSection(Integer every, String maxDelay) {}
 

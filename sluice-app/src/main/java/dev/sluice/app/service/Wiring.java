@@ -58,7 +58,9 @@ public final class Wiring {
   }
 
   public MongoChangeFeed feed(ListenerSection l) {
-    return MongoChangeFeed.builder(client, config.mongodb().database(), l.collection()).build();
+    return MongoChangeFeed.builder(client, config.mongodb().database(), l.collection())
+        .onInvalidate(ConfigLoader.onInvalidate(l, "listeners[" + config.listeners().indexOf(l) + "]"))
+        .build();
   }
 
   /**

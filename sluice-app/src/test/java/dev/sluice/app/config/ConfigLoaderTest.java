@@ -54,6 +54,13 @@ class ConfigLoaderTest {
         .hasMessageContaining("listeners[0].checkpoint.maxDelay").hasMessageContaining("'half a second'");
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("skip-to-latest", "ignore"), "sluice.yaml"))
         .hasMessageContaining("listeners[0].onHistoryLost").hasMessageContaining("'ignore'");
+    String invalidate = VALID.replace("onFailure: park", "onFailure: park\n    onInvalidate: restart");
+    assertThatThrownBy(() -> ConfigLoader.parse(invalidate, "sluice.yaml"))
+        .hasMessageContaining("listeners[0].onInvalidate").hasMessageContaining("stop or start-after")
+        .hasMessageContaining("'restart'");
+    SluiceConfig.ListenerSection startAfter =
+        ConfigLoader.parse(invalidate.replace("restart", "start-after"), "sluice.yaml").listeners().get(0);
+    assertThat(ConfigLoader.onInvalidate(startAfter, "x")).isEqualTo(dev.sluice.mongodb.feed.MongoChangeFeed.OnInvalidate.START_AFTER);
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: two"), "sluice.yaml"))
         .hasMessageContaining("listeners[0].partitions");
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("mongodb://localhost:27017", "localhost"), "sluice.yaml"))

@@ -412,8 +412,9 @@ final class Tenure<D> {
         }
         Position at = cursor.position();
         worker.observer.streamEnded(worker.leaseName, at);
-        worker.recordError("the source ended the stream at " + at);
-        log.warn("Partition {}: the source ended the stream at {}", worker.leaseName, at);
+        String reason = cursor.endReason();
+        worker.recordError(reason);
+        log.warn("Partition {}: {}", worker.leaseName, reason);
         return PartitionState.ENDED;
       }
     }

@@ -25,6 +25,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   private final Duration maxBackoff;
   private final boolean splitLargeEvents;
   private final FullDocument fullDocument;
+  private final MongoChangeFeed.OnInvalidate onInvalidate;
 
   DefaultMongoChangeFeed(
       String stream,
@@ -33,7 +34,8 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
       Duration minBackoff,
       Duration maxBackoff,
       boolean splitLargeEvents) {
-    this(stream, source, batchSize, minBackoff, maxBackoff, splitLargeEvents, FullDocument.UPDATE_LOOKUP);
+    this(stream, source, batchSize, minBackoff, maxBackoff, splitLargeEvents, FullDocument.UPDATE_LOOKUP,
+        MongoChangeFeed.OnInvalidate.STOP);
   }
 
   DefaultMongoChangeFeed(
@@ -43,8 +45,10 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
       Duration minBackoff,
       Duration maxBackoff,
       boolean splitLargeEvents,
-      FullDocument fullDocument) {
+      FullDocument fullDocument,
+      MongoChangeFeed.OnInvalidate onInvalidate) {
     this.fullDocument = fullDocument;
+    this.onInvalidate = onInvalidate;
     this.stream = stream;
     this.source = source;
     this.batchSize = batchSize;
@@ -61,7 +65,8 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
         b.minBackoff,
         b.maxBackoff,
         b.splitLargeEvents,
-        b.fullDocument);
+        b.fullDocument,
+        b.onInvalidate);
   }
 
   @Override
@@ -100,7 +105,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     MongoFeedCursor cursor =
         new MongoFeedCursor(
             stream, source, partition, initial, batchSize, minBackoff, maxBackoff,
-            splitLargeEvents, fullDocument);
+            splitLargeEvents, fullDocument, onInvalidate);
     cursor.start(streamStart);
     return cursor;
   }

@@ -78,7 +78,9 @@ final class DriverStreamSource implements StreamSource {
     stream =
         start.resumeAfter() != null
             ? stream.resumeAfter(start.resumeAfter())
-            : stream.startAtOperationTime(start.startAtOperationTime());
+            : start.startAfter() != null
+                ? stream.startAfter(start.startAfter())
+                : stream.startAtOperationTime(start.startAtOperationTime());
     // Raw events: decoding happens in MongoFeedCursor, so an undecodable event becomes an error
     // naming its position instead of a codec exception deep inside the driver, and split event
     // fragments can be merged.

@@ -61,6 +61,26 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     return MongoEvents.keyOf(id);
   }
 
+  /**
+   * What a partition does when its collection is dropped, renamed or replaced by {@code $out}. The
+   * {@code drop} / {@code rename} change before the invalidate always reaches the handler
+   * ({@code Operation.OTHER}).
+   */
+  enum OnInvalidate {
+    /**
+     * The partition ends with a status naming what happened, the position, and how to continue;
+     * nothing after the invalidate is read, and every restart ends there again until the policy
+     * is changed.
+     */
+    STOP,
+    /**
+     * The partition goes on after the invalidate ({@code startAfter} its token; that is carried in
+     * the checkpoint, so a restart goes on there too): for a collection that is dropped and created
+     * again, or rebuilt with {@code $out}, and read on as one stream.
+     */
+    START_AFTER
+  }
+
   /** Configures a {@link MongoChangeFeed}. */
   final class Builder {
     final MongoClient client;
@@ -69,6 +89,7 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     String stream;
     int batchSize = DEFAULT_BATCH_SIZE;
     FullDocument fullDocument = FullDocument.UPDATE_LOOKUP;
+    OnInvalidate onInvalidate = OnInvalidate.STOP;
     final List<Bson> pipeline = new ArrayList<>();
     Duration minBackoff = Duration.ofMillis(10);
     Duration maxBackoff = Duration.ofMillis(200);
@@ -117,6 +138,15 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
      */
     public Builder fullDocument(FullDocument mode) {
       this.fullDocument = ConfigurationException.requireNonNull(mode, "fullDocument");
+      return this;
+    }
+
+    /**
+     * What happens when the collection is dropped, renamed or replaced by {@code $out} (the server
+     * sends {@code invalidate} and ends every stream on it); default {@link OnInvalidate#STOP}.
+     */
+    public Builder onInvalidate(OnInvalidate policy) {
+      this.onInvalidate = ConfigurationException.requireNonNull(policy, "onInvalidate");
       return this;
     }
 

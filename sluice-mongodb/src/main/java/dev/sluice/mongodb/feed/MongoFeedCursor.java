@@ -25,6 +25,7 @@ import org.bson.RawBsonDocument;
 
 /** One partition's read position on a collection change stream. Used by one thread. */
 final class MongoFeedCursor implements FeedCursor<BsonDocument> {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MongoFeedCursor.class);
 
   private static final int SUMMARY_CHARS = 300;
 
@@ -37,6 +38,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   private final boolean splitLargeEvents;
   /** Tells whether an update's fullDocument is its post-image or a lookup of the current state. */
   private final FullDocument fullDocument;
+  private final MongoChangeFeed.OnInvalidate onInvalidate;
+  private String endReason;
 
   private MongoChangeStreamCursor<RawBsonDocument> driver;
   private Position position;
@@ -54,8 +57,10 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
       Duration minBackoff,
       Duration maxBackoff,
       boolean splitLargeEvents,
-      FullDocument fullDocument) {
+      FullDocument fullDocument,
+      MongoChangeFeed.OnInvalidate onInvalidate) {
     this.fullDocument = fullDocument;
+    this.onInvalidate = onInvalidate;
     this.stream = stream;
     this.source = source;
     this.partition = partition;
@@ -166,9 +171,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
       change = undecodableChange(event, eventId, eventPosition, time, e.getMessage());
     }
     if (change == null) {
-      // invalidate: the collection was dropped or renamed. The position stays at the last
-      // change: a resumeAfter the invalidate event would fail, and nothing follows it.
-      ended = true;
+      invalidated(resumeToken, time);
       return;
     }
     if (change.key().isEmpty() || partition.owns(change.key())) {
@@ -177,6 +180,41 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     // Changes of other partitions move the position too: nothing before them is ours.
     position = eventPosition;
     lastToken = resumeToken;
+  }
+
+  /**
+   * The collection was dropped, renamed or replaced ({@code $out}): the server ends every stream
+   * on it, and only {@code startAfter} the invalidate's token continues. Per the feed's policy the
+   * stream ends here (the position stays at the last change, so each restart ends here again and
+   * nothing after it is ever skipped unseen), or goes on after it, with that in the position.
+   */
+  private void invalidated(BsonDocument token, Instant time) {
+    Position after = StreamStart.afterInvalidate(token).toPosition(time);
+    if (onInvalidate == MongoChangeFeed.OnInvalidate.STOP) {
+      endReason = "MongoDB change stream '" + stream + "': the collection was dropped, renamed or replaced"
+          + " ($out): the server invalidated the stream after " + position + ". Nothing after that was"
+          + " read. To go on with what follows (the collection created again under this name), set"
+          + " onInvalidate(START_AFTER) on the feed (service: onInvalidate: start-after) and restart: the"
+          + " partition continues after the invalidate. Until then every restart ends here again.";
+      ended = true;
+      return;
+    }
+    log.warn("MongoDB change stream '{}': the collection was dropped, renamed or replaced; continuing after"
+        + " the invalidate at {} (onInvalidate START_AFTER)", stream, after);
+    MongoChangeStreamCursor<RawBsonDocument> old = driver;
+    driver = null;
+    try {
+      old.close();
+    } catch (RuntimeException ignored) {
+      // the server closed it already
+    }
+    position = after;
+    lastToken = token;
+    try {
+      driver = source.open(StreamStart.afterInvalidate(token));
+    } catch (MongoException e) {
+      throw fail(e);
+    }
   }
 
   /** Decodes one complete change; null for {@code invalidate}. */
@@ -393,6 +431,11 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   @Override
   public boolean ended() {
     return ended;
+  }
+
+  @Override
+  public String endReason() {
+    return endReason != null ? endReason : FeedCursor.super.endReason();
   }
 
   @Override

@@ -12,28 +12,36 @@ import org.bson.json.JsonParseException;
 import org.bson.json.JsonWriterSettings;
 
 /**
- * Where a change stream (re)starts: after a resume token, or at an operation time (inclusive).
- * Its canonical extended JSON is the {@link Position#token()}: {@code {"resumeAfter": <token>}}
- * or {@code {"startAtOperationTime": <timestamp>}}. An operation-time position is what a cursor
- * reports before its first change, so a bootstrap point can be committed and resumed from.
+ * Where a change stream (re)starts: after a resume token, after an {@code invalidate} event's token
+ * ({@code startAfter}, the only way past one), or at an operation time (inclusive). Its canonical
+ * extended JSON is the {@link Position#token()}: {@code {"resumeAfter": <token>}},
+ * {@code {"startAfter": <token>}} or {@code {"startAtOperationTime": <timestamp>}}. An
+ * operation-time position is what a cursor reports before its first change, so a bootstrap point
+ * can be committed and resumed from.
  */
-record StreamStart(BsonDocument resumeAfter, BsonTimestamp startAtOperationTime) {
+record StreamStart(BsonDocument resumeAfter, BsonDocument startAfter, BsonTimestamp startAtOperationTime) {
 
   private static final JsonWriterSettings JSON =
       JsonWriterSettings.builder().outputMode(JsonMode.EXTENDED).build();
 
   StreamStart {
-    if ((resumeAfter == null) == (startAtOperationTime == null)) {
-      throw new IllegalArgumentException("exactly one of resumeAfter and startAtOperationTime");
+    int set = (resumeAfter != null ? 1 : 0) + (startAfter != null ? 1 : 0) + (startAtOperationTime != null ? 1 : 0);
+    if (set != 1) {
+      throw new IllegalArgumentException("exactly one of resumeAfter, startAfter and startAtOperationTime");
     }
   }
 
   static StreamStart after(BsonDocument resumeToken) {
-    return new StreamStart(Objects.requireNonNull(resumeToken, "resumeToken"), null);
+    return new StreamStart(Objects.requireNonNull(resumeToken, "resumeToken"), null, null);
+  }
+
+  /** After an invalidate event: {@code resumeAfter} its token is refused by the server. */
+  static StreamStart afterInvalidate(BsonDocument invalidateToken) {
+    return new StreamStart(null, Objects.requireNonNull(invalidateToken, "invalidateToken"), null);
   }
 
   static StreamStart at(BsonTimestamp operationTime) {
-    return new StreamStart(null, Objects.requireNonNull(operationTime, "operationTime"));
+    return new StreamStart(null, null, Objects.requireNonNull(operationTime, "operationTime"));
   }
 
   /** Operation time of the first second that is not before {@code time}. */
@@ -47,7 +55,9 @@ record StreamStart(BsonDocument resumeAfter, BsonTimestamp startAtOperationTime)
     BsonDocument d =
         resumeAfter != null
             ? new BsonDocument("resumeAfter", resumeAfter)
-            : new BsonDocument("startAtOperationTime", startAtOperationTime);
+            : startAfter != null
+                ? new BsonDocument("startAfter", startAfter)
+                : new BsonDocument("startAtOperationTime", startAtOperationTime);
     return new Position(d.toJson(JSON), time);
   }
 
@@ -63,6 +73,10 @@ record StreamStart(BsonDocument resumeAfter, BsonTimestamp startAtOperationTime)
     if (token != null && token.isDocument() && d.size() == 1) {
       return after(token.asDocument());
     }
+    BsonValue invalidate = d.get("startAfter");
+    if (invalidate != null && invalidate.isDocument() && d.size() == 1) {
+      return afterInvalidate(invalidate.asDocument());
+    }
     BsonValue ts = d.get("startAtOperationTime");
     if (ts != null && ts.isTimestamp() && d.size() == 1) {
       return at(ts.asTimestamp());
@@ -74,8 +88,9 @@ record StreamStart(BsonDocument resumeAfter, BsonTimestamp startAtOperationTime)
     return new FeedException(
         "Checkpoint '"
             + position.token()
-            + "' is not a MongoDB change stream position (expected {\"resumeAfter\": <token>} or"
-            + " {\"startAtOperationTime\": <timestamp>}); was it written by another feed?",
+            + "' is not a MongoDB change stream position (expected {\"resumeAfter\": <token>},"
+            + " {\"startAfter\": <token>} or {\"startAtOperationTime\": <timestamp>}); was it written by"
+            + " another feed?",
         cause,
         false);
   }
@@ -84,6 +99,6 @@ record StreamStart(BsonDocument resumeAfter, BsonTimestamp startAtOperationTime)
   public String toString() {
     return resumeAfter != null
         ? "resumeAfter " + resumeAfter.toJson()
-        : "startAtOperationTime " + startAtOperationTime;
+        : startAfter != null ? "startAfter " + startAfter.toJson() : "startAtOperationTime " + startAtOperationTime;
   }
 }

@@ -145,6 +145,37 @@ class MongoChangeFeedFaultTest {
     assertThat(c.ended()).isTrue();
     assertThat(c.position()).isEqualTo(positionAfter(2));
     assertThat(c.poll(WAIT)).isEmpty();
+    assertThat(c.endReason()).contains("'d.c'").contains("dropped, renamed or replaced")
+        .contains(positionAfter(2).token()).contains("onInvalidate(START_AFTER)");
+  }
+
+  @Test
+  void underStartAfterTheStreamGoesOnAfterTheInvalidateAndTheCheckpointSaysSo() {
+    BsonDocument invalidate =
+        new BsonDocument("_id", token(3))
+            .append("operationType", new BsonString("invalidate"))
+            .append("clusterTime", new BsonTimestamp(1_700_000_003, 1));
+    source.willOpen(new FakeChangeStreamCursor()
+        .event(change(1, "insert", "a")).event(change(2, "drop", null)).event(invalidate));
+    source.willOpen(new FakeChangeStreamCursor().event(change(4, "insert", "b")));
+    DefaultMongoChangeFeed feed = new DefaultMongoChangeFeed("d.c", source, 100, Duration.ofMillis(1),
+        Duration.ofMillis(2), false, com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP,
+        MongoChangeFeed.OnInvalidate.START_AFTER);
+    FeedCursor<BsonDocument> c = feed.open(PartitionSpec.single(), StartPoint.latest());
+
+    List<ChangeEvent<BsonDocument>> events = new java.util.ArrayList<>(c.poll(WAIT));
+    events.addAll(c.poll(WAIT));
+    assertThat(events).extracting(ChangeEvent::key).containsExactly("a", "", "b");
+    assertThat(c.ended()).isFalse();
+    assertThat(source.openedAt).hasSize(2);
+    assertThat(source.openedAt.get(1)).isEqualTo(StreamStart.afterInvalidate(token(3)));
+
+    // A crash right after the invalidate: the committed position reopens with startAfter.
+    Position afterInvalidate = StreamStart.afterInvalidate(token(3)).toPosition(Instant.ofEpochSecond(1_700_000_003));
+    assertThat(afterInvalidate.token()).contains("startAfter");
+    source.willOpen(new FakeChangeStreamCursor().event(change(4, "insert", "b")));
+    feed.open(PartitionSpec.single(), StartPoint.after(afterInvalidate)).close();
+    assertThat(source.openedAt.get(2)).isEqualTo(StreamStart.afterInvalidate(token(3)));
   }
 
   @Test

@@ -2,7 +2,6 @@ package dev.sluice.testkit.mongo;
 
 import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoCollection;
-import de.bwaldvogel.mongo.backend.AbstractCursor;
 import de.bwaldvogel.mongo.backend.Cursor;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.Utils;
@@ -38,6 +37,11 @@ import java.util.stream.Stream;
  *   <li>{@code fullDocument: whenAvailable} / {@code required} return the post-image recorded with
  *       the entry when the collection had {@code changeStreamPreAndPostImages} enabled at the write
  *       ({@link FaithfulDatabase}); without it, whenAvailable returns none and required fails;
+ *   <li>dropping a collection shows in that collection's streams only: a {@code drop} event, then
+ *       {@code invalidate}, after which the cursor returns nothing more; {@code resumeAfter} the
+ *       drop returns the invalidate again, {@code resumeAfter} the invalidate fails with error
+ *       260, {@code startAfter} it continues with what follows (the stock oplog put any drop into
+ *       every stream of the database and never invalidated);
  *   <li>{@link #trimBefore} deletes old entries; opening a change stream at a point before the
  *       retained history then fails with error 286 (ChangeStreamHistoryLost), as on a real server.
  * </ul>
@@ -48,14 +52,15 @@ import java.util.stream.Stream;
  * <p>Limits that remain: the values in {@code updatedFields} are read from the document right after
  * the update, so two connections updating one document at the same instant can see each other's
  * values (the embedded server does not serialize writes); a positional path ({@code a.$.b}) is
- * reported as the whole array {@code a}, as servers before 5.0 did; drops still appear in every
- * stream of the database and no {@code invalidate} follows; a cursor already open when entries are
- * trimmed under it is not failed.
+ * reported as the whole array {@code a}, as servers before 5.0 did; a cursor already open when entries are trimmed under it is not failed; only drops (no renames,
+ * no {@code $out}) invalidate.
  */
 final class FaithfulOplog implements Oplog {
   private static final String UPDATE_DESCRIPTION = "sluiceUpdateDescription";
   private static final String POST_IMAGE = "sluicePostImage";
   private static final String REPLACE = "sluiceReplace";
+  /** The op of the entry standing for the invalidate event that follows a drop. */
+  private static final String INVALIDATE = "sluiceInvalidate";
   private static final Set<String> VALUE_OPERATORS = Set.of("$set", "$inc", "$mul", "$min", "$max",
       "$currentDate", "$push", "$addToSet", "$pull", "$pullAll", "$pop", "$bit");
 
@@ -143,9 +148,10 @@ final class FaithfulOplog implements Oplog {
       return;
     }
     withImages.remove(namespace);
-    String db = Utils.getDatabaseNameFromFullName(namespace);
-    entries.addDocument(entry("c", db + ".$cmd")
-        .append("o", new Document("drop", Utils.getCollectionNameFromFullName(namespace))));
+    // As on a real server: the drop, then the invalidate that ends every stream on the collection
+    // (an entry of its own, so that it has a resume token of its own).
+    entries.addDocument(entry("c", namespace).append("o", new Document("drop", Utils.getCollectionNameFromFullName(namespace))));
+    entries.addDocument(entry(INVALIDATE, namespace));
   }
 
   private Document entry(String op, String namespace) {
@@ -248,10 +254,11 @@ final class FaithfulOplog implements Oplog {
       if (trimmed != null && after.compareTo(trimmed) < 0) {
         throw historyLost();
       }
-      start = new OplogPosition(after);
-      if (startAfter == null && resumesAfterDrop(after, namespace)) {
-        return new InvalidateCursor(after);
+      if (startAfter == null && isInvalidate(after, namespace)) {
+        throw new MongoServerError(260, "InvalidResumeToken", "Attempting to resume a change stream using"
+            + " 'resumeAfter' is not allowed from an invalidate notification.");
       }
+      start = new OplogPosition(after);
     } else if (startAt != null) {
       if (trimmed != null && startAt.compareTo(trimmed) <= 0) {
         throw historyLost();
@@ -261,25 +268,29 @@ final class FaithfulOplog implements Oplog {
       start = new OplogPosition(new BsonTimestamp(clock.instant(), increment.get()));
     }
     String fullDocument = String.valueOf(changeStream.getOrDefault("fullDocument", "default"));
-    OplogCursor cursor = new OplogCursor(cursors.generateCursorId(),
+    OplogCursor cursor = new EndingCursor(cursors.generateCursorId(),
         position -> aggregation.runStagesAsStream(stream(namespace, position, fullDocument)), start);
     cursors.add(cursor);
     return cursor;
   }
 
-  private boolean resumesAfterDrop(BsonTimestamp after, String namespace) {
-    String db = Utils.getDatabaseNameFromFullName(namespace);
-    Document drop = new Document("drop", Utils.getCollectionNameFromFullName(namespace));
-    return entries.queryAllAsStream().anyMatch(e -> timestamp(e).compareTo(after) <= 0
-        && "c".equals(e.get("op")) && (db + ".$cmd").equals(e.get("ns")) && drop.equals(e.get("o")));
+  private boolean isInvalidate(BsonTimestamp at, String namespace) {
+    return entries.queryAllAsStream().anyMatch(e -> timestamp(e).equals(at)
+        && INVALIDATE.equals(e.get("op")) && namespace.equals(e.get("ns")));
   }
 
   private Stream<Document> stream(String namespace, OplogPosition position, String fullDocument) {
-    String db = Utils.getDatabaseNameFromFullName(namespace);
+    // Only this collection's entries; nothing after its invalidate (a real server closes the cursor).
+    boolean[] invalidated = {false};
     return entries.queryAllAsStream()
-        .filter(e -> namespace.equals(e.get("ns")) || (db + ".$cmd").equals(e.get("ns")))
+        .filter(e -> namespace.equals(e.get("ns")))
         .filter(e -> new OplogPosition(timestamp(e)).isAfter(position))
         .sorted((a, b) -> timestamp(a).compareTo(timestamp(b)))
+        .takeWhile(e -> {
+          boolean before = !invalidated[0];
+          invalidated[0] |= INVALIDATE.equals(e.get("op"));
+          return before;
+        })
         .map(e -> toEvent(e, fullDocument));
   }
 
@@ -318,8 +329,12 @@ final class FaithfulOplog implements Oplog {
       case "c" -> {
         String command = o.keySet().iterator().next();
         return new Document("_id", event.get("_id")).append("operationType", command)
-            .append("clusterTime", ts)
+            .append("clusterTime", ts).append("wallTime", entry.get("wall"))
             .append("ns", new Document("db", Utils.getDatabaseNameFromFullName(ns)).append("coll", o.get(command)));
+      }
+      case INVALIDATE -> {
+        return new Document("_id", event.get("_id")).append("operationType", "invalidate")
+            .append("clusterTime", ts).append("wallTime", entry.get("wall"));
       }
       default -> throw new IllegalStateException("unknown oplog entry " + entry);
     }
@@ -338,24 +353,25 @@ final class FaithfulOplog implements Oplog {
         "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
   }
 
-  /** What the stock server returns when resuming after its collection was dropped. */
-  private static final class InvalidateCursor extends AbstractCursor {
-    private final BsonTimestamp at;
+  /**
+   * Returns nothing more once it returned an invalidate. (A real server closes the cursor; the
+   * driver then reports no more events either.)
+   */
+  private static final class EndingCursor extends OplogCursor {
+    private boolean invalidated;
 
-    InvalidateCursor(BsonTimestamp at) {
-      super(0);
-      this.at = at;
+    EndingCursor(long id, java.util.function.Function<OplogPosition, Stream<Document>> stream, OplogPosition start) {
+      super(id, stream, start);
     }
 
     @Override
-    public boolean isEmpty() {
-      return false;
-    }
-
-    @Override
-    public List<Document> takeDocuments(int numberToReturn) {
-      return List.of(new Document("_id", new Document("_data", Long.toHexString(at.getValue())))
-          .append("operationType", "invalidate"));
+    public synchronized List<Document> takeDocuments(int numberToReturn) {
+      if (invalidated) {
+        return List.of();
+      }
+      List<Document> batch = super.takeDocuments(numberToReturn);
+      invalidated = batch.stream().anyMatch(d -> "invalidate".equals(d.get("operationType")));
+      return batch;
     }
   }
 }

@@ -1,6 +1,7 @@
 package dev.sluice.testkit.mongo;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
@@ -160,5 +161,44 @@ class FaithfulOplogTest {
     List<Object> reversed = new ArrayList<>(byTs);
     java.util.Collections.reverse(reversed);
     assertThat(backwards).isEqualTo(reversed);
+  }
+
+  @Test
+  void aDropShowsInItsOwnStreamOnlyAndInvalidatesItWhichOnlyStartAfterGetsPast() {
+    MongoCollection<Document> c = collection();
+    MongoCollection<Document> other = client.getDatabase(c.getNamespace().getDatabaseName()).getCollection("other");
+    BsonDocument start = marker(c);
+    other.insertOne(new Document("_id", "x"));
+    other.drop(); // another collection of the same database: not in c's stream
+    c.insertOne(new Document("_id", "before"));
+    c.drop();
+    c.insertOne(new Document("_id", "after")); // the collection is created again
+
+    List<ChangeStreamDocument<Document>> events = read(c, start, FullDocument.DEFAULT, 3);
+    assertThat(events).extracting(ChangeStreamDocument::getOperationTypeString)
+        .containsExactly("insert", "drop", "invalidate");
+    try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor =
+        c.watch().resumeAfter(start).batchSize(100).cursor()) {
+      int seen = 0;
+      while (seen < 3) {
+        if (cursor.tryNext() != null) {
+          seen++;
+        }
+      }
+      assertThat(cursor.tryNext()).as("nothing after the invalidate on this cursor").isNull();
+    }
+    assertThat(read(c, events.get(1).getResumeToken(), FullDocument.DEFAULT, 1).get(0).getOperationTypeString())
+        .as("resuming after the drop meets the invalidate again").isEqualTo("invalidate");
+    BsonDocument invalidate = events.get(2).getResumeToken();
+    assertThatThrownBy(() -> c.watch().resumeAfter(invalidate).cursor().tryNext())
+        .isInstanceOfSatisfying(com.mongodb.MongoCommandException.class, e -> assertThat(e.getErrorCode()).isEqualTo(260));
+    try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor =
+        c.watch().startAfter(invalidate).batchSize(100).cursor()) {
+      ChangeStreamDocument<Document> next;
+      do {
+        next = cursor.tryNext();
+      } while (next == null);
+      assertThat(next.getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonString("after")));
+    }
   }
 }
