@@ -129,8 +129,8 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
         return new BsonTimestamp(newest.get().getTime(), newest.get().getInc() + 1);
       }
       return StreamStart.timestampAtOrBefore(source.serverNow());
-    } catch (ConfigurationException e) {
-      throw e; // says itself what to change
+    } catch (ConfigurationException | FeedException e) {
+      throw e; // says itself what happened and what to change
     } catch (RuntimeException e) {
       boolean retryable =
           e instanceof MongoException m

@@ -2,9 +2,11 @@ package dev.sluice.mongodb.feed;
 
 import static com.mongodb.client.model.Filters.ne;
 
+import com.mongodb.MongoClientException;
 import com.mongodb.MongoCommandException;
 import com.mongodb.ReadPreference;
 import com.mongodb.client.ChangeStreamIterable;
+import com.mongodb.client.ClientSession;
 import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
@@ -13,6 +15,7 @@ import com.mongodb.client.MongoCursor;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.ConfigurationException;
+import dev.sluice.feed.FeedException;
 import dev.sluice.mongodb.internal.MongoHello;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Instant;
@@ -142,7 +145,17 @@ final class DriverStreamSource implements StreamSource {
       return Optional.of(opTime.get("ts").asTimestamp());
     }
     if (MongoHello.isMongos(reply)) {
-      return Optional.empty();
+      // A router's own clock may run ahead of the cluster's: starting at its wall-clock second
+      // would skip what was committed in between. Its operation time comes with any reply read
+      // in a session; without one, refuse rather than guess.
+      Optional<BsonTimestamp> inSession = operationTimeOfAPing();
+      if (inSession.isPresent()) {
+        return inSession;
+      }
+      throw new FeedException("MongoDB " + database + "." + collection + " is reached through mongos, which"
+          + " reported no operation time (not in hello, not in a session): the start of latest cannot be"
+          + " taken from the cluster, and a router's wall clock may run ahead of it and skip changes. Check"
+          + " that the deployment supports sessions, or start at a time (StartPoint.at(...)).", null, true);
     }
     BsonDocument newest = oplog()
         .find()
@@ -152,6 +165,15 @@ final class DriverStreamSource implements StreamSource {
         .first();
     BsonValue ts = newest == null ? null : newest.get("ts");
     return ts != null && ts.isTimestamp() ? Optional.of(ts.asTimestamp()) : Optional.empty();
+  }
+
+  private Optional<BsonTimestamp> operationTimeOfAPing() {
+    try (ClientSession session = client.startSession()) {
+      db.runCommand(session, new BsonDocument("ping", new BsonInt32(1)));
+      return Optional.ofNullable(session.getOperationTime());
+    } catch (MongoClientException e) {
+      return Optional.empty(); // no sessions on this deployment
+    }
   }
 
   @Override

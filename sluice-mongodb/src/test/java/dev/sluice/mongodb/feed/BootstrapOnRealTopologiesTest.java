@@ -109,4 +109,46 @@ class BootstrapOnRealTopologiesTest {
       assertThat(commands.named("isMaster")).as("isMaster is refused under the Stable API in strict mode").isEmpty();
     }
   }
+
+  /** A server clock an hour ahead of the cluster's operation time: a mongos whose clock runs ahead. */
+  private static EmbeddedMongo clockAhead() {
+    return EmbeddedMongo.start(java.time.Clock.offset(java.time.Clock.systemUTC(), java.time.Duration.ofHours(1)));
+  }
+
+  @Test
+  void latestThroughMongosStartsAtTheClustersOperationTimeNotTheRoutersClock() {
+    // Issue 11 item 5. The embedded server stamps its oplog with its own clock, so here the
+    // operation time runs ahead with it; what matters is that the start is the reported operation
+    // time, so a write right after the open is delivered.
+    Commands commands = new Commands();
+    try (EmbeddedMongo server = clockAhead().reportAsMongos(true).reportOperationTime(true);
+        MongoClient client = client(server, commands)) {
+      var orders = client.getDatabase("shop").getCollection("orders", BsonDocument.class);
+      orders.insertOne(new BsonDocument("_id", new BsonString("before")));
+      MongoChangeFeed feed = MongoChangeFeed.builder(client, "shop", "orders").build();
+      try (FeedCursor<BsonDocument> cursor = feed.open(PartitionSpec.single(), StartPoint.latest())) {
+        orders.insertOne(new BsonDocument("_id", new BsonString("after")));
+        List<ChangeEvent<BsonDocument>> seen = new CopyOnWriteArrayList<>();
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10))
+            .until(() -> seen.addAll(cursor.poll(java.time.Duration.ofMillis(50))) && !seen.isEmpty());
+        assertThat(seen).extracting(ChangeEvent::key).containsExactly("after");
+      }
+    }
+  }
+
+  @Test
+  void latestThroughAMongosThatReportsNoOperationTimeIsRefusedNotStartedAtItsWallClock() {
+    // Before: the router's wall-clock second, an hour ahead here: every change of that hour skipped.
+    Commands commands = new Commands();
+    try (EmbeddedMongo server = EmbeddedMongo.start(java.time.Clock.offset(java.time.Clock.systemUTC(),
+            java.time.Duration.ofHours(1))).reportAsMongos(true);
+        MongoClient client = client(server, commands)) {
+      MongoChangeFeed feed = MongoChangeFeed.builder(client, "shop", "orders").build();
+      assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.latest()))
+          .isInstanceOf(dev.sluice.feed.FeedException.class)
+          .hasMessageContaining("shop.orders")
+          .hasMessageContaining("reported no operation time")
+          .hasMessageContaining("wall clock");
+    }
+  }
 }

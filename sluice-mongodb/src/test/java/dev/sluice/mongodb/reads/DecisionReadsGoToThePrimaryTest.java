@@ -87,7 +87,7 @@ class DecisionReadsGoToThePrimaryTest {
   @Test
   void everyReadThatDecidesGoesToThePrimaryUnderASecondaryPreferredClient() throws Exception {
     Reads reads = new Reads();
-    try (EmbeddedMongo server = EmbeddedMongo.start().reportAsMongos(true);
+    try (EmbeddedMongo server = EmbeddedMongo.start().reportAsMongos(true).reportOperationTime(true);
         MongoClient client = MongoClients.create(server.clientSettings()
             .readPreference(ReadPreference.secondaryPreferred()).addCommandListener(reads).build())) {
       MongoDatabase db = client.getDatabase("shop");

@@ -107,6 +107,16 @@ public final class EmbeddedMongo implements AutoCloseable {
   }
 
   /**
+   * Adds {@code operationTime} (the newest oplog entry's timestamp) to handshake replies, as the
+   * members of a replica set and routers of a sharded cluster report the cluster's operation time.
+   * Off by default: the server is a standalone one.
+   */
+  public EmbeddedMongo reportOperationTime(boolean on) {
+    backend.reportOperationTime(on);
+    return this;
+  }
+
+  /**
    * Whether {@code hello} is answered (the default, as every MongoDB since 4.4.2) or refused with
    * error 59 as older servers do, for tests of the {@code isMaster} fallback.
    */

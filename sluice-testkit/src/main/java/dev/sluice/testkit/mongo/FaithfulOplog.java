@@ -101,6 +101,11 @@ final class FaithfulOplog implements Oplog {
     return old.size();
   }
 
+  /** The newest entry's timestamp, if any: what a replica set reports as its operation time. */
+  BsonTimestamp newest() {
+    return entries.queryAllAsStream().map(FaithfulOplog::timestamp).max(BsonTimestamp::compareTo).orElse(null);
+  }
+
   // ---- writing entries --------------------------------------------------------------------
 
   @Override

@@ -24,6 +24,12 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   private volatile boolean mongos;
   private volatile boolean hello = true;
+  private volatile boolean operationTime;
+
+  /** Adds {@code operationTime} (the newest oplog entry's) to handshake replies. */
+  void reportOperationTime(boolean on) {
+    operationTime = on;
+  }
 
   /** Answers the handshake as a mongos router does ({@code msg: "isdbgrid"}). */
   void reportAsMongos(boolean on) {
@@ -48,6 +54,10 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       }
       if (mongos) {
         response.put("msg", "isdbgrid");
+      }
+      de.bwaldvogel.mongo.bson.BsonTimestamp newest = operationTime && oplog != null ? oplog.newest() : null;
+      if (newest != null) {
+        response.put("operationTime", newest);
       }
     }
     return response;
