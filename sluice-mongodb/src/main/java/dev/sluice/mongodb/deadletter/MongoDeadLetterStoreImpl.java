@@ -1,5 +1,14 @@
 package dev.sluice.mongodb.deadletter;
 
+import com.mongodb.client.model.FindOneAndDeleteOptions;
+import com.mongodb.client.model.Projections;
+import java.util.Arrays;
+import org.bson.BsonBinary;
+import org.bson.BsonBinaryWriter;
+import org.bson.RawBsonDocument;
+import org.bson.codecs.BsonDocumentCodec;
+import org.bson.codecs.EncoderContext;
+import org.bson.io.BasicOutputBuffer;
 import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.MongoWriteException;
 import com.mongodb.client.MongoCollection;
@@ -35,10 +44,20 @@ import org.bson.BsonValue;
 import org.bson.conversions.Bson;
 
 final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
+  /** MongoDB's largest document. */
+  private static final int MAX_DOCUMENT = 16 * 1024 * 1024;
+  /** Room left in an entry for its other fields (the error message is capped below it). */
+  private static final int INLINE_MARGIN = 256 * 1024;
+  /** Size of one piece of a chunked change. */
+  private static final int CHUNK = 8 * 1024 * 1024;
+  /** Longest error message kept with an entry. */
+  private static final int MAX_ERROR_CHARS = 32 * 1024;
   private final MongoCollection<BsonDocument> entries;
   private final MongoCollection<BsonDocument> counters;
   /** Per (stream, partition): the highest lease epoch that parked there, to refuse stale parks. */
   private final MongoCollection<BsonDocument> epochs;
+  /** Pieces of parked changes too large to fit one document (docs/adr/0059). */
+  private final MongoCollection<BsonDocument> chunks;
   private final String name;
 
   MongoDeadLetterStoreImpl(MongoDatabase database, String collection) {
@@ -48,6 +67,7 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
     this.entries = MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class));
     this.counters = MongoReads.ownRecords(database.getCollection(collection + "_seq", BsonDocument.class));
     this.epochs = MongoReads.ownRecords(database.getCollection(collection + "_epochs", BsonDocument.class));
+    this.chunks = MongoReads.ownRecords(database.getCollection(collection + "_chunks", BsonDocument.class));
     entries.createIndex(
         Indexes.ascending("stream", "eventId"), new IndexOptions().unique(true).name("stream_eventId"));
     entries.createIndex(Indexes.ascending("stream", "key", "seq"), new IndexOptions().name("stream_key_seq"));
@@ -79,13 +99,30 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
             .append("partition", new BsonInt32(change.partition()))
             .append("seq", new BsonInt64(nextSeq()))
             .append("epoch", new BsonInt64(change.epoch()))
-            .append("error", new BsonString(change.error()))
+            .append("error", new BsonString(capped(change.error())))
             .append("attempts", new BsonInt32(change.attempts()))
-            .append("parkedAt", new BsonDateTime(change.parkedAt().toEpochMilli()))
-            .append("event", encode(e));
+            .append("parkedAt", new BsonDateTime(change.parkedAt().toEpochMilli()));
+    byte[] event = bytes(encode(e));
+    boolean chunked = event.length + INLINE_MARGIN > MAX_DOCUMENT;
+    if (chunked) {
+      // Too large for one document (a reassembled split event, or one close to 16 MB plus what
+      // the entry adds): the pieces first, then the entry that refers to them, so an entry never
+      // refers to missing pieces.
+      int n = 0;
+      for (int from = 0; from < event.length; from += CHUNK, n++) {
+        chunks.insertOne(new BsonDocument("_id", new BsonDocument("entry", id).append("n", new BsonInt32(n)))
+            .append("data", new BsonBinary(Arrays.copyOfRange(event, from, Math.min(event.length, from + CHUNK)))));
+      }
+      doc.append("eventChunks", new BsonInt32(n)).append("eventBytes", new BsonInt32(event.length));
+    } else {
+      doc.append("event", new RawBsonDocument(event));
+    }
     try {
       entries.insertOne(doc);
     } catch (MongoWriteException ex) {
+      if (chunked) {
+        chunks.deleteMany(Filters.eq("_id.entry", id));
+      }
       if (!MongoErrors.isDuplicateKey(ex)) {
         throw ex;
       }
@@ -97,6 +134,7 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
       long latest = latestEpoch(partitionId);
       if (latest > change.epoch()) {
         entries.deleteOne(Filters.eq("_id", id));
+        chunks.deleteMany(Filters.eq("_id.entry", id));
         throw new StaleParkException(scope, change.partition(), change.epoch(), latest);
       }
     }
@@ -170,10 +208,47 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
 
   @Override
   public boolean remove(String stream, String eventId) {
-    return entries
-            .deleteOne(Filters.and(Filters.eq("stream", stream), Filters.eq("eventId", eventId)))
-            .getDeletedCount()
-        == 1;
+    BsonDocument removed = entries.findOneAndDelete(
+        Filters.and(Filters.eq("stream", stream), Filters.eq("eventId", eventId)),
+        new FindOneAndDeleteOptions().projection(Projections.include("_id", "eventChunks")));
+    if (removed != null && removed.containsKey("eventChunks")) {
+      chunks.deleteMany(Filters.eq("_id.entry", removed.get("_id")));
+    }
+    return removed != null;
+  }
+
+  private static String capped(String error) {
+    return error.length() <= MAX_ERROR_CHARS ? error
+        : error.substring(0, MAX_ERROR_CHARS) + "... (" + (error.length() - MAX_ERROR_CHARS) + " more characters)";
+  }
+
+  private static byte[] bytes(BsonDocument d) {
+    BasicOutputBuffer out = new BasicOutputBuffer();
+    new BsonDocumentCodec().encode(new BsonBinaryWriter(out), d, EncoderContext.builder().build());
+    return out.toByteArray();
+  }
+
+  /** The parked change of an entry, inline or put together from its pieces. */
+  private BsonDocument event(BsonDocument entry) {
+    if (!entry.containsKey("eventChunks")) {
+      return entry.getDocument("event");
+    }
+    int n = entry.getInt32("eventChunks").getValue();
+    byte[] all = new byte[entry.getInt32("eventBytes").getValue()];
+    int at = 0;
+    int seen = 0;
+    for (BsonDocument c : chunks.find(Filters.eq("_id.entry", entry.get("_id"))).sort(Sorts.ascending("_id.n"))) {
+      byte[] piece = c.getBinary("data").getData();
+      System.arraycopy(piece, 0, all, at, piece.length);
+      at += piece.length;
+      seen++;
+    }
+    if (seen != n || at != all.length) {
+      throw new IllegalStateException("Dead letter " + entry.get("_id") + " of " + entry.get("stream")
+          + ": " + seen + " of its " + n + " pieces (" + at + " of " + all.length + " bytes) are in "
+          + chunks.getNamespace() + "; was that collection changed by hand?");
+    }
+    return new RawBsonDocument(all);
   }
 
   @Override
@@ -186,7 +261,7 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
     for (BsonDocument d : entries.find(filter).sort(Sorts.ascending("seq")).limit(limit)) {
       out.add(
           new ParkedChange<>(
-              decode(d.getDocument("event")),
+              decode(event(d)),
               d.getInt32("partition").getValue(),
               d.getString("error").getValue(),
               d.getInt32("attempts").getValue(),

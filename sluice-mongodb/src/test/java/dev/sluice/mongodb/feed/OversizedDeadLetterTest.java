@@ -1,0 +1,104 @@
+package dev.sluice.mongodb.feed;
+
+import static dev.sluice.mongodb.feed.FakeChangeStreamCursor.token;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.mongodb.client.MongoDatabase;
+import dev.sluice.deadletter.ParkedChange;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.DocumentState;
+import dev.sluice.listener.FailurePolicy;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.PartitionState;
+import dev.sluice.listener.RetryPolicy;
+import dev.sluice.mongodb.deadletter.MongoDeadLetterStore;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.bson.BsonArray;
+import org.bson.BsonDocument;
+import org.bson.BsonInt32;
+import org.bson.BsonString;
+import org.bson.BsonTimestamp;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Issue 11 item 9: a change too large to be parked as one document. A real server splits an
+ * event over 16 MB into fragments ({@code $changeStreamSplitLargeEvent}); reassembled, it is
+ * larger than any document MongoDB stores, so parking it inline failed and the partition retried
+ * parking forever while holding its lease. The split event comes from a driver-level FAKE cursor
+ * (no available server produces it); the dead-letter and lease stores are the embedded MongoDB.
+ */
+class OversizedDeadLetterTest {
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
+  private static final int NINE_MB = 9 * 1024 * 1024;
+
+  private Listener<BsonDocument> listener;
+
+  @AfterEach
+  void close() {
+    if (listener != null) {
+      listener.close();
+    }
+  }
+
+  @Test
+  void aReassembledEventOver16MbIsParkedInPiecesReadBackWholeAndThePartitionGoesOn() {
+    String big = "x".repeat(NINE_MB);
+    BsonDocument first = new BsonDocument("_id", token(21))
+        .append("splitEvent", new BsonDocument("fragment", new BsonInt32(1)).append("of", new BsonInt32(2)))
+        .append("operationType", new BsonString("update"))
+        .append("clusterTime", new BsonTimestamp(1_700_000_002, 1))
+        .append("documentKey", new BsonDocument("_id", new BsonString("huge")))
+        .append("fullDocument", new BsonDocument("_id", new BsonString("huge")).append("blob", new BsonString(big)));
+    BsonDocument second = new BsonDocument("_id", token(22))
+        .append("splitEvent", new BsonDocument("fragment", new BsonInt32(2)).append("of", new BsonInt32(2)))
+        .append("updateDescription", new BsonDocument("updatedFields", new BsonDocument("blob", new BsonString(big)))
+            .append("removedFields", new BsonArray()));
+    FakeStreamSource source = new FakeStreamSource();
+    source.willOpen(new FakeChangeStreamCursor()
+        .event(FakeChangeStreamCursor.change(1, "insert", "a"))
+        .event(first).event(second)
+        .event(FakeChangeStreamCursor.change(3, "insert", "b")));
+    DefaultMongoChangeFeed feed =
+        new DefaultMongoChangeFeed("shop.orders", source, 100, Duration.ofMillis(1), Duration.ofMillis(2), true);
+    MongoDatabase db = MONGO.freshDatabase();
+    MongoDeadLetterStore dlq = MongoDeadLetterStore.create(db, "deadletters");
+    List<String> delivered = new CopyOnWriteArrayList<>();
+
+    listener = Listener.builder(feed, MongoLeaseStore.builder(db).build())
+        .group("g")
+        .leaseDuration(Duration.ofSeconds(2))
+        .onFailure(FailurePolicy.park(RetryPolicy.attempts(2, Duration.ofMillis(10), Duration.ofMillis(20)), dlq))
+        .handler((e, f) -> {
+          if (e.key().equals("huge")) {
+            throw new IllegalStateException("the handler cannot take this one");
+          }
+          delivered.add(e.key());
+        })
+        .build()
+        .start();
+
+    await().atMost(Duration.ofSeconds(30)).until(() -> delivered.contains("b"));
+    assertThat(delivered).containsExactly("a", "b");
+    assertThat(listener.status().get(0).state()).isEqualTo(PartitionState.ACTIVE);
+    List<ParkedChange<BsonDocument>> parked = dlq.listKey("g/shop.orders", "huge");
+    assertThat(parked).singleElement().satisfies(p -> {
+      ChangeEvent<BsonDocument> e = p.event();
+      assertThat(p.error()).contains("the handler cannot take this one");
+      assertThat(e.document().getString("blob").getValue()).hasSize(NINE_MB);
+      assertThat(e.changedFields().getString("blob").getValue()).hasSize(NINE_MB);
+      assertThat(e.documentState()).isEqualTo(DocumentState.CURRENT);
+    });
+    assertThat(db.getCollection("deadletters_chunks").countDocuments()).as("stored in pieces").isGreaterThan(2);
+
+    assertThat(dlq.remove("g/shop.orders", parked.get(0).event().id())).isTrue();
+    assertThat(db.getCollection("deadletters_chunks").countDocuments()).as("pieces removed with it").isZero();
+  }
+}
