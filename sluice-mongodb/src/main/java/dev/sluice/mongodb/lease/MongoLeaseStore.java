@@ -5,6 +5,7 @@ import com.mongodb.client.MongoDatabase;
 import dev.sluice.ConfigurationException;
 import dev.sluice.lease.LeaseStore;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A {@link LeaseStore} on MongoDB: one document per lease name in one collection, every state
@@ -35,12 +36,16 @@ public interface MongoLeaseStore extends LeaseStore {
   /** Name of the collection holding the lease documents. */
   String collectionName();
 
+  /** Default of {@link Builder#operationTimeout}. */
+  Duration DEFAULT_OPERATION_TIMEOUT = Duration.ofSeconds(10);
+
   /** Configures a {@link MongoLeaseStore}. */
   final class Builder {
     private final MongoDatabase database;
     private String collection = DEFAULT_COLLECTION;
     private WriteConcern writeConcern = WriteConcern.MAJORITY;
     private Duration expireUnusedAfter;
+    private Duration operationTimeout = DEFAULT_OPERATION_TIMEOUT;
 
     private Builder(MongoDatabase database) {
       this.database = ConfigurationException.requireNonNull(database, "database");
@@ -117,8 +122,24 @@ public interface MongoLeaseStore extends LeaseStore {
      *
      * @throws dev.sluice.lease.LeaseStoreException if the indexes cannot be listed or changed
      */
+    /**
+     * The longest any one call of the store may take, server selection, majority write concern and
+     * retries included (the driver's client-side operation timeout); default 10 s. A call that
+     * does not finish in time fails as unavailable, so a store that stops answering, or a
+     * replica set without a reachable majority, never blocks a renewal, a worker or
+     * {@code close()} forever. Keep it below the lease duration.
+     */
+    public Builder operationTimeout(Duration timeout) {
+      ConfigurationException.requireNonNull(timeout, "operationTimeout");
+      ConfigurationException.require(!timeout.isNegative() && timeout.toMillis() >= 1, "operationTimeout", timeout,
+          "must be at least 1 ms");
+      this.operationTimeout = timeout;
+      return this;
+    }
+
     public MongoLeaseStore build() {
-      return new DefaultMongoLeaseStore(database, collection, writeConcern, expireUnusedAfter);
+      return new DefaultMongoLeaseStore(database.withTimeout(operationTimeout.toMillis(), TimeUnit.MILLISECONDS),
+          collection, writeConcern, expireUnusedAfter);
     }
   }
 }

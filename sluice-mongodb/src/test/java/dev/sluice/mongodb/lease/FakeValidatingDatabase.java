@@ -28,6 +28,9 @@ final class FakeValidatingDatabase {
       if (result instanceof MongoCollection<?> collection) {
         return collection(collection, field);
       }
+      if (result instanceof MongoDatabase database) { // withTimeout, withWriteConcern, ...
+        return rejecting(database, field);
+      }
       return result;
     });
   }

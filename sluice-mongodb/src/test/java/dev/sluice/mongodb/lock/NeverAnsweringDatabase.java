@@ -53,6 +53,9 @@ final class NeverAnsweringDatabase {
       } catch (InvocationTargetException e) {
         throw e.getCause();
       }
+      if (result instanceof MongoDatabase d) { // withTimeout, withWriteConcern, ...
+        return proxy(MongoDatabase.class, d);
+      }
       return result instanceof MongoCollection<?> c ? proxy(MongoCollection.class, c) : result;
     };
     return type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, h));

@@ -125,8 +125,19 @@ public final class EmbeddedMongo implements AutoCloseable {
     return this;
   }
 
+  /**
+   * While on, the server accepts connections and commands but answers none (a hung primary, a
+   * partition that drops replies): for tests that every call is bounded. Turn it off, or close the
+   * server, to release the waiting commands.
+   */
+  public EmbeddedMongo stall(boolean on) {
+    backend.stall(on);
+    return this;
+  }
+
   @Override
   public void close() {
+    backend.stall(false);
     server.shutdownNow();
   }
 

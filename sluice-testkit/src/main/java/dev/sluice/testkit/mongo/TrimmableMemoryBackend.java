@@ -25,6 +25,29 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   private volatile boolean mongos;
   private volatile boolean hello = true;
   private volatile boolean operationTime;
+  private final Object stallLock = new Object();
+  private boolean stalled;
+
+  /** While on, every command waits (the connection stays open, no reply comes). */
+  void stall(boolean on) {
+    synchronized (stallLock) {
+      stalled = on;
+      stallLock.notifyAll();
+    }
+  }
+
+  private void awaitNotStalled() {
+    synchronized (stallLock) {
+      while (stalled) {
+        try {
+          stallLock.wait();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
 
   /** Adds {@code operationTime} (the newest oplog entry's) to handshake replies. */
   void reportOperationTime(boolean on) {
@@ -43,6 +66,7 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   @Override
   public Document handleCommand(Channel channel, String databaseName, String command, Document query) {
+    awaitNotStalled();
     boolean isHello = command.equalsIgnoreCase("hello");
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
