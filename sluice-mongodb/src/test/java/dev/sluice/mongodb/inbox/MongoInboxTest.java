@@ -4,10 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
-import de.bwaldvogel.mongo.MongoServer;
-import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
-import java.net.InetSocketAddress;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -27,21 +24,22 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+/** The inbox on the embedded MongoDB, or a real deployment given -Dsluice.mongodb.uri. */
 class MongoInboxTest {
-  private MongoServer server;
+  private InMemoryMongo mongo;
   private MongoClient client;
+  private String app;
 
   @BeforeEach
   void start() {
-    server = new MongoServer(new MemoryBackend());
-    InetSocketAddress address = server.bind();
-    client = MongoClients.create("mongodb://localhost:" + address.getPort());
+    mongo = new InMemoryMongo();
+    client = mongo.client();
+    app = mongo.freshDatabase().getName();
   }
 
   @AfterEach
   void stop() {
-    client.close();
-    server.shutdownNow();
+    mongo.close();
   }
 
   @Test
@@ -57,7 +55,7 @@ class MongoInboxTest {
       List<Future<?>> futures = new ArrayList<>();
       for (int c = 0; c < consumers; c++) {
         MongoInbox inbox =
-            MongoInbox.builder(client.getDatabase("app"), "inbox").instance("consumer-" + c).build();
+            MongoInbox.builder(client.getDatabase(app), "inbox").instance("consumer-" + c).build();
         List<Integer> order = new ArrayList<>();
         for (int i = 0; i < ids; i++) {
           order.add(i);
@@ -95,7 +93,7 @@ class MongoInboxTest {
 
   @Test
   void failedWorkReleasesTheClaimSoARedeliveryRetries() {
-    MongoInbox inbox = MongoInbox.create(client.getDatabase("app"), "inbox");
+    MongoInbox inbox = MongoInbox.create(client.getDatabase(app), "inbox");
     assertThatThrownBy(() -> inbox.processIfNew("e1", () -> { throw new IllegalStateException("db down"); }))
         .isInstanceOf(InboxWorkException.class)
         .hasMessageContaining("e1")
@@ -111,10 +109,10 @@ class MongoInboxTest {
   void aClaimOfADeadConsumerExpiresAndIsTakenOver() {
     MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
     MongoInbox crashed =
-        MongoInbox.builder(client.getDatabase("app"), "inbox").instance("a").clock(clock)
+        MongoInbox.builder(client.getDatabase(app), "inbox").instance("a").clock(clock)
             .claimTimeout(Duration.ofSeconds(30)).build();
     MongoInbox survivor =
-        MongoInbox.builder(client.getDatabase("app"), "inbox").instance("b").clock(clock)
+        MongoInbox.builder(client.getDatabase(app), "inbox").instance("b").clock(clock)
             .claimTimeout(Duration.ofSeconds(30)).build();
     // "a" claims and dies inside its work: simulated by checking b's view from inside the work.
     crashed.processIfNew("e1", () -> {
@@ -133,7 +131,7 @@ class MongoInboxTest {
   void purgeForgetsOldIds() {
     MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
     MongoInbox inbox =
-        MongoInbox.builder(client.getDatabase("app"), "inbox").clock(clock).retention(Duration.ofDays(7)).build();
+        MongoInbox.builder(client.getDatabase(app), "inbox").clock(clock).retention(Duration.ofDays(7)).build();
     inbox.processIfNew("old", () -> {});
     clock.advance(Duration.ofDays(8));
     inbox.processIfNew("new", () -> {});

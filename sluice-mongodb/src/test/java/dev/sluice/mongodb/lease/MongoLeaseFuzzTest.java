@@ -3,7 +3,7 @@ package dev.sluice.mongodb.lease;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.testkit.lease.LeaseFuzz;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -18,11 +18,11 @@ class MongoLeaseFuzzTest {
 
   @Test
   void twoJvmsOfEightThreadsNeverHoldTheLeaseAtTheSameTime(@TempDir Path dir) {
-    try (EmbeddedMongo mongo = EmbeddedMongo.start()) {
+    try (InMemoryMongo mongo = new InMemoryMongo()) { // or -Dsluice.mongodb.uri
       LeaseFuzz.Summary summary =
           LeaseFuzz.runInChildJvms(
               MongoFuzzStoreFactory.class,
-              List.of(mongo.connectionString(), "fuzz"),
+              List.of(mongo.uri(), mongo.freshDatabase().getName()),
               dir,
               2,
               8,

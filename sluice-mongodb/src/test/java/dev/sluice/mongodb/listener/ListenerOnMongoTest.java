@@ -66,7 +66,7 @@ class ListenerOnMongoTest {
   }
 
   private ChildJvm node(String name, long leaseMillis, int checkpointEvery, String bootstrap) {
-    ChildJvm c = ChildJvm.start(name, RecordingNode.class, MONGO.server().connectionString(), db, "orders", name,
+    ChildJvm c = ChildJvm.start(name, RecordingNode.class, MONGO.connectionString(), db, "orders", name,
         Long.toString(leaseMillis), Integer.toString(checkpointEvery), bootstrap);
     children.add(c);
     return c;

@@ -20,6 +20,6 @@ class MongoLockFuzzAndCrashTest extends LockFuzzAndCrash {
 
   @Override
   protected String backendArgument() {
-    return MONGO.server().connectionString();
+    return MONGO.connectionString();
   }
 }

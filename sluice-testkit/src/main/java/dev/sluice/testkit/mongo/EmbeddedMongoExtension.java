@@ -7,7 +7,8 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * One {@link InMemoryMongo} per test class:
+ * One {@link InMemoryMongo} per test class: the embedded server, or the real deployment named by
+ * {@code -Dsluice.mongodb.uri}:
  *
  * <pre>{@code
  * @RegisterExtension static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
@@ -31,6 +32,16 @@ public final class EmbeddedMongoExtension implements BeforeAllCallback, AfterAll
 
   public EmbeddedMongo server() {
     return started().server();
+  }
+
+  /** The connection string of the deployment under test (for child JVMs). */
+  public String connectionString() {
+    return started().uri();
+  }
+
+  /** Whether the tests run on the embedded server. */
+  public boolean embedded() {
+    return started().embedded();
   }
 
   public MongoClient client() {
