@@ -27,7 +27,7 @@ import dev.sluice.sink.DocumentMapper;
 import dev.sluice.sink.Envelope;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.testkit.amqp.EmbeddedAmqpBroker;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -48,7 +48,9 @@ import org.junit.jupiter.api.Test;
  */
 class AmqpRelayTest {
   private EmbeddedAmqpBroker broker;
-  private EmbeddedMongo mongo;
+  private InMemoryMongo mongo;
+  /** The source database: unique, so the suite also runs on a real deployment (-Dsluice.mongodb.uri). */
+  private String shop;
   private MongoClient client;
   private MongoCollection<BsonDocument> orders;
   private final List<AutoCloseable> toClose = new ArrayList<>();
@@ -59,10 +61,11 @@ class AmqpRelayTest {
   @BeforeEach
   void start() {
     broker = EmbeddedAmqpBroker.start();
-    broker.declareQueue("orders", "orders-consumer", "shop.orders.*");
-    mongo = EmbeddedMongo.start();
+    mongo = new InMemoryMongo();
     client = mongo.client();
-    orders = client.getDatabase("shop").getCollection("orders", BsonDocument.class);
+    shop = mongo.freshDatabase().getName();
+    broker.declareQueue("orders", "orders-consumer", shop + ".orders.*");
+    orders = client.getDatabase(shop).getCollection("orders", BsonDocument.class);
   }
 
   @AfterEach
@@ -70,7 +73,6 @@ class AmqpRelayTest {
     for (int i = toClose.size() - 1; i >= 0; i--) {
       toClose.get(i).close();
     }
-    client.close();
     mongo.close();
     broker.close();
   }
@@ -109,9 +111,9 @@ class AmqpRelayTest {
             .build();
     toClose.add(amqp);
     CountingFlushes sink = new CountingFlushes(amqp);
-    LeaseStore leases = MongoLeaseStore.builder(client.getDatabase("shop")).build();
+    LeaseStore leases = MongoLeaseStore.builder(client.getDatabase(shop)).build();
     Listener<BsonDocument> listener =
-        Listener.builder(MongoChangeFeed.builder(client, "shop", "orders").batchSize(200).build(), leases).group("relay")
+        Listener.builder(MongoChangeFeed.builder(client, shop, "orders").batchSize(200).build(), leases).group("relay")
             .handler(sink)
             .leaseDuration(Duration.ofSeconds(3))
             .pollWait(Duration.ofMillis(50))
@@ -167,7 +169,7 @@ class AmqpRelayTest {
     Map<String, List<String>> perKey = new HashMap<>();
     int[] seen = {0};
     try (FeedCursor<BsonDocument> cursor =
-        MongoChangeFeed.builder(client, "shop", "orders").build().open(PartitionSpec.single(), StartPoint.oldest())) {
+        MongoChangeFeed.builder(client, shop, "orders").build().open(PartitionSpec.single(), StartPoint.oldest())) {
       await().atMost(Duration.ofSeconds(30)).until(() -> {
         for (ChangeEvent<BsonDocument> e : cursor.poll(Duration.ofMillis(100))) {
           perKey.computeIfAbsent(e.key(), k -> new ArrayList<>()).add(e.id());

@@ -3,11 +3,10 @@ package dev.sluice.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.sink.Envelope;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import dev.sluice.testkit.process.ChildJvm;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -42,11 +41,11 @@ class KafkaRelayCrashTest {
   @Test
   void aRelayKilledMidBatchLosesNothingAndRedeliversAtMostOneBatch() throws Exception {
     EmbeddedKafka kafka = closeLater(EmbeddedKafka.start());
-    EmbeddedMongo mongo = closeLater(EmbeddedMongo.start());
-    MongoClient client = closeLater(mongo.client());
-    MongoCollection<BsonDocument> orders = client.getDatabase("shop").getCollection("orders", BsonDocument.class);
+    InMemoryMongo mongo = closeLater(new InMemoryMongo()); // or -Dsluice.mongodb.uri
+    String shop = mongo.freshDatabase().getName();
+    MongoCollection<BsonDocument> orders = mongo.client().getDatabase(shop).getCollection("orders", BsonDocument.class);
     kafka.createTopic("orders", 3);
-    String[] args = {mongo.connectionString(), kafka.bootstrapServers(), "orders", Integer.toString(CHECKPOINT_EVERY)};
+    String[] args = {mongo.uri(), kafka.bootstrapServers(), "orders", Integer.toString(CHECKPOINT_EVERY), shop};
 
     ChildJvm first = closeLater(ChildJvm.start("relay-1", RelayNode.class, args));
     first.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(30));

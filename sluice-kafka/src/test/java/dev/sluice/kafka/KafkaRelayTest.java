@@ -30,7 +30,7 @@ import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.Publication;
 import dev.sluice.sink.Replay;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -54,7 +54,9 @@ class KafkaRelayTest {
   private static final AtomicInteger TOPICS = new AtomicInteger();
   private static EmbeddedKafka kafka;
 
-  private EmbeddedMongo mongo;
+  private InMemoryMongo mongo;
+  /** The source database: unique, so the suite also runs on a real deployment (-Dsluice.mongodb.uri). */
+  private String shop;
   private MongoClient client;
   private MongoCollection<BsonDocument> orders;
   private final List<AutoCloseable> toClose = new ArrayList<>();
@@ -73,9 +75,10 @@ class KafkaRelayTest {
 
   @BeforeEach
   void startMongo() {
-    mongo = EmbeddedMongo.start();
+    mongo = new InMemoryMongo();
     client = mongo.client();
-    orders = client.getDatabase("shop").getCollection("orders", BsonDocument.class);
+    shop = mongo.freshDatabase().getName();
+    orders = client.getDatabase(shop).getCollection("orders", BsonDocument.class);
   }
 
   @AfterEach
@@ -83,7 +86,6 @@ class KafkaRelayTest {
     for (int i = toClose.size() - 1; i >= 0; i--) {
       toClose.get(i).close();
     }
-    client.close();
     mongo.close();
   }
 
@@ -94,11 +96,11 @@ class KafkaRelayTest {
   }
 
   private MongoChangeFeed feed() {
-    return MongoChangeFeed.builder(client, "shop", "orders").batchSize(200).build();
+    return MongoChangeFeed.builder(client, shop, "orders").batchSize(200).build();
   }
 
   private LeaseStore leases() {
-    return MongoLeaseStore.builder(client.getDatabase("shop")).build();
+    return MongoLeaseStore.builder(client.getDatabase(shop)).build();
   }
 
   private KafkaSink<BsonDocument> sink(String topic, MessageEncoder<BsonDocument> encoder) {
@@ -217,10 +219,10 @@ class KafkaRelayTest {
     try {
       write(keys, 16, 30); // the listener keeps reading; its flushes fail; nothing is committed
       await().atMost(Duration.ofSeconds(30)).until(() -> sink.failures.get() >= 1);
-      Position stuck = leases.read("relay/shop.orders#0of1").orElseThrow().checkpoint();
+      Position stuck = leases.read("relay/" + shop + ".orders#0of1").orElseThrow().checkpoint();
       int failed = sink.failures.get();
       await().atMost(Duration.ofSeconds(30)).until(() -> sink.failures.get() > failed);
-      assertThat(leases.read("relay/shop.orders#0of1").orElseThrow().checkpoint()).isEqualTo(stuck);
+      assertThat(leases.read("relay/" + shop + ".orders#0of1").orElseThrow().checkpoint()).isEqualTo(stuck);
     } finally {
       kafka.startBroker();
     }
@@ -261,7 +263,7 @@ class KafkaRelayTest {
   @Test
   void aPoisonChangeIsParkedOtherKeysFlowAndLaterChangesOfItsKeyWaitBehindIt() {
     String topic = topic();
-    MongoDeadLetterStore dlq = MongoDeadLetterStore.create(client.getDatabase("shop"), "deadletters");
+    MongoDeadLetterStore dlq = MongoDeadLetterStore.create(client.getDatabase(shop), "deadletters");
     MessageEncoder<BsonDocument> events =
         encoder().publication(Publication.domainEvents("lastEvent", "id")).build();
     listener(sink(topic, events),
@@ -269,17 +271,17 @@ class KafkaRelayTest {
 
     orders.insertOne(order("a", new BsonDocument("id", new BsonString("a-1"))));
     orders.insertOne(order("p", new BsonDocument("type", new BsonString("NoIdHere"))));
-    await().atMost(Duration.ofSeconds(20)).until(() -> dlq.count("relay/shop.orders") == 1);
+    await().atMost(Duration.ofSeconds(20)).until(() -> dlq.count("relay/" + shop + ".orders") == 1);
     orders.updateOne(Filters.eq("_id", "p"), Updates.set("lastEvent", new BsonDocument("id", new BsonString("p-2"))));
     orders.insertOne(order("b", new BsonDocument("id", new BsonString("b-1"))));
     orders.updateOne(Filters.eq("_id", "a"), Updates.set("lastEvent", new BsonDocument("id", new BsonString("a-2"))));
 
     await().atMost(Duration.ofSeconds(20))
-        .until(() -> distinctIds(kafka.readAll(topic, 3, Duration.ofSeconds(1))) == 3 && dlq.count("relay/shop.orders") == 2);
+        .until(() -> distinctIds(kafka.readAll(topic, 3, Duration.ofSeconds(1))) == 3 && dlq.count("relay/" + shop + ".orders") == 2);
     assertThat(kafka.readAll(topic, 3, Duration.ofSeconds(5)))
         .extracting(r -> header(r, Envelope.HEADER_ID))
         .containsExactlyInAnyOrder("a-1", "b-1", "a-2");
-    List<ParkedChange<BsonDocument>> parked = dlq.listKey("relay/shop.orders", "p");
+    List<ParkedChange<BsonDocument>> parked = dlq.listKey("relay/" + shop + ".orders", "p");
     assertThat(parked).hasSize(2);
     assertThat(parked.get(0).error()).contains("no id field 'id'").contains(parked.get(0).event().id());
     assertThat(parked.get(0).attempts()).isEqualTo(2);
@@ -288,12 +290,12 @@ class KafkaRelayTest {
 
     // The operator discards the poison change and replays the rest of the key to Kafka.
     DeadLetters<BsonDocument> ops = DeadLetters.of(dlq);
-    assertThat(ops.discard("relay/shop.orders", parked.get(0).event().id())).isTrue();
+    assertThat(ops.discard("relay/" + shop + ".orders", parked.get(0).event().id())).isTrue();
     DeadLetters.ReplayResult result =
-        ops.replayKey("relay/shop.orders", "p", sink(topic, events), Replay.fence("shop.orders"));
+        ops.replayKey("relay/" + shop + ".orders", "p", sink(topic, events), Replay.fence(shop + ".orders"));
     assertThat(result.complete()).isTrue();
     assertThat(result.replayed()).isEqualTo(1);
-    assertThat(dlq.count("relay/shop.orders")).isZero();
+    assertThat(dlq.count("relay/" + shop + ".orders")).isZero();
     assertThat(kafka.readAll(topic, 4, Duration.ofSeconds(10)))
         .extracting(r -> header(r, Envelope.HEADER_ID))
         .contains("p-2");
@@ -350,7 +352,7 @@ class KafkaRelayTest {
         .until(() -> distinctIds(kafka.readAll(live, 20, Duration.ofSeconds(1))) == 20);
     await().atMost(Duration.ofSeconds(10)).until(() -> listener.status().get(0).committed() != null);
     LeaseStore leases = leases();
-    var before = leases.read("relay/shop.orders#0of1").orElseThrow().checkpoint();
+    var before = leases.read("relay/" + shop + ".orders#0of1").orElseThrow().checkpoint();
 
     Replay.Result range =
         Replay.range(feed(), StartPoint.oldest(), null, Duration.ofMillis(500), 7, sink(replay, encoder().build()));
@@ -360,10 +362,10 @@ class KafkaRelayTest {
     assertThat(replayed).hasSize(20);
     assertThat(replayed).allSatisfy(r -> assertThat(header(r, Envelope.HEADER_FENCE_EPOCH)).isEqualTo("0"));
     assertThat(firstDeliveriesPerKey(replayed)).isEqualTo(firstDeliveriesPerKey(kafka.readAll(live, 20, Duration.ofSeconds(5))));
-    assertThat(leases.read("relay/shop.orders#0of1").orElseThrow().checkpoint()).isEqualTo(before);
+    assertThat(leases.read("relay/" + shop + ".orders#0of1").orElseThrow().checkpoint()).isEqualTo(before);
 
     Replay.Result state =
-        Replay.currentState("shop.orders", "replay-1", orders.find(),
+        Replay.currentState(shop + ".orders", "replay-1", orders.find(),
             d -> MongoChangeFeed.keyOf(d.get("_id")), d -> new BsonDocument("_id", d.get("_id")),
             100, sink(replay, encoder().build()));
     assertThat(state.changes()).isEqualTo(4);

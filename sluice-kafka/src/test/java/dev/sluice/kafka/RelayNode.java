@@ -18,7 +18,8 @@ import org.bson.BsonDocument;
  * A relay (MongoDB change stream to Kafka) in its own JVM, for crash tests. Prints {@code
  * ACQUIRED <epoch>}, {@code DELIVERED <n>} and {@code COMMITTED <changes>} so the test can wait on them.
  *
- * <p>Arguments: mongo connection string, Kafka bootstrap servers, topic, checkpoint every N.
+ * <p>Arguments: mongo connection string, Kafka bootstrap servers, topic, checkpoint every N, source
+ * database.
  */
 public final class RelayNode {
   private RelayNode() {}
@@ -31,8 +32,8 @@ public final class RelayNode {
             .build();
     Listener<BsonDocument> listener =
         Listener.builder(
-                MongoChangeFeed.builder(client, "shop", "orders").batchSize(100).build(),
-                MongoLeaseStore.builder(client.getDatabase("shop")).build()).group("relay")
+                MongoChangeFeed.builder(client, args[4], "orders").batchSize(100).build(),
+                MongoLeaseStore.builder(client.getDatabase(args[4])).build()).group("relay")
             .handler(sink)
             .leaseDuration(Duration.ofSeconds(2))
             .acquireInterval(Duration.ofMillis(100))
