@@ -9,7 +9,10 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /** {@code sluice run --config sluice.yaml}: relays every configured collection to its sink until stopped. */
 @Command(name = "run", mixinStandardHelpOptions = true,
@@ -19,11 +22,17 @@ public final class RunCommand implements Callable<Integer> {
   @Option(names = "--config", required = true, description = "YAML configuration file")
   Path configFile;
 
-  @Option(names = "--status-every", defaultValue = "10", description = "seconds between status lines (default ${DEFAULT-VALUE})")
+  @Option(names = "--status-every", defaultValue = "10", description = "seconds between status lines, at least 1 (default ${DEFAULT-VALUE})")
   int statusEvery;
+
+  @Spec
+  CommandSpec spec;
 
   @Override
   public Integer call() throws Exception {
+    if (statusEvery < 1) {
+      throw new ParameterException(spec.commandLine(), "--status-every must be at least 1 second, but was " + statusEvery);
+    }
     SluiceConfig config = ConfigLoader.load(configFile);
     CountDownLatch stopped = new CountDownLatch(1);
     try (SluiceService service = SluiceService.start(config, new SimpleMeterRegistry())) {
@@ -33,7 +42,13 @@ public final class RunCommand implements Callable<Integer> {
       }, "sluice-shutdown"));
       System.out.printf("running %d listener(s); stop with Ctrl-C or SIGTERM%n", service.listeners().size());
       while (!stopped.await(statusEvery, TimeUnit.SECONDS)) {
-        System.out.print(StatusCommand.format(service.leases()));
+        try {
+          System.out.print(StatusCommand.format(service.leases()));
+        } catch (RuntimeException e) {
+          // The lease store is down or slow: the listeners weather it on their own (they retry
+          // and take their partitions back when it returns); the status line must not end them.
+          System.out.println("status unavailable, still running: " + SluiceService.oneLine(e));
+        }
       }
       return 0;
     }

@@ -1,9 +1,12 @@
 package dev.sluice.app.service;
 
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
-import dev.sluice.app.config.SluiceConfig;
+import dev.sluice.ConfigurationException;
 import dev.sluice.app.config.SluiceConfig.ListenerSection;
+import dev.sluice.app.config.SluiceConfig;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
@@ -11,6 +14,7 @@ import dev.sluice.metrics.MicrometerObserver;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.bson.BsonDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,11 +30,12 @@ public final class SluiceService implements AutoCloseable {
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
   private SluiceService(SluiceConfig config, MeterRegistry registry) {
-    this.client = MongoClients.create(config.mongodb().uri());
+    this.client = MongoClients.create(clientSettings(config.mongodb().uri()));
     this.wiring = new Wiring(config, client);
     try {
       for (ListenerSection l : config.listeners()) {
-        wiring.checkLegacyCheckpoints(l);
+        awaitReachable("check the records of " + config.mongodb().database() + "." + l.collection(),
+            () -> wiring.checkLegacyCheckpoints(l));
       }
       for (ListenerSection l : config.listeners()) {
         Wiring.SinkHandle sink = wiring.sink(l, null);
@@ -44,6 +49,61 @@ public final class SluiceService implements AutoCloseable {
       close();
       throw e;
     }
+  }
+
+  /**
+   * The connection string's settings, with a socket read timeout of 30 s unless it sets one: a
+   * server that keeps the connection and stops answering must fail a call, not hold a thread of
+   * the service for ever.
+   */
+  static MongoClientSettings clientSettings(String uri) {
+    ConnectionString cs = new ConnectionString(uri);
+    MongoClientSettings.Builder b = MongoClientSettings.builder().applyConnectionString(cs);
+    if (cs.getSocketTimeout() == null) {
+      b.applyToSocketSettings(s -> s.readTimeout(30, TimeUnit.SECONDS));
+    }
+    return b.build();
+  }
+
+  /**
+   * Runs {@code step} until MongoDB answers it: an unreachable database at start is waited for
+   * (logged, back-off up to 30 s), never an exit; a configuration error ends the start at once.
+   */
+  private void awaitReachable(String what, Runnable step) {
+    long backoffMillis = 500;
+    while (true) {
+      try {
+        step.run();
+        return;
+      } catch (ConfigurationException e) {
+        throw e;
+      } catch (RuntimeException e) {
+        if (closed.get()) {
+          throw e;
+        }
+        log.warn("Waiting for MongoDB to {}: {}; retrying in {} ms", what, oneLine(e), backoffMillis);
+        System.out.println("waiting for MongoDB: " + oneLine(e));
+        try {
+          Thread.sleep(backoffMillis); // a back-off between attempts, not a synchronisation
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw e;
+        }
+        backoffMillis = Math.min(backoffMillis * 2, 30_000);
+      }
+    }
+  }
+
+  /** The message of {@code e} and its causes on one line, without stack traces. */
+  static String oneLine(Throwable e) {
+    StringBuilder out = new StringBuilder();
+    for (Throwable t = e; t != null && out.length() < 400; t = t.getCause() == t ? null : t.getCause()) {
+      if (out.length() > 0) {
+        out.append(" <- ");
+      }
+      out.append(t.getClass().getSimpleName()).append(": ").append(String.valueOf(t.getMessage()).replace('\n', ' '));
+    }
+    return out.length() > 400 ? out.substring(0, 400) + "..." : out.toString();
   }
 
   /** Builds every listener and sink of {@code config} and starts the listeners. */

@@ -1,0 +1,111 @@
+package dev.sluice.app.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import dev.sluice.app.Main;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.process.ChildJvm;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Set;
+import org.bson.Document;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 12 item 1 (first part): {@code sluice run} as an operator runs it, a separate process,
+ * through a MongoDB that stops answering (the test kit's {@code stall}: connections stay open, no
+ * reply comes, as in a network partition or a hung primary). Before, the status loop's lease-store
+ * read threw and the process exited with status 1; a MongoDB unreachable at start ended the start.
+ */
+class ServiceOutageTest {
+  @TempDir Path dir;
+
+  private Path config(EmbeddedMongo mongo, EmbeddedKafka kafka) throws Exception {
+    Path config = dir.resolve("sluice.yaml");
+    Files.writeString(config, """
+        mongodb:
+          uri: %s/?socketTimeoutMS=3000&serverSelectionTimeoutMS=3000
+          database: shop
+        listeners:
+          - collection: orders
+            leaseDuration: 3s
+            checkpoint: { every: 10, maxDelay: 200ms }
+            sink:
+              kafka: { bootstrapServers: "%s", topic: orders }
+        """.formatted(mongo.connectionString(), kafka.bootstrapServers()));
+    return config;
+  }
+
+  private static Set<String> keys(EmbeddedKafka kafka, int count) {
+    Set<String> keys = new HashSet<>();
+    kafka.readAll("orders", count, Duration.ofSeconds(2)).forEach(r -> keys.add(new String(r.key(), StandardCharsets.UTF_8)));
+    return keys;
+  }
+
+  private static void insert(MongoCollection<Document> orders, int from, int to) {
+    for (int i = from; i < to; i++) {
+      orders.insertOne(new Document("_id", "o" + i));
+    }
+  }
+
+  private static Set<String> ids(int to) {
+    Set<String> s = new HashSet<>();
+    for (int i = 0; i < to; i++) {
+      s.add("o" + i);
+    }
+    return s;
+  }
+
+  @Test
+  void aRunningServiceWeathersAMongoDbThatStopsAnsweringAndRelaysEverythingAfter() throws Exception {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); EmbeddedKafka kafka = EmbeddedKafka.start();
+        MongoClient client = mongo.client()) {
+      kafka.createTopic("orders", 1);
+      MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+      try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config",
+          config(mongo, kafka).toString(), "--status-every", "1")) {
+        service.awaitLineStartingWith("running", Duration.ofSeconds(60));
+        insert(orders, 0, 20);
+        await().atMost(Duration.ofSeconds(60)).until(() -> keys(kafka, 20).size() == 20);
+
+        mongo.stall(true);
+        service.awaitLineStartingWith("status unavailable, still running", Duration.ofSeconds(60));
+        mongo.stall(false);
+        insert(orders, 20, 40);
+        await().atMost(Duration.ofSeconds(60)).until(() -> keys(kafka, 40).size() == 40);
+        assertThat(keys(kafka, 40)).isEqualTo(ids(40));
+        assertThat(service.isAlive()).as("the outage did not end the process").isTrue();
+      }
+    }
+  }
+
+  @Test
+  void aServiceStartedWhileMongoDbDoesNotAnswerWaitsForItAndThenRelays() throws Exception {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); EmbeddedKafka kafka = EmbeddedKafka.start();
+        MongoClient client = mongo.client()) {
+      kafka.createTopic("orders", 1);
+      MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+      insert(orders, 0, 1); // the database exists
+      Path config = config(mongo, kafka);
+      mongo.stall(true);
+      try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config", config.toString())) {
+        service.awaitLineStartingWith("waiting for MongoDB", Duration.ofSeconds(60));
+        assertThat(service.isAlive()).isTrue();
+        mongo.stall(false);
+        service.awaitLineStartingWith("running", Duration.ofSeconds(60));
+        insert(orders, 1, 10);
+        await().atMost(Duration.ofSeconds(60)).until(() -> keys(kafka, 10).containsAll(ids(10).stream()
+            .filter(k -> !k.equals("o0")).toList()));
+        assertThat(service.isAlive()).isTrue();
+      }
+    }
+  }
+}
