@@ -1,22 +1,14 @@
 package dev.sluice.mongodb.deadletter;
 
-import com.mongodb.client.model.FindOneAndDeleteOptions;
-import com.mongodb.client.model.Projections;
-import java.util.Arrays;
-import org.bson.BsonBinary;
-import org.bson.BsonBinaryWriter;
-import org.bson.RawBsonDocument;
-import org.bson.codecs.BsonDocumentCodec;
-import org.bson.codecs.EncoderContext;
-import org.bson.io.BasicOutputBuffer;
-import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.MongoWriteException;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.FindOneAndDeleteOptions;
 import com.mongodb.client.model.FindOneAndUpdateOptions;
 import com.mongodb.client.model.IndexOptions;
 import com.mongodb.client.model.Indexes;
+import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.ReturnDocument;
 import com.mongodb.client.model.Sorts;
 import com.mongodb.client.model.UpdateOptions;
@@ -28,11 +20,16 @@ import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
 import dev.sluice.mongodb.internal.MongoErrors;
+import dev.sluice.mongodb.internal.MongoReads;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Date;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import org.bson.BsonBinary;
+import org.bson.BsonBinaryWriter;
 import org.bson.BsonDateTime;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
@@ -41,7 +38,12 @@ import org.bson.BsonNull;
 import org.bson.BsonObjectId;
 import org.bson.BsonString;
 import org.bson.BsonValue;
+import org.bson.RawBsonDocument;
+import org.bson.codecs.BsonDocumentCodec;
+import org.bson.codecs.EncoderContext;
 import org.bson.conversions.Bson;
+import org.bson.io.BasicOutputBuffer;
+import org.bson.types.ObjectId;
 
 final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
   /** MongoDB's largest document. */
@@ -50,6 +52,9 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
   private static final int INLINE_MARGIN = 256 * 1024;
   /** Size of one piece of a chunked change. */
   private static final int CHUNK = 8 * 1024 * 1024;
+  /** How old pieces without an entry must be before they are removed. */
+  private static final java.time.Duration ORPHAN_AGE = java.time.Duration.ofHours(1);
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MongoDeadLetterStoreImpl.class);
   /** Longest error message kept with an entry. */
   private static final int MAX_ERROR_CHARS = 32 * 1024;
   private final MongoCollection<BsonDocument> entries;
@@ -105,6 +110,7 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
     byte[] event = bytes(encode(e));
     boolean chunked = event.length + INLINE_MARGIN > MAX_DOCUMENT;
     if (chunked) {
+      removeOrphanPieces();
       // Too large for one document (a reassembled split event, or one close to 16 MB plus what
       // the entry adds): the pieces first, then the entry that refers to them, so an entry never
       // refers to missing pieces.
@@ -215,6 +221,24 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
       chunks.deleteMany(Filters.eq("_id.entry", removed.get("_id")));
     }
     return removed != null;
+  }
+
+  /**
+   * Pieces whose entry was never written (a crash between the pieces and the entry) and that are
+   * older than an hour: no park in flight can still write their entry, and nothing refers to them.
+   */
+  private void removeOrphanPieces() {
+    BsonObjectId hourAgo = new BsonObjectId(new ObjectId(Date.from(Instant.now().minus(ORPHAN_AGE))));
+    Set<BsonValue> candidates = new LinkedHashSet<>();
+    for (BsonDocument c : chunks.find(Filters.lt("_id.entry", hourAgo)).projection(Projections.include("_id"))) {
+      candidates.add(c.getDocument("_id").get("entry"));
+    }
+    for (BsonValue entry : candidates) {
+      if (entries.find(Filters.eq("_id", entry)).projection(Projections.include("_id")).first() == null) {
+        long n = chunks.deleteMany(Filters.eq("_id.entry", entry)).getDeletedCount();
+        log.info("Dead-letter store {}: removed {} orphan piece(s) of an entry that was never written", name, n);
+      }
+    }
   }
 
   private static String capped(String error) {

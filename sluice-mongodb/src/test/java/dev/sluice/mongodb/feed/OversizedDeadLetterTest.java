@@ -101,4 +101,30 @@ class OversizedDeadLetterTest {
     assertThat(dlq.remove("g/shop.orders", parked.get(0).event().id())).isTrue();
     assertThat(db.getCollection("deadletters_chunks").countDocuments()).as("pieces removed with it").isZero();
   }
+
+  @Test
+  void piecesWhoseEntryWasNeverWrittenAreRemovedOnceTheyAreAnHourOld() {
+    // A crash between writing the pieces and the entry leaves pieces nothing refers to.
+    MongoDatabase db = MONGO.freshDatabase();
+    MongoDeadLetterStore dlq = MongoDeadLetterStore.create(db, "deadletters");
+    var chunks = db.getCollection("deadletters_chunks", BsonDocument.class);
+    org.bson.types.ObjectId old = new org.bson.types.ObjectId(java.util.Date.from(java.time.Instant.now().minus(Duration.ofHours(2))));
+    org.bson.types.ObjectId recent = new org.bson.types.ObjectId();
+    for (org.bson.types.ObjectId entry : List.of(old, recent)) {
+      chunks.insertOne(new BsonDocument("_id", new BsonDocument("entry", new org.bson.BsonObjectId(entry))
+          .append("n", new BsonInt32(0))).append("data", new org.bson.BsonBinary(new byte[16])));
+    }
+    ChangeEvent<BsonDocument> huge = new ChangeEvent<>("e-huge", "shop.orders", dev.sluice.feed.Position.of("p"),
+        dev.sluice.feed.Operation.INSERT, "huge", new BsonDocument("_id", new BsonString("huge")),
+        new BsonDocument("_id", new BsonString("huge")).append("blob", new BsonString("x".repeat(17 * 1024 * 1024))),
+        null, null);
+    dlq.park(new ParkedChange<>(huge, 0, "boom", 1, java.time.Instant.now(), 0, "g/shop.orders"));
+
+    assertThat(chunks.countDocuments(new BsonDocument("_id.entry", new org.bson.BsonObjectId(old))))
+        .as("an hour-old orphan is removed").isZero();
+    assertThat(chunks.countDocuments(new BsonDocument("_id.entry", new org.bson.BsonObjectId(recent))))
+        .as("a recent one may belong to a park in flight: kept").isEqualTo(1);
+    assertThat(dlq.listKey("g/shop.orders", "huge")).singleElement()
+        .satisfies(p -> assertThat(p.event().document().getString("blob").getValue()).hasSize(17 * 1024 * 1024));
+  }
 }
