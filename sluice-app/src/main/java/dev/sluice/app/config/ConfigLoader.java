@@ -13,6 +13,7 @@ import dev.sluice.listener.HistoryLostPolicy;
 import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.RetryPolicy;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.sink.Publication;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -32,7 +33,10 @@ import java.util.stream.Collectors;
 public final class ConfigLoader {
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory())
       .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-      .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
+      .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+      // partitions: 1.9 is an error, not 1; a key given twice is an error, not the last value
+      .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+      .enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
   private ConfigLoader() {}
 
@@ -97,16 +101,7 @@ public final class ConfigLoader {
         require(notBlank(l.sink().amqp().uri()), at + ".sink.amqp.uri", "is required (amqp://...)");
         require(notBlank(l.sink().amqp().exchange()), at + ".sink.amqp.exchange", "is required");
       }
-      if (l.sink().publish() != null) {
-        String mode = lower(l.sink().publish().mode());
-        require(mode == null || mode.equals("changes") || mode.equals("domain-events"), at + ".sink.publish.mode",
-            "must be changes or domain-events, but was '" + l.sink().publish().mode() + "'");
-        require(!"domain-events".equals(mode) || notBlank(l.sink().publish().field()), at + ".sink.publish.field",
-            "is required for domain-events");
-        String onMissing = lower(l.sink().publish().onMissing());
-        require(onMissing == null || onMissing.equals("count") || onMissing.equals("park"),
-            at + ".sink.publish.onMissing", "must be count or park, but was '" + l.sink().publish().onMissing() + "'");
-      }
+      publication(l, at); // parses and checks the publish section
       // Building the policies validates them and names the value.
       leaseDuration(l, at);
       checkpoint(l, at);
@@ -114,9 +109,7 @@ public final class ConfigLoader {
       historyLost(l, at);
       onInvalidate(l, at);
       retry(l, at);
-      String failure = lower(l.onFailure());
-      require(failure == null || failure.equals("block") || failure.equals("park"), at + ".onFailure",
-          "must be block or park, but was '" + l.onFailure() + "'");
+      parks(l, at);
       String legacy = lower(l.legacyCheckpoints());
       require(legacy == null || legacy.equals("refuse") || legacy.equals("ignore"), at + ".legacyCheckpoints",
           "must be refuse (default) or ignore, but was '" + l.legacyCheckpoints() + "'");
@@ -207,6 +200,40 @@ public final class ConfigLoader {
       return HistoryLostPolicy.SKIP_TO_LATEST;
     }
     throw new ConfigException(at + ".onHistoryLost", "must be stop or skip-to-latest, but was '" + l.onHistoryLost() + "'");
+  }
+
+  /**
+   * What a listener's sink publishes, parsed once for validation and wiring alike: changes (no
+   * publish section) or domain events.
+   */
+  public static Publication publication(ListenerSection l, String at) {
+    SluiceConfig.PublishSection p = l.sink() == null ? null : l.sink().publish();
+    if (p == null) {
+      return Publication.changes();
+    }
+    String mode = lower(p.mode());
+    require(mode != null, at + ".sink.publish.mode", "is required: changes or domain-events");
+    if (mode.equals("changes")) {
+      require(p.field() == null && p.idField() == null && p.onMissing() == null, at + ".sink.publish",
+          "field, idField and onMissing are for mode domain-events, but the mode is changes");
+      return Publication.changes();
+    }
+    require(mode.equals("domain-events"), at + ".sink.publish.mode",
+        "must be changes or domain-events, but was '" + p.mode() + "'");
+    require(notBlank(p.field()), at + ".sink.publish.field", "is required for domain-events");
+    String onMissing = lower(p.onMissing());
+    require(onMissing == null || onMissing.equals("count") || onMissing.equals("park"),
+        at + ".sink.publish.onMissing", "must be count or park, but was '" + p.onMissing() + "'");
+    return Publication.domainEvents(p.field().trim(), notBlank(p.idField()) ? p.idField().trim() : "id",
+        "park".equals(onMissing) ? Publication.MissingEvent.PARK : Publication.MissingEvent.COUNT);
+  }
+
+  /** Whether the listener parks failing changes ({@code onFailure: park}) rather than blocking; default block. */
+  public static boolean parks(ListenerSection l, String at) {
+    String failure = lower(l.onFailure());
+    require(failure == null || failure.equals("block") || failure.equals("park"), at + ".onFailure",
+        "must be block or park, but was '" + l.onFailure() + "'");
+    return "park".equals(failure);
   }
 
   /** What the listener does when its collection is dropped, renamed or replaced; default stop. */

@@ -20,9 +20,7 @@ import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.sink.DocumentMapper;
 import dev.sluice.sink.MessageEncoder;
-import dev.sluice.sink.Publication;
 import java.util.List;
-import java.util.Locale;
 import org.bson.BsonDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -96,14 +94,7 @@ public final class Wiring {
   /** The sink of a listener section; the caller closes it. */
   public SinkHandle sink(ListenerSection l, String topicOrExchangeOverride) {
     MessageEncoder.Builder<BsonDocument> encoder = MessageEncoder.builder(DocumentMapper.bson());
-    if (l.sink().publish() != null && "domain-events".equals(l.sink().publish().mode().toLowerCase(Locale.ROOT))) {
-      encoder.publication(Publication.domainEvents(l.sink().publish().field(),
-          l.sink().publish().idField() == null ? "id" : l.sink().publish().idField(),
-          "park".equalsIgnoreCase(l.sink().publish().onMissing())
-              ? Publication.MissingEvent.PARK : Publication.MissingEvent.COUNT));
-    } else {
-      encoder.publication(Publication.changes());
-    }
+    encoder.publication(ConfigLoader.publication(l, "listeners[" + config.listeners().indexOf(l) + "]"));
     if (l.sink().kafka() != null) {
       String topic = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().kafka().topic();
       KafkaSink<BsonDocument> sink = KafkaSink.builder(l.sink().kafka().bootstrapServers(), topic, encoder.build()).build();
@@ -123,7 +114,7 @@ public final class Wiring {
   /** A listener relaying one collection to its sink. */
   public Listener<BsonDocument> listener(ListenerSection l, Handler<BsonDocument> handler, ListenerObserver observer) {
     String at = "listeners[" + config.listeners().indexOf(l) + "]";
-    FailurePolicy failure = "park".equalsIgnoreCase(l.onFailure())
+    FailurePolicy failure = ConfigLoader.parks(l, at)
         ? FailurePolicy.park(ConfigLoader.retry(l, at), deadLetters())
         : FailurePolicy.block(ConfigLoader.retry(l, at));
     return Listener.builder(feed(l), leaseStore()).group(ConfigLoader.group(l, at))
@@ -158,7 +149,7 @@ public final class Wiring {
    */
   public void checkLegacyCheckpoints(ListenerSection l) {
     List<LeaseRecord> legacy = legacyCheckpoints(l);
-    long legacyDeadLetters = "park".equalsIgnoreCase(l.onFailure())
+    long legacyDeadLetters = ConfigLoader.parks(l, "listeners[" + config.listeners().indexOf(l) + "]")
         ? deadLetters().count(feed(l).stream()) : 0;
     if (legacy.isEmpty() && legacyDeadLetters == 0) {
       return;

@@ -136,4 +136,29 @@ class ConfigLoaderTest {
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "legacyCheckpoints: adopt\n    partitions: 2"), "sluice.yaml"))
         .hasMessageContaining("listeners[0].legacyCheckpoints").hasMessageContaining("'adopt'");
   }
+
+  @Test
+  void eachSettingIsParsedOnceSoValidationAndWiringAgree() {
+    // Before: " Park " passed validation (trimmed) and was wired as block (not trimmed).
+    SluiceConfig.ListenerSection padded = ConfigLoader.parse(VALID.replace("onFailure: park", "onFailure: \" Park \""),
+        "sluice.yaml").listeners().get(0);
+    assertThat(ConfigLoader.parks(padded, "x")).isTrue();
+    String events = VALID.replace("topic: orders }", "topic: orders }\n      publish: { mode: \" Domain-Events \", field: lastEvent, onMissing: \" PARK \" }");
+    assertThat(ConfigLoader.publication(ConfigLoader.parse(events, "sluice.yaml").listeners().get(0), "x"))
+        .isEqualTo(new dev.sluice.sink.Publication.DomainEvents("lastEvent", "id", dev.sluice.sink.Publication.MissingEvent.PARK));
+  }
+
+  @Test
+  void aKeyGivenTwiceAFractionForAnIntegerAndAPublishSectionWithoutModeAreErrorsNamingThem() {
+    // Before: the last of two keys won silently, partitions: 1.9 ran as 1, and publish without
+    // mode ended in a NullPointerException while wiring.
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: 2\n    partitions: 3"), "sluice.yaml"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("sluice.yaml").hasMessageContaining("partitions");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: 1.9"), "sluice.yaml"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("listeners[0].partitions");
+    String noMode = VALID.replace("topic: orders }", "topic: orders }\n      publish: { field: lastEvent }");
+    assertThatThrownBy(() -> ConfigLoader.parse(noMode, "sluice.yaml"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("listeners[0].sink.publish.mode")
+        .hasMessageContaining("is required");
+  }
 }
