@@ -4,7 +4,6 @@ import static com.mongodb.client.model.Filters.ne;
 
 import com.mongodb.MongoClientException;
 import com.mongodb.MongoCommandException;
-import com.mongodb.ReadPreference;
 import com.mongodb.client.ChangeStreamIterable;
 import com.mongodb.client.ClientSession;
 import com.mongodb.client.MongoChangeStreamCursor;
@@ -17,6 +16,7 @@ import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.FeedException;
 import dev.sluice.mongodb.internal.MongoHello;
+import dev.sluice.mongodb.internal.MongoReads;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -124,8 +124,7 @@ final class DriverStreamSource implements StreamSource {
   }
 
   private MongoCollection<BsonDocument> oplog() {
-    return client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class)
-        .withReadPreference(ReadPreference.primary());
+    return MongoReads.primary(client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class));
   }
 
   @Override

@@ -20,9 +20,18 @@ public final class MongoReads {
    * it survives a failover and every read sees every acknowledged record.
    */
   public static <T> MongoCollection<T> ownRecords(MongoCollection<T> collection) {
+    return ownRecords(collection, WriteConcern.MAJORITY);
+  }
+
+  /**
+   * Sluice's own records written at {@code writeConcern} (the lease store's is configurable): on
+   * the primary, read at majority when the writes are, else at local, so that a store configured
+   * with {@code w:1} still reads its own writes.
+   */
+  public static <T> MongoCollection<T> ownRecords(MongoCollection<T> collection, WriteConcern writeConcern) {
     return collection.withReadPreference(ReadPreference.primary())
-        .withReadConcern(ReadConcern.MAJORITY)
-        .withWriteConcern(WriteConcern.MAJORITY);
+        .withWriteConcern(writeConcern)
+        .withReadConcern("majority".equals(writeConcern.getWObject()) ? ReadConcern.MAJORITY : ReadConcern.LOCAL);
   }
 
   /**

@@ -25,6 +25,7 @@ import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.mongodb.internal.MongoErrors;
+import dev.sluice.mongodb.internal.MongoReads;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Duration;
 import java.time.Instant;
@@ -75,12 +76,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   DefaultMongoLeaseStore(
       MongoDatabase database, String collection, WriteConcern writeConcern, Duration idle) {
     this.database = database;
-    // Reads on the primary; at majority when writes are (the default), else at local so that a
-    // store configured with w:1 still reads its own writes.
-    MongoCollection<BsonDocument> c = database.getCollection(collection, BsonDocument.class)
-        .withWriteConcern(writeConcern).withReadPreference(com.mongodb.ReadPreference.primary());
-    this.leases = "majority".equals(writeConcern.getWObject()) ? c.withReadConcern(com.mongodb.ReadConcern.MAJORITY)
-        : c.withReadConcern(com.mongodb.ReadConcern.LOCAL);
+    this.leases = MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class), writeConcern);
     try {
       dropUnsafeLegacyTtlIndex();
       if (idle != null) {
