@@ -1,7 +1,6 @@
 package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoException;
-import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
@@ -9,7 +8,6 @@ import dev.sluice.feed.HistoryLostException;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
 import java.util.Optional;
@@ -18,60 +16,21 @@ import org.bson.BsonTimestamp;
 
 final class DefaultMongoChangeFeed implements MongoChangeFeed {
 
-  private final String stream;
+  private final CursorSettings settings;
   private final StreamSource source;
-  private final int batchSize;
-  private final Duration minBackoff;
-  private final Duration maxBackoff;
-  private final boolean splitLargeEvents;
-  private final FullDocument fullDocument;
-  private final MongoChangeFeed.OnInvalidate onInvalidate;
 
-  DefaultMongoChangeFeed(
-      String stream,
-      StreamSource source,
-      int batchSize,
-      Duration minBackoff,
-      Duration maxBackoff,
-      boolean splitLargeEvents) {
-    this(stream, source, batchSize, minBackoff, maxBackoff, splitLargeEvents, FullDocument.UPDATE_LOOKUP,
-        MongoChangeFeed.OnInvalidate.STOP);
-  }
-
-  DefaultMongoChangeFeed(
-      String stream,
-      StreamSource source,
-      int batchSize,
-      Duration minBackoff,
-      Duration maxBackoff,
-      boolean splitLargeEvents,
-      FullDocument fullDocument,
-      MongoChangeFeed.OnInvalidate onInvalidate) {
-    this.fullDocument = fullDocument;
-    this.onInvalidate = onInvalidate;
-    this.stream = stream;
+  DefaultMongoChangeFeed(CursorSettings settings, StreamSource source) {
+    this.settings = settings;
     this.source = source;
-    this.batchSize = batchSize;
-    this.minBackoff = minBackoff;
-    this.maxBackoff = maxBackoff;
-    this.splitLargeEvents = splitLargeEvents;
   }
 
   static DefaultMongoChangeFeed create(MongoChangeFeed.Builder b) {
-    return new DefaultMongoChangeFeed(
-        b.stream,
-        new DriverStreamSource(b),
-        b.batchSize,
-        b.minBackoff,
-        b.maxBackoff,
-        b.splitLargeEvents,
-        b.fullDocument,
-        b.onInvalidate);
+    return new DefaultMongoChangeFeed(CursorSettings.of(b), new DriverStreamSource(b));
   }
 
   @Override
   public String stream() {
-    return stream;
+    return settings.stream();
   }
 
   @Override
@@ -103,9 +62,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
       initial = streamStart.toPosition(Instant.ofEpochSecond(ts.getTime()));
     }
     MongoFeedCursor cursor =
-        new MongoFeedCursor(
-            stream, source, partition, initial, batchSize, minBackoff, maxBackoff,
-            splitLargeEvents, fullDocument, onInvalidate);
+        new MongoFeedCursor(settings, source, partition, initial);
     cursor.start(streamStart);
     return cursor;
   }
@@ -138,7 +95,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
               : e.getCause() instanceof MongoException c && MongoFeedErrors.isRetryable(c);
       throw new FeedException(
           "MongoDB change stream '"
-              + stream
+              + settings.stream()
               + "': cannot find the bootstrap point for "
               + start
               + (start instanceof StartPoint.Oldest
@@ -154,6 +111,6 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
 
   @Override
   public String toString() {
-    return "MongoChangeFeed[" + stream + "]";
+    return "MongoChangeFeed[" + settings.stream() + "]";
   }
 }

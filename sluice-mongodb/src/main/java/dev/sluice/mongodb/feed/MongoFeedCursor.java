@@ -48,27 +48,17 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   private FeedException failure;
   private final List<BsonDocument> fragments = new ArrayList<>();
 
-  MongoFeedCursor(
-      String stream,
-      StreamSource source,
-      PartitionSpec partition,
-      Position initial,
-      int batchSize,
-      Duration minBackoff,
-      Duration maxBackoff,
-      boolean splitLargeEvents,
-      FullDocument fullDocument,
-      MongoChangeFeed.OnInvalidate onInvalidate) {
-    this.fullDocument = fullDocument;
-    this.onInvalidate = onInvalidate;
-    this.stream = stream;
+  MongoFeedCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, Position initial) {
+    this.stream = settings.stream();
+    this.batchSize = settings.batchSize();
+    this.minBackoffNanos = settings.minBackoff().toNanos();
+    this.maxBackoffNanos = settings.maxBackoff().toNanos();
+    this.splitLargeEvents = settings.splitLargeEvents();
+    this.fullDocument = settings.fullDocument();
+    this.onInvalidate = settings.onInvalidate();
     this.source = source;
     this.partition = partition;
     this.position = initial;
-    this.batchSize = batchSize;
-    this.minBackoffNanos = minBackoff.toNanos();
-    this.maxBackoffNanos = maxBackoff.toNanos();
-    this.splitLargeEvents = splitLargeEvents;
   }
 
   void start(StreamStart start) {

@@ -17,6 +17,16 @@ final class FakeStreamSource implements StreamSource {
   final List<StreamStart> openedAt = new ArrayList<>();
   BsonTimestamp oldest = new BsonTimestamp(1_600_000_000, 1);
 
+  /** The settings the fake-cursor tests open their feeds with: short back-offs, updateLookup, STOP. */
+  static CursorSettings settings(String stream, boolean splitLargeEvents) {
+    return settings(stream, splitLargeEvents, MongoChangeFeed.OnInvalidate.STOP);
+  }
+
+  static CursorSettings settings(String stream, boolean splitLargeEvents, MongoChangeFeed.OnInvalidate onInvalidate) {
+    return new CursorSettings(stream, 100, java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(2),
+        splitLargeEvents, com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP, onInvalidate);
+  }
+
   FakeStreamSource willOpen(FakeChangeStreamCursor cursor) {
     opens.add(cursor);
     return this;

@@ -39,8 +39,7 @@ class MongoChangeFeedFaultTest {
   private final FakeStreamSource source = new FakeStreamSource();
 
   private DefaultMongoChangeFeed feed(boolean split) {
-    return new DefaultMongoChangeFeed(
-        "d.c", source, 100, Duration.ofMillis(1), Duration.ofMillis(2), split);
+    return new DefaultMongoChangeFeed(FakeStreamSource.settings("d.c", split), source);
   }
 
   private static Position positionAfter(int n) {
@@ -158,9 +157,8 @@ class MongoChangeFeedFaultTest {
     source.willOpen(new FakeChangeStreamCursor()
         .event(change(1, "insert", "a")).event(change(2, "drop", null)).event(invalidate));
     source.willOpen(new FakeChangeStreamCursor().event(change(4, "insert", "b")));
-    DefaultMongoChangeFeed feed = new DefaultMongoChangeFeed("d.c", source, 100, Duration.ofMillis(1),
-        Duration.ofMillis(2), false, com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP,
-        MongoChangeFeed.OnInvalidate.START_AFTER);
+    DefaultMongoChangeFeed feed = new DefaultMongoChangeFeed(
+        FakeStreamSource.settings("d.c", false, MongoChangeFeed.OnInvalidate.START_AFTER), source);
     FeedCursor<BsonDocument> c = feed.open(PartitionSpec.single(), StartPoint.latest());
 
     List<ChangeEvent<BsonDocument>> events = new java.util.ArrayList<>(c.poll(WAIT));

@@ -67,7 +67,7 @@ class OversizedDeadLetterTest {
         .event(first).event(second)
         .event(FakeChangeStreamCursor.change(3, "insert", "b")));
     DefaultMongoChangeFeed feed =
-        new DefaultMongoChangeFeed("shop.orders", source, 100, Duration.ofMillis(1), Duration.ofMillis(2), true);
+        new DefaultMongoChangeFeed(FakeStreamSource.settings("shop.orders", true), source);
     MongoDatabase db = MONGO.freshDatabase();
     MongoDeadLetterStore dlq = MongoDeadLetterStore.create(db, "deadletters");
     List<String> delivered = new CopyOnWriteArrayList<>();

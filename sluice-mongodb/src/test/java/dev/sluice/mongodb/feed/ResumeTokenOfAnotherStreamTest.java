@@ -49,7 +49,7 @@ class ResumeTokenOfAnotherStreamTest {
     FakeStreamSource source = new FakeStreamSource();
     source.willOpen(new FakeChangeStreamCursor().event(change(1, "insert", "a")).fail(serverError(code, name)));
     DefaultMongoChangeFeed feed =
-        new DefaultMongoChangeFeed("shop.orders", source, 100, Duration.ofMillis(1), Duration.ofMillis(2), false);
+        new DefaultMongoChangeFeed(FakeStreamSource.settings("shop.orders", false), source);
     LeaseStore store = MongoLeaseStore.builder(MONGO.freshDatabase()).build();
     List<String> delivered = new CopyOnWriteArrayList<>();
 

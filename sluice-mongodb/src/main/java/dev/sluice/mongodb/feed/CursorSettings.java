@@ -1,0 +1,24 @@
+package dev.sluice.mongodb.feed;
+
+import com.mongodb.client.model.changestream.FullDocument;
+import java.time.Duration;
+
+/**
+ * What every cursor of one feed is opened with, taken from the feed's builder once.
+ *
+ * @param stream the stream name (default {@code database.collection})
+ * @param batchSize largest number of changes per poll and the driver's batch size
+ * @param minBackoff first back-off between empty polls of the server within one poll call
+ * @param maxBackoff largest such back-off
+ * @param splitLargeEvents whether fragments of split large events are put together
+ * @param fullDocument the full-document mode: tells an update's post-image from a lookup
+ * @param onInvalidate what a partition does when its collection is dropped or renamed
+ */
+record CursorSettings(String stream, int batchSize, Duration minBackoff, Duration maxBackoff,
+    boolean splitLargeEvents, FullDocument fullDocument, MongoChangeFeed.OnInvalidate onInvalidate) {
+
+  static CursorSettings of(MongoChangeFeed.Builder b) {
+    return new CursorSettings(b.stream, b.batchSize, b.minBackoff, b.maxBackoff, b.splitLargeEvents,
+        b.fullDocument, b.onInvalidate);
+  }
+}
