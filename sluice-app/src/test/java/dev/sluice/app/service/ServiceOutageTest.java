@@ -16,6 +16,8 @@ import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
 import org.bson.Document;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -27,8 +29,28 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ServiceOutageTest {
   @TempDir Path dir;
+  private EmbeddedMongo mongo;
+  private EmbeddedKafka kafka;
+  private MongoClient client;
+  private MongoCollection<Document> orders;
 
-  private Path config(EmbeddedMongo mongo, EmbeddedKafka kafka) throws Exception {
+  @BeforeEach
+  void start() {
+    mongo = EmbeddedMongo.start();
+    kafka = EmbeddedKafka.start();
+    client = mongo.client();
+    kafka.createTopic("orders", 1);
+    orders = client.getDatabase("shop").getCollection("orders");
+  }
+
+  @AfterEach
+  void stop() {
+    client.close();
+    kafka.close();
+    mongo.close();
+  }
+
+  private Path config() throws Exception {
     Path config = dir.resolve("sluice.yaml");
     Files.writeString(config, """
         mongodb:
@@ -44,13 +66,13 @@ class ServiceOutageTest {
     return config;
   }
 
-  private static Set<String> keys(EmbeddedKafka kafka, int count) {
+  private Set<String> keys(int count) {
     Set<String> keys = new HashSet<>();
     kafka.readAll("orders", count, Duration.ofSeconds(2)).forEach(r -> keys.add(new String(r.key(), StandardCharsets.UTF_8)));
     return keys;
   }
 
-  private static void insert(MongoCollection<Document> orders, int from, int to) {
+  private void insert(int from, int to) {
     for (int i = from; i < to; i++) {
       orders.insertOne(new Document("_id", "o" + i));
     }
@@ -66,46 +88,36 @@ class ServiceOutageTest {
 
   @Test
   void aRunningServiceWeathersAMongoDbThatStopsAnsweringAndRelaysEverythingAfter() throws Exception {
-    try (EmbeddedMongo mongo = EmbeddedMongo.start(); EmbeddedKafka kafka = EmbeddedKafka.start();
-        MongoClient client = mongo.client()) {
-      kafka.createTopic("orders", 1);
-      MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
-      try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config",
-          config(mongo, kafka).toString(), "--status-every", "1")) {
-        service.awaitLineStartingWith("running", Duration.ofSeconds(60));
-        insert(orders, 0, 20);
-        await().atMost(Duration.ofSeconds(60)).until(() -> keys(kafka, 20).size() == 20);
+    try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config", config().toString(),
+        "--status-every", "1")) {
+      service.awaitLineStartingWith("running", Duration.ofSeconds(60));
+      insert(0, 20);
+      await().atMost(Duration.ofSeconds(60)).until(() -> keys(20).size() == 20);
 
-        mongo.stall(true);
-        service.awaitLineStartingWith("status unavailable, still running", Duration.ofSeconds(60));
-        mongo.stall(false);
-        insert(orders, 20, 40);
-        await().atMost(Duration.ofSeconds(60)).until(() -> keys(kafka, 40).size() == 40);
-        assertThat(keys(kafka, 40)).isEqualTo(ids(40));
-        assertThat(service.isAlive()).as("the outage did not end the process").isTrue();
-      }
+      mongo.stall(true);
+      service.awaitLineStartingWith("status unavailable, still running", Duration.ofSeconds(60));
+      mongo.stall(false);
+      insert(20, 40);
+      await().atMost(Duration.ofSeconds(60)).until(() -> keys(40).size() == 40);
+      assertThat(keys(40)).isEqualTo(ids(40));
+      assertThat(service.isAlive()).as("the outage did not end the process").isTrue();
     }
   }
 
   @Test
   void aServiceStartedWhileMongoDbDoesNotAnswerWaitsForItAndThenRelays() throws Exception {
-    try (EmbeddedMongo mongo = EmbeddedMongo.start(); EmbeddedKafka kafka = EmbeddedKafka.start();
-        MongoClient client = mongo.client()) {
-      kafka.createTopic("orders", 1);
-      MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
-      insert(orders, 0, 1); // the database exists
-      Path config = config(mongo, kafka);
-      mongo.stall(true);
-      try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config", config.toString())) {
-        service.awaitLineStartingWith("waiting for MongoDB", Duration.ofSeconds(60));
-        assertThat(service.isAlive()).isTrue();
-        mongo.stall(false);
-        service.awaitLineStartingWith("running", Duration.ofSeconds(60));
-        insert(orders, 1, 10);
-        await().atMost(Duration.ofSeconds(60)).until(() -> keys(kafka, 10).containsAll(ids(10).stream()
-            .filter(k -> !k.equals("o0")).toList()));
-        assertThat(service.isAlive()).isTrue();
-      }
+    insert(0, 1); // the database exists
+    Path config = config();
+    mongo.stall(true);
+    try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config", config.toString())) {
+      service.awaitLineStartingWith("waiting for MongoDB", Duration.ofSeconds(60));
+      assertThat(service.isAlive()).isTrue();
+      mongo.stall(false);
+      service.awaitLineStartingWith("running", Duration.ofSeconds(60));
+      insert(1, 10);
+      await().atMost(Duration.ofSeconds(60)).until(() -> keys(10).containsAll(ids(10).stream()
+          .filter(k -> !k.equals("o0")).toList()));
+      assertThat(service.isAlive()).isTrue();
     }
   }
 }
