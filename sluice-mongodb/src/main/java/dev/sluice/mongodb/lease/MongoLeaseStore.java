@@ -13,7 +13,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Document shape: {@code {_id: name, owner, epoch, expiresAt, checkpoint: {token, time},
  * touchedAt, disposable, idleSince}} ({@code disposable} and {@code idleSince} drive the optional
- * clean-up, see {@link Builder#expireUnusedAfter}). Expiry is judged on the server's clock ({@code docs/adr/0011-mongodb-lease-clock.md});
+ * clean-up, see {@link Builder#expireUnusedAfter}). Expiry is judged on the clock of the server
+ * holding the documents, with {@code $$NOW} inside each statement (servers without updates by
+ * pipeline, before 4.2: {@code hello}'s clock read first; {@code docs/adr/0011-mongodb-lease-clock.md});
  * the store has no process-clock input at all, so a skewed process clock cannot affect it.
  *
  * <pre>{@code
@@ -117,12 +119,6 @@ public interface MongoLeaseStore extends LeaseStore {
     }
 
     /**
-     * Builds the store, creates the TTL index if clean-up was asked for and drops an earlier
-     * version's unsafe one.
-     *
-     * @throws dev.sluice.lease.LeaseStoreException if the indexes cannot be listed or changed
-     */
-    /**
      * The longest any one call of the store may take, server selection, majority write concern and
      * retries included (the driver's client-side operation timeout); default 10 s. A call that
      * does not finish in time fails as unavailable, so a store that stops answering, or a
@@ -137,6 +133,13 @@ public interface MongoLeaseStore extends LeaseStore {
       return this;
     }
 
+    /**
+     * Builds the store, creates the TTL index if clean-up was asked for, drops an earlier
+     * version's unsafe one and probes whether the server updates by pipeline (ADR 0011).
+     *
+     * @throws dev.sluice.lease.LeaseStoreException if the indexes cannot be listed or changed, or
+     *     the probe fails for another reason than a server without updates by pipeline
+     */
     public MongoLeaseStore build() {
       return new DefaultMongoLeaseStore(database.withTimeout(operationTimeout.toMillis(), TimeUnit.MILLISECONDS),
           collection, writeConcern, expireUnusedAfter);

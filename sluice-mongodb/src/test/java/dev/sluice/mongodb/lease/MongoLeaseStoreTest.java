@@ -131,6 +131,12 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
   }
 
   @Test
+  void onAServerWithPipelineUpdatesExpiryIsJudgedInsideEachStatement() {
+    // The embedded server (its test kit) and every MongoDB since 4.2 update by pipeline.
+    assertThat(((DefaultMongoLeaseStore) store()).judgesExpiryInStatement()).isTrue();
+  }
+
+  @Test
   void serverClockSkewChangesNothing() {
     // Databases an hour ahead of and an hour behind this process: the store must behave as if
     // the clocks agreed, because expiry is judged entirely on the server's clock.

@@ -45,8 +45,8 @@ public final class EmbeddedMongo implements AutoCloseable {
   }
 
   /**
-   * Starts a server whose clock is {@code serverClock}: what {@code $currentDate} writes and what
-   * {@code isMaster} reports as {@code localTime}. Lets tests move the database's clock
+   * Starts a server whose clock is {@code serverClock}: what {@code $currentDate} writes, what
+   * {@code $$NOW} is and what {@code hello} reports as {@code localTime}. Lets tests move the database's clock
    * independently of the process clock.
    */
   public static EmbeddedMongo start(Clock serverClock) {
@@ -122,6 +122,27 @@ public final class EmbeddedMongo implements AutoCloseable {
    */
   public EmbeddedMongo answerHello(boolean on) {
     backend.answerHello(on);
+    return this;
+  }
+
+  /**
+   * Whether updates given as an aggregation pipeline (and {@code findAndModify} with one) are
+   * executed, as by every MongoDB since 4.2 (the default), or refused with error 14 as older
+   * servers do, for tests of what Sluice does without them.
+   */
+  public EmbeddedMongo pipelineUpdates(boolean on) {
+    backend.pipelineUpdates(on);
+    return this;
+  }
+
+  /**
+   * The {@code localTime} successive {@code hello} replies report: the server clock plus each
+   * offset in turn, as when successive calls reach different mongos routers whose clocks differ.
+   * {@code $$NOW} and {@code $currentDate} keep the server clock: they are the clock of the server
+   * holding the documents.
+   */
+  public EmbeddedMongo helloClockOffsets(java.time.Duration... offsets) {
+    backend.helloClockOffsets(offsets);
     return this;
   }
 

@@ -6,9 +6,14 @@ import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import de.bwaldvogel.mongo.oplog.Oplog;
+import de.bwaldvogel.mongo.backend.Utils;
 import io.netty.channel.Channel;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 
 /**
  * A memory database corrected where Sluice depends on what a real server does:
@@ -22,20 +27,35 @@ import java.util.Set;
  *   <li>{@code find} on {@code local.oplog.rs} sorted by {@code $natural} returns entries in oplog
  *       order, forwards or backwards (the stock server honours only a sort by {@code ts}, which on
  *       a real server scans the whole oplog). The test kit's oplog stores entries in {@code ts}
- *       order, so the two orders are the same here.
+ *       order, so the two orders are the same here;
+ *   <li>updates by pipeline and {@code $$NOW} read once per command from the server's clock
+ *       ({@link PipelineUpdates}); {@link TrimmableMemoryBackend#pipelineUpdates} turns them off to
+ *       answer as a server before 4.2 does.
  * </ul>
  */
 final class FaithfulDatabase extends MemoryDatabase {
   private static final String OPTION = "changeStreamPreAndPostImages";
   private final Set<String> withImages;
+  private final Clock clock;
+  private final BooleanSupplier pipelineUpdates;
 
-  FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages) {
+  FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages, Clock clock, BooleanSupplier pipelineUpdates) {
     super(name, cursors);
     this.withImages = withImages;
+    this.clock = clock;
+    this.pipelineUpdates = pipelineUpdates;
   }
 
   @Override
-  public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
+  public Document handleCommand(Channel channel, String command, Document originalQuery, DatabaseResolver resolver, Oplog oplog) {
+    Document query = withNow(command, originalQuery, clock.instant());
+    if (command.equalsIgnoreCase("update") && query.get("updates") instanceof List<?> updates
+        && updates.stream().anyMatch(u -> ((Document) u).get("u") instanceof List)) {
+      return pipelineUpdate(query, updates, oplog);
+    }
+    if (command.equalsIgnoreCase("findAndModify") && query.get("update") instanceof List<?> pipeline) {
+      return pipelineFindAndModify(command, query, pipeline, oplog);
+    }
     if (command.equalsIgnoreCase("collMod")) {
       String collection = String.valueOf(query.get(command));
       if (resolveCollection(collection, false) == null) {
@@ -68,6 +88,113 @@ final class FaithfulDatabase extends MemoryDatabase {
       }
     }
     return response;
+  }
+
+  /** {@code $$NOW} where a command evaluates expressions: filters, pipelines, pipeline updates. */
+  private static Document withNow(String command, Document query, Instant now) {
+    Document q = new Document(query);
+    switch (command.toLowerCase()) {
+      case "find" -> replace(q, "filter", now);
+      case "count" -> replace(q, "query", now);
+      case "aggregate" -> replace(q, "pipeline", now);
+      case "findandmodify" -> {
+        replace(q, "query", now);
+        if (q.get("update") instanceof List) {
+          replace(q, "update", now);
+        }
+      }
+      case "update", "delete" -> {
+        String list = command.equalsIgnoreCase("update") ? "updates" : "deletes";
+        if (q.get(list) instanceof List<?> statements) {
+          List<Object> copies = new ArrayList<>();
+          for (Object o : statements) {
+            Document statement = new Document((Document) o);
+            replace(statement, "q", now);
+            if (statement.get("u") instanceof List) {
+              replace(statement, "u", now);
+            }
+            copies.add(statement);
+          }
+          q.put(list, copies);
+        }
+      }
+      default -> { }
+    }
+    return q;
+  }
+
+  private static void replace(Document d, String field, Instant now) {
+    if (d.containsKey(field)) {
+      d.put(field, PipelineUpdates.withNow(d.get(field), now));
+    }
+  }
+
+  private void requirePipelineUpdates(String field) {
+    if (!pipelineUpdates.getAsBoolean()) {
+      // What MongoDB before 4.2 answers.
+      throw new MongoServerError(14, "TypeMismatch", "BSON field '" + field + "' is the wrong type 'array', expected type 'object'");
+    }
+  }
+
+  private Document pipelineUpdate(Document query, List<?> updates, Oplog oplog) {
+    requirePipelineUpdates("update.updates.u");
+    Document statement = (Document) updates.get(0);
+    if (updates.size() != 1 || Utils.isTrue(statement.get("multi"))) {
+      throw new MongoServerError(72, "InvalidOptions", "the test kit updates one document per pipeline-update command");
+    }
+    Document reply = new Document();
+    try {
+      PipelineUpdates.Outcome outcome = PipelineUpdates.apply(resolveOrCreateCollection(String.valueOf(query.get("update"))),
+          (Document) statement.getOrDefault("q", new Document()), (List<?>) statement.get("u"),
+          Utils.isTrue(statement.get("upsert")), oplog);
+      reply.put("n", outcome.matched() || outcome.upserted() ? 1 : 0);
+      reply.put("nModified", outcome.matched() && !outcome.before().equals(outcome.after()) ? 1 : 0);
+      if (outcome.upserted()) {
+        reply.put("upserted", List.of(new Document("index", 0).append("_id", outcome.after().get("_id"))));
+      }
+    } catch (MongoServerError e) {
+      // A statement's failure is a write error of an otherwise successful command.
+      reply.put("n", 0);
+      reply.put("nModified", 0);
+      reply.put("writeErrors", List.of(new Document("index", 0).append("code", e.getCode()).append("errmsg", e.getMessageWithoutErrorCode())));
+    }
+    reply.put("ok", 1.0);
+    return reply;
+  }
+
+  private Document pipelineFindAndModify(String command, Document query, List<?> pipeline, Oplog oplog) {
+    requirePipelineUpdates("findAndModify.update");
+    if (query.get("sort") instanceof Document sort && !sort.isEmpty()) {
+      throw new MongoServerError(72, "InvalidOptions", "the test kit's pipeline findAndModify takes no sort");
+    }
+    PipelineUpdates.Outcome outcome = PipelineUpdates.apply(resolveOrCreateCollection(String.valueOf(query.get(command))),
+        (Document) query.getOrDefault("query", new Document()), pipeline, Utils.isTrue(query.get("upsert")), oplog);
+    Document value = Utils.isTrue(query.get("new")) ? outcome.after() : outcome.before();
+    Document lastError = new Document("n", outcome.matched() || outcome.upserted() ? 1 : 0)
+        .append("updatedExisting", outcome.matched());
+    if (outcome.upserted()) {
+      lastError.put("upserted", outcome.after().get("_id"));
+    }
+    return new Document("lastErrorObject", lastError)
+        .append("value", value == null ? null : project(value, (Document) query.get("fields")))
+        .append("ok", 1.0);
+  }
+
+  /** An inclusion projection, as {@code findAndModify} takes one. */
+  private static Document project(Document value, Document fields) {
+    if (fields == null || fields.isEmpty()) {
+      return value;
+    }
+    Document projected = new Document();
+    if (Utils.isTrue(fields.getOrDefault("_id", 1)) && value.containsKey("_id")) {
+      projected.put("_id", value.get("_id"));
+    }
+    fields.forEach((k, v) -> {
+      if (!k.equals("_id") && Utils.isTrue(v) && value.containsKey(k)) {
+        projected.put(k, value.get(k));
+      }
+    });
+    return projected;
   }
 
   private void record(String collection, Object option) {

@@ -8,6 +8,8 @@ import de.bwaldvogel.mongo.exception.MongoServerError;
 import io.netty.channel.Channel;
 import de.bwaldvogel.mongo.oplog.Oplog;
 import java.time.Clock;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -18,8 +20,31 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   /** Namespaces whose collection has changeStreamPreAndPostImages enabled. */
   private final Set<String> withImages = ConcurrentHashMap.newKeySet();
 
+  private final Clock clock;
+
   TrimmableMemoryBackend(Clock clock) {
     super(clock);
+    this.clock = clock;
+  }
+
+  private volatile boolean pipelineUpdates = true;
+  private volatile Duration[] helloClockOffsets = {Duration.ZERO};
+  private final AtomicLong helloReplies = new AtomicLong();
+
+  /** Whether updates given as a pipeline are executed (MongoDB 4.2+) or refused as before 4.2. */
+  void pipelineUpdates(boolean on) {
+    pipelineUpdates = on;
+  }
+
+  /**
+   * The {@code localTime} of successive handshake replies: the server clock plus each offset in
+   * turn, as when every call reaches another mongos with its own clock.
+   */
+  void helloClockOffsets(Duration... offsets) {
+    if (offsets.length == 0) {
+      throw new IllegalArgumentException("at least one offset");
+    }
+    helloClockOffsets = offsets.clone();
   }
 
   private volatile boolean mongos;
@@ -79,6 +104,8 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       if (mongos) {
         response.put("msg", "isdbgrid");
       }
+      Duration[] offsets = helloClockOffsets;
+      response.put("localTime", clock.instant().plus(offsets[(int) (helloReplies.getAndIncrement() % offsets.length)]));
       de.bwaldvogel.mongo.bson.BsonTimestamp newest = operationTime && oplog != null ? oplog.newest() : null;
       if (newest != null) {
         response.put("operationTime", newest);
@@ -89,7 +116,7 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   @Override
   public MemoryDatabase openOrCreateDatabase(String databaseName) {
-    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages);
+    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates);
   }
 
   @Override
