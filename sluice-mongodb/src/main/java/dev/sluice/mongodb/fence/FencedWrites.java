@@ -91,7 +91,7 @@ public interface FencedWrites {
     boolean applied =
         upsertRace(
             () ->
-                target.updateOne(
+                MongoReads.bounded(target).updateOne(
                     notNewer(id, path, fence.epoch()), fenced, new UpdateOptions().upsert(true)));
     fence.requireApplied(applied, describe(target, id));
   }
@@ -151,7 +151,7 @@ public interface FencedWrites {
     Bson filter = and(eq("_id", id), or(exists(versionField, false), lt(versionField, version)));
     Bson versioned = Updates.combine(update, Updates.set(versionField, version));
     return upsertRace(
-        () -> target.updateOne(filter, versioned, new UpdateOptions().upsert(true)));
+        () -> MongoReads.bounded(target).updateOne(filter, versioned, new UpdateOptions().upsert(true)));
   }
 
   private static Bson notNewer(Object id, String path, long epoch) {

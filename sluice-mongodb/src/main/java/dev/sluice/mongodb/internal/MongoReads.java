@@ -4,15 +4,33 @@ import com.mongodb.ReadConcern;
 import com.mongodb.ReadPreference;
 import com.mongodb.WriteConcern;
 import com.mongodb.client.MongoCollection;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The read settings of every collection Sluice reads to decide something (docs/adr/0058). The
  * client's defaults are the application's business: a connection string with
  * {@code readPreference=secondaryPreferred} must not send a view recomputation, a parked-key check
  * or an inbox claim to a lagging secondary, where it would decide on a state that is already past.
+ *
+ * <p>Every collection handed out here is also bounded in time: a handle that carries no timeout
+ * (no {@code timeoutMS} on the client, database or collection: the driver's default, with no
+ * socket read timeout either) gets {@link #DEFAULT_TIMEOUT}, so no store call waits forever for a
+ * primary that stopped answering or a majority that cannot be reached. A timeout the application
+ * set is kept.
  */
 public final class MongoReads {
+  /** The bound of each call on a collection whose handle carries no timeout of its own. */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+
   private MongoReads() {}
+
+  /** {@code collection}, with {@link #DEFAULT_TIMEOUT} unless its handle already has a timeout. */
+  public static <T> MongoCollection<T> bounded(MongoCollection<T> collection) {
+    return collection.getTimeout(TimeUnit.MILLISECONDS) == null
+        ? collection.withTimeout(DEFAULT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+        : collection;
+  }
 
   /**
    * Sluice's own records (leases, dead letters, inbox claims, view bookkeeping): read on the
@@ -29,7 +47,7 @@ public final class MongoReads {
    * with {@code w:1} still reads its own writes.
    */
   public static <T> MongoCollection<T> ownRecords(MongoCollection<T> collection, WriteConcern writeConcern) {
-    return collection.withReadPreference(ReadPreference.primary())
+    return bounded(collection).withReadPreference(ReadPreference.primary())
         .withWriteConcern(writeConcern)
         .withReadConcern("majority".equals(writeConcern.getWObject()) ? ReadConcern.MAJORITY : ReadConcern.LOCAL);
   }
@@ -41,7 +59,7 @@ public final class MongoReads {
    * state of the change being processed.
    */
   public static <T> MongoCollection<T> sources(MongoCollection<T> collection) {
-    return collection.withReadPreference(ReadPreference.primary()).withReadConcern(ReadConcern.MAJORITY);
+    return bounded(collection).withReadPreference(ReadPreference.primary()).withReadConcern(ReadConcern.MAJORITY);
   }
 
   /**
@@ -50,6 +68,6 @@ public final class MongoReads {
    * concerns, so a read sees the application's and Sluice's own latest writes.
    */
   public static <T> MongoCollection<T> primary(MongoCollection<T> collection) {
-    return collection.withReadPreference(ReadPreference.primary());
+    return bounded(collection).withReadPreference(ReadPreference.primary());
   }
 }
