@@ -8,17 +8,18 @@ import java.time.Duration;
  *
  * @param stream the stream name (default {@code database.collection})
  * @param batchSize largest number of changes per poll and the driver's batch size
- * @param minBackoff first back-off between empty polls of the server within one poll call
+ * @param minBackoff first back-off between empty polls of a server that did not wait
  * @param maxBackoff largest such back-off
+ * @param serverAwait how long the server is asked to hold an idle getMore ({@code maxAwaitTimeMS})
  * @param splitLargeEvents whether fragments of split large events are put together
  * @param fullDocument the full-document mode: tells an update's post-image from a lookup
  * @param onInvalidate what a partition does when its collection is dropped or renamed
  */
 record CursorSettings(String stream, int batchSize, Duration minBackoff, Duration maxBackoff,
-    boolean splitLargeEvents, FullDocument fullDocument, MongoChangeFeed.OnInvalidate onInvalidate) {
+    Duration serverAwait, boolean splitLargeEvents, FullDocument fullDocument, MongoChangeFeed.OnInvalidate onInvalidate) {
 
   static CursorSettings of(MongoChangeFeed.Builder b) {
-    return new CursorSettings(b.stream, b.batchSize, b.minBackoff, b.maxBackoff, b.splitLargeEvents,
+    return new CursorSettings(b.stream, b.batchSize, b.minBackoff, b.maxBackoff, b.serverAwait, b.splitLargeEvents,
         b.fullDocument, b.onInvalidate);
   }
 }

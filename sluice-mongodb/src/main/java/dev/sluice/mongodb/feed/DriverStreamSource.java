@@ -56,7 +56,7 @@ final class DriverStreamSource implements StreamSource {
     this.collection = settings.collection;
     this.batchSize = settings.batchSize;
     this.fullDocument = settings.fullDocument;
-    this.maxAwaitMillis = settings.minBackoff.toMillis();
+    this.maxAwaitMillis = settings.serverAwait.toMillis();
     List<Bson> stages = new ArrayList<>(settings.pipeline);
     if (settings.splitLargeEvents) {
       // Must be the last stage of the pipeline.
@@ -74,9 +74,9 @@ final class DriverStreamSource implements StreamSource {
             .watch(pipeline, BsonDocument.class)
             .batchSize(batchSize)
             .fullDocument(fullDocument)
-            // Each tryNext is one getMore; a real server holds an idle one this long. Kept at
-            // the shortest back-off so that poll(maxWait) never overruns maxWait by more than
-            // that; the back-off between empty getMores bounds the load instead.
+            // Each tryNext is one getMore; a real server holds an idle one this long and
+            // answers as soon as a change arrives (MongoFeedCursor backs off only when the
+            // server answered at once without waiting).
             .maxAwaitTime(maxAwaitMillis, TimeUnit.MILLISECONDS);
     stream =
         start.resumeAfter() != null

@@ -45,6 +45,12 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
   /** Default largest number of changes one poll returns, also the driver's batch size. */
   int DEFAULT_BATCH_SIZE = 500;
 
+  /** Default of {@link Builder#serverAwait}, in milliseconds. */
+  long DEFAULT_SERVER_AWAIT_MILLIS = 1000;
+
+  /** Default of {@link Builder#serverAwait}. */
+  Duration DEFAULT_SERVER_AWAIT = Duration.ofMillis(DEFAULT_SERVER_AWAIT_MILLIS);
+
   /** Starts a builder for the change stream of {@code database.collection}. */
   static Builder builder(MongoClient client, String database, String collection) {
     return new Builder(client, database, collection);
@@ -93,6 +99,7 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     final List<Bson> pipeline = new ArrayList<>();
     Duration minBackoff = Duration.ofMillis(10);
     Duration maxBackoff = Duration.ofMillis(200);
+    Duration serverAwait = DEFAULT_SERVER_AWAIT;
     boolean splitLargeEvents;
 
     private Builder(MongoClient client, String database, String collection) {
@@ -166,9 +173,27 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     }
 
     /**
-     * Back-off between empty polls of the server within one {@link
+     * How long the server holds an idle getMore before answering that nothing happened
+     * ({@code maxAwaitTimeMS}); it answers as soon as a change arrives, so this costs no
+     * latency. Default {@value #DEFAULT_SERVER_AWAIT_MILLIS} ms: one read per second per idle
+     * partition. While a getMore is held, the partition's read returns up to this long after the
+     * engine's {@code pollWait}; closing and losing the lease never wait for it.
+     */
+    public Builder serverAwait(Duration await) {
+      ConfigurationException.requireNonNull(await, "serverAwait");
+      ConfigurationException.require(
+          await.toMillis() >= 1 && await.compareTo(Duration.ofMinutes(1)) <= 0, "serverAwait", await,
+          "must be between 1 ms and 1 minute");
+      this.serverAwait = await;
+      return this;
+    }
+
+    /**
+     * Back-off between empty getMores that a server answered at once without waiting (servers
+     * that ignore {@code maxAwaitTimeMS}, such as the embedded test server), within one {@link
      * dev.sluice.feed.FeedCursor#poll} call: starts at {@code min}, doubles up to {@code max},
-     * resets when a change arrives. Defaults 10 ms and 200 ms.
+     * resets when a change arrives. Defaults 10 ms and 200 ms. A server that waited as asked
+     * ({@link #serverAwait}) is asked again at once.
      */
     public Builder pollBackoff(Duration min, Duration max) {
       ConfigurationException.requireNonNull(min, "pollBackoff.min");

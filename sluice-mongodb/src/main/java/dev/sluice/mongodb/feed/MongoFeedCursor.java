@@ -35,6 +35,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   private final int batchSize;
   private final long minBackoffNanos;
   private final long maxBackoffNanos;
+  private final long serverAwaitNanos;
   private final boolean splitLargeEvents;
   /** Tells whether an update's fullDocument is its post-image or a lookup of the current state. */
   private final FullDocument fullDocument;
@@ -53,6 +54,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     this.batchSize = settings.batchSize();
     this.minBackoffNanos = settings.minBackoff().toNanos();
     this.maxBackoffNanos = settings.maxBackoff().toNanos();
+    this.serverAwaitNanos = settings.serverAwait().toNanos();
     this.splitLargeEvents = settings.splitLargeEvents();
     this.fullDocument = settings.fullDocument();
     this.onInvalidate = settings.onInvalidate();
@@ -83,6 +85,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     long backoff = minBackoffNanos;
     while (true) {
       RawBsonDocument raw;
+      long asked = System.nanoTime();
       try {
         try {
           raw = driver.tryNext();
@@ -113,12 +116,17 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
         continue;
       }
       advanceToPostBatchToken();
-      long remaining = deadline - System.nanoTime();
+      long now = System.nanoTime();
+      long remaining = deadline - now;
       if (!out.isEmpty() || remaining <= 0) {
         return out;
       }
-      // The fake server ignores maxAwaitTimeMS and answers an idle getMore at once, and a
-      // real one may too: back off between empty getMores.
+      if (now - asked >= serverAwaitNanos / 2) {
+        // The server held the getMore as asked: ask again at once, it waits for us.
+        continue;
+      }
+      // The server answered an idle getMore at once, ignoring maxAwaitTimeMS (the embedded test
+      // server does): back off between empty getMores so an idle partition does not spin.
       LockSupport.parkNanos(Math.min(backoff, remaining));
       if (Thread.currentThread().isInterrupted()) {
         return out;

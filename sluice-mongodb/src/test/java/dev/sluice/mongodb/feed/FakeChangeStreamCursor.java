@@ -21,7 +21,10 @@ import org.bson.RawBsonDocument;
  */
 final class FakeChangeStreamCursor implements MongoChangeStreamCursor<RawBsonDocument> {
 
-  private sealed interface Step permits Event, Empty, Failure {}
+  private sealed interface Step permits Event, Empty, Held, Failure {}
+
+  /** An idle getMore the server held for its maxAwaitTimeMS, as a real server does. */
+  private record Held(java.time.Duration await) implements Step {}
 
   private record Event(BsonDocument event) implements Step {}
 
@@ -40,6 +43,12 @@ final class FakeChangeStreamCursor implements MongoChangeStreamCursor<RawBsonDoc
 
   FakeChangeStreamCursor emptyBatch(BsonDocument postBatchToken) {
     script.add(new Empty(postBatchToken));
+    return this;
+  }
+
+  /** An empty getMore answered only after {@code await}: a real server holding an idle read. */
+  FakeChangeStreamCursor heldEmpty(java.time.Duration await) {
+    script.add(new Held(await));
     return this;
   }
 
@@ -98,6 +107,11 @@ final class FakeChangeStreamCursor implements MongoChangeStreamCursor<RawBsonDoc
     }
     if (step instanceof Failure f) {
       throw f.error();
+    }
+    if (step instanceof Held h) {
+      // The server's side of maxAwaitTimeMS: it answers when the time is up.
+      java.util.concurrent.locks.LockSupport.parkNanos(h.await().toNanos());
+      return null;
     }
     if (step instanceof Empty e) {
       if (e.postBatchToken() != null) {
