@@ -51,6 +51,10 @@ final class FakeUpsertRaceCollection {
                   return next.get();
                 case "getNamespace":
                   return new MongoNamespace("fake", "view");
+                case "getTimeout":
+                  return 10_000L; // a bounded handle: FencedWrites keeps it as it is
+                case "withTimeout":
+                  return proxy;
                 case "toString":
                   return "FakeUpsertRaceCollection";
                 default:
