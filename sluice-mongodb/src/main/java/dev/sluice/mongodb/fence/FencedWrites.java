@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.fence;
 
 import dev.sluice.mongodb.internal.MongoReads;
+import dev.sluice.mongodb.internal.ShardedTargets;
 import static com.mongodb.client.model.Filters.and;
 import static com.mongodb.client.model.Filters.eq;
 import static com.mongodb.client.model.Filters.exists;
@@ -89,7 +90,7 @@ public interface FencedWrites {
     String path = fencePath(fence.lease());
     Bson fenced = Updates.combine(update, Updates.set(path, fence.epoch()));
     boolean applied =
-        upsertRace(
+        upsertRace(target,
             () ->
                 MongoReads.bounded(target).updateOne(
                     notNewer(id, path, fence.epoch()), fenced, new UpdateOptions().upsert(true)));
@@ -130,7 +131,7 @@ public interface FencedWrites {
           : and(eq("_id", id), current.containsKey(FENCE_FIELD)
               ? eq(FENCE_FIELD, current.get(FENCE_FIELD)) : exists(FENCE_FIELD, false));
       // A miss means someone wrote in between (or created the document): read again and retry.
-      if (upsertRace(() -> docs.replaceOne(unchanged, doc, new ReplaceOptions().upsert(true)))) {
+      if (upsertRace(target, () -> docs.replaceOne(unchanged, doc, new ReplaceOptions().upsert(true)))) {
         return;
       }
     }
@@ -150,7 +151,7 @@ public interface FencedWrites {
     Objects.requireNonNull(update, "update");
     Bson filter = and(eq("_id", id), or(exists(versionField, false), lt(versionField, version)));
     Bson versioned = Updates.combine(update, Updates.set(versionField, version));
-    return upsertRace(
+    return upsertRace(target,
         () -> MongoReads.bounded(target).updateOne(filter, versioned, new UpdateOptions().upsert(true)));
   }
 
@@ -161,12 +162,13 @@ public interface FencedWrites {
   /**
    * Runs a conditional upsert. No match plus a duplicate key on the insert means the document
    * exists but fails the condition, or a concurrent writer created it a moment ago: try again
-   * against that document. The second duplicate key proves the condition fails.
+   * against that document. The second duplicate key proves the condition fails. A target sharded
+   * on another key than {@code _id} is refused with a clear error (ADR 0060).
    */
-  private static boolean upsertRace(Supplier<UpdateResult> write) {
+  private static boolean upsertRace(MongoCollection<?> target, Supplier<UpdateResult> write) {
     for (int attempt = 1; ; attempt++) {
       try {
-        UpdateResult r = write.get();
+        UpdateResult r = ShardedTargets.upsert(target, write);
         return r.getMatchedCount() > 0 || r.getUpsertedId() != null;
       } catch (MongoException e) {
         if (!MongoErrors.isDuplicateKey(e)) {

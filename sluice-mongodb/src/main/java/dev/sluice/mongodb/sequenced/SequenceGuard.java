@@ -4,6 +4,7 @@ import com.mongodb.MongoWriteException;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.UpdateOptions;
+import dev.sluice.mongodb.internal.ShardedTargets;
 import com.mongodb.client.model.Updates;
 import dev.sluice.mongodb.internal.MongoErrors;
 import org.bson.BsonDocument;
@@ -34,7 +35,7 @@ final class SequenceGuard {
     // the document exists now, so a second E11000 can only mean "stored seq >= ours".
     for (int attempt = 0; attempt < 2; attempt++) {
       try {
-        collection.updateOne(filter, update, new UpdateOptions().upsert(true));
+        ShardedTargets.upsert(collection, () -> collection.updateOne(filter, update, new UpdateOptions().upsert(true)));
         return Outcome.APPLIED;
       } catch (MongoWriteException e) {
         if (!MongoErrors.isDuplicateKey(e)) {

@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.view;
 
 import dev.sluice.mongodb.internal.MongoReads;
+import dev.sluice.mongodb.internal.ShardedTargets;
 import static dev.sluice.mongodb.view.ViewNames.META;
 
 import com.mongodb.MongoWriteException;
@@ -64,6 +65,7 @@ final class TargetWriter {
 
   TargetWriter(MongoDatabase db, String view, List<String> managedFields, Clock clock) {
     this.view = view;
+    ShardedTargets.requireUpsertsById(db, view);
     this.target = MongoReads.ownRecords(db.getCollection(view, BsonDocument.class));
     this.tickets = MongoReads.ownRecords(db.getCollection(view + "_sluice_tickets", BsonDocument.class));
     this.managedFields = List.copyOf(managedFields);
@@ -79,10 +81,10 @@ final class TargetWriter {
     for (int attempt = 0; ; attempt++) {
       try {
         BsonDocument doc =
-            tickets.findOneAndUpdate(
+            ShardedTargets.upsert(tickets, () -> tickets.findOneAndUpdate(
                 Filters.eq("_id", id),
                 Updates.inc("n", 1L),
-                new FindOneAndUpdateOptions().upsert(true).returnDocument(ReturnDocument.AFTER));
+                new FindOneAndUpdateOptions().upsert(true).returnDocument(ReturnDocument.AFTER)));
         return doc.getNumber("n").longValue();
       } catch (MongoWriteException | com.mongodb.MongoCommandException e) {
         // Two first tickets of one target raced on the insert; the loser retries as an update.
@@ -130,8 +132,8 @@ final class TargetWriter {
       updates.add(Updates.unset(DELETED_AT));
     }
     try {
-      target.updateOne(
-          Filters.and(guards), Updates.combine(updates), new UpdateOptions().upsert(true));
+      ShardedTargets.upsert(target, () -> target.updateOne(
+          Filters.and(guards), Updates.combine(updates), new UpdateOptions().upsert(true)));
       return Result.APPLIED;
     } catch (MongoWriteException e) {
       if (!MongoErrors.isDuplicateKey(e)) {

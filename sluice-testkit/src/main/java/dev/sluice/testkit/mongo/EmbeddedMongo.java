@@ -147,6 +147,17 @@ public final class EmbeddedMongo implements AutoCloseable {
   }
 
   /**
+   * Treats {@code database.collection} as a collection of a sharded cluster sharded on
+   * {@code keyFields}: an upsert (or an explained one) whose filter does not give every key field
+   * by equality is refused with error 61, ShardKeyNotFound, as a mongos refuses to route it.
+   * Nothing else changes: the data stays on this one server.
+   */
+  public EmbeddedMongo shardCollection(String namespace, String... keyFields) {
+    backend.shardCollection(namespace, java.util.List.of(keyFields));
+    return this;
+  }
+
+  /**
    * While on, the server accepts connections and commands but answers none (a hung primary, a
    * partition that drops replies): for tests that every call is bounded. Turn it off, or close the
    * server, to release the waiting commands.

@@ -12,6 +12,7 @@ import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
 
@@ -38,17 +39,26 @@ final class FaithfulDatabase extends MemoryDatabase {
   private final Set<String> withImages;
   private final Clock clock;
   private final BooleanSupplier pipelineUpdates;
+  private final Map<String, List<String>> shardKeys;
 
-  FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages, Clock clock, BooleanSupplier pipelineUpdates) {
+  FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages, Clock clock, BooleanSupplier pipelineUpdates,
+      Map<String, List<String>> shardKeys) {
     super(name, cursors);
     this.withImages = withImages;
     this.clock = clock;
     this.pipelineUpdates = pipelineUpdates;
+    this.shardKeys = shardKeys;
   }
 
   @Override
   public Document handleCommand(Channel channel, String command, Document originalQuery, DatabaseResolver resolver, Oplog oplog) {
     Document query = withNow(command, originalQuery, clock.instant());
+    if (!shardKeys.isEmpty()) {
+      Document refused = routeUpserts(command, query);
+      if (refused != null) {
+        return refused;
+      }
+    }
     if (command.equalsIgnoreCase("update") && query.get("updates") instanceof List<?> updates
         && updates.stream().anyMatch(u -> ((Document) u).get("u") instanceof List)) {
       return pipelineUpdate(query, updates, oplog);
@@ -88,6 +98,62 @@ final class FaithfulDatabase extends MemoryDatabase {
       }
     }
     return response;
+  }
+
+  /**
+   * What a mongos does with an upsert into a collection sharded on {@code shardKeys}: it must
+   * find every shard-key field as an equality in the filter to route the insert, else error 61
+   * (a write error of {@code update}, a command error of {@code findAndModify} and of
+   * {@code explain}). An explained update that can be routed is answered with an empty plan.
+   *
+   * @return the reply to send instead of running the command, or null to run it
+   */
+  private Document routeUpserts(String command, Document query) {
+    switch (command.toLowerCase()) {
+      case "update" -> {
+        List<String> key = shardKeys.get(getDatabaseName() + "." + query.get(command));
+        if (key != null && query.get("updates") instanceof List<?> statements) {
+          for (int i = 0; i < statements.size(); i++) {
+            Document statement = (Document) statements.get(i);
+            if (Utils.isTrue(statement.get("upsert")) && !routable((Document) statement.getOrDefault("q", new Document()), key)) {
+              return new Document("n", 0).append("nModified", 0)
+                  .append("writeErrors", List.of(new Document("index", i).append("code", 61).append("errmsg", unroutable(key))))
+                  .append("ok", 1.0);
+            }
+          }
+        }
+      }
+      case "findandmodify" -> {
+        List<String> key = shardKeys.get(getDatabaseName() + "." + query.get(command));
+        if (key != null && Utils.isTrue(query.get("upsert")) && !routable((Document) query.getOrDefault("query", new Document()), key)) {
+          throw new MongoServerError(61, "ShardKeyNotFound", unroutable(key));
+        }
+      }
+      case "explain" -> {
+        if (query.get("explain") instanceof Document explained && explained.get("update") != null) {
+          List<String> key = shardKeys.get(getDatabaseName() + "." + explained.get("update"));
+          if (key != null) {
+            for (Object o : (List<?>) explained.getOrDefault("updates", List.of())) {
+              Document statement = (Document) o;
+              if (Utils.isTrue(statement.get("upsert")) && !routable((Document) statement.getOrDefault("q", new Document()), key)) {
+                throw new MongoServerError(61, "ShardKeyNotFound", unroutable(key));
+              }
+            }
+            return new Document("queryPlanner", new Document()).append("ok", 1.0);
+          }
+        }
+      }
+      default -> { }
+    }
+    return null;
+  }
+
+  private static boolean routable(Document filter, List<String> key) {
+    return PipelineUpdates.equalities(filter, new Document()).keySet().containsAll(key);
+  }
+
+  private static String unroutable(List<String> key) {
+    return "Failed to target upsert by query :: could not extract exact shard key (shard key " + key + ")";
   }
 
   /** {@code $$NOW} where a command evaluates expressions: filters, pipelines, pipeline updates. */

@@ -81,7 +81,7 @@ final class PipelineUpdates {
   }
 
   /** The fields an upsert copies from its filter: top-level equalities, also inside {@code $and}. */
-  private static Document equalities(Document filter, Document into) {
+  static Document equalities(Document filter, Document into) {
     for (Map.Entry<String, Object> e : filter.entrySet()) {
       if (e.getKey().equals("$and") && e.getValue() instanceof List<?> all) {
         for (Object part : all) {
@@ -89,6 +89,8 @@ final class PipelineUpdates {
         }
       } else if (!e.getKey().startsWith("$") && !isOperator(e.getValue())) {
         into.put(e.getKey(), e.getValue());
+      } else if (e.getValue() instanceof Document d && d.size() == 1 && d.containsKey("$eq")) {
+        into.put(e.getKey(), d.get("$eq"));
       }
     }
     return into;

@@ -10,6 +10,8 @@ import de.bwaldvogel.mongo.oplog.Oplog;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -28,6 +30,14 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   }
 
   private volatile boolean pipelineUpdates = true;
+  /** Namespaces staged as sharded, with their shard-key fields. */
+  private final Map<String, List<String>> shardKeys = new ConcurrentHashMap<>();
+
+  /** Routes upserts into {@code namespace} as a mongos does for a collection sharded on {@code key}. */
+  void shardCollection(String namespace, List<String> key) {
+    shardKeys.put(namespace, List.copyOf(key));
+  }
+
   private volatile Duration[] helloClockOffsets = {Duration.ZERO};
   private final AtomicLong helloReplies = new AtomicLong();
 
@@ -116,7 +126,7 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   @Override
   public MemoryDatabase openOrCreateDatabase(String databaseName) {
-    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates);
+    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates, shardKeys);
   }
 
   @Override
