@@ -15,7 +15,7 @@ import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -33,23 +33,25 @@ import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
- * The service as an operator runs it: a YAML file, an embedded MongoDB and Kafka. A document too
- * large for the broker is refused, retried, parked with its error while the other documents flow,
- * and the CLI lists it.
+ * The service as an operator runs it: a YAML file, an embedded MongoDB (or a real deployment with
+ * {@code -Dsluice.mongodb.uri}, a fresh database per test) and Kafka. A document too large for the
+ * broker is refused, retried, parked with its error while the other documents flow, and the CLI
+ * lists it.
  */
 class SluiceServiceTest {
   @TempDir Path dir;
 
   @Test
   void relaysACollectionToKafkaAndParksWhatTheBrokerRefuses() throws Exception {
-    try (EmbeddedMongo mongo = EmbeddedMongo.start(); EmbeddedKafka kafka = EmbeddedKafka.start();
-         MongoClient client = mongo.client()) {
+    try (InMemoryMongo mongo = new InMemoryMongo(); EmbeddedKafka kafka = EmbeddedKafka.start()) {
+      MongoClient client = mongo.client();
+      String shop = mongo.freshDatabase().getName();
       kafka.createTopic("orders", 1);
       Path config = dir.resolve("sluice.yaml");
       Files.writeString(config, """
           mongodb:
             uri: %s
-            database: shop
+            database: %s
           listeners:
             - collection: orders
               leaseDuration: 3s
@@ -58,8 +60,8 @@ class SluiceServiceTest {
               retry: { attempts: 2, initialDelay: 50ms, maxDelay: 100ms }
               sink:
                 kafka: { bootstrapServers: "%s", topic: orders }
-          """.formatted(mongo.connectionString(), kafka.bootstrapServers()));
-      MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+          """.formatted(mongo.uri(), shop, kafka.bootstrapServers()));
+      MongoCollection<Document> orders = client.getDatabase(shop).getCollection("orders");
 
       try (SluiceService service = SluiceService.start(ConfigLoader.load(config), new SimpleMeterRegistry())) {
         for (int i = 0; i < 50; i++) {
@@ -79,7 +81,7 @@ class SluiceServiceTest {
         }
         assertThat(keys).doesNotContain("huge");
         await().atMost(Duration.ofSeconds(30)).until(() ->
-            client.getDatabase("shop").getCollection(Wiring.DEFAULT_DEAD_LETTERS).countDocuments() == 1);
+            client.getDatabase(shop).getCollection(Wiring.DEFAULT_DEAD_LETTERS).countDocuments() == 1);
       }
 
       ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -94,35 +96,36 @@ class SluiceServiceTest {
       }
       String listed = out.toString(StandardCharsets.UTF_8);
       assertThat(code).isZero();
-      assertThat(listed).contains("1 parked change(s) in kafka-orders/shop.orders").contains("key=huge").contains("attempts=2")
+      assertThat(listed).contains("1 parked change(s) in kafka-orders/" + shop + ".orders").contains("key=huge").contains("attempts=2")
           .contains("MessageEncodingException").contains("more than max.request.size");
     }
   }
 
   @Test
   void twoEntriesOnOneCollectionWithDifferentDestinationsEachRelayEveryChange() throws Exception {
-    try (EmbeddedMongo mongo = EmbeddedMongo.start(); EmbeddedKafka kafka = EmbeddedKafka.start();
-         MongoClient client = mongo.client()) {
+    try (InMemoryMongo mongo = new InMemoryMongo(); EmbeddedKafka kafka = EmbeddedKafka.start()) {
+      MongoClient client = mongo.client();
+      String shop = mongo.freshDatabase().getName();
       kafka.createTopic("indexer", 1);
       kafka.createTopic("cache", 1);
       Path config = dir.resolve("two.yaml");
       Files.writeString(config, """
           mongodb:
             uri: %1$s
-            database: shop
+            database: %2$s
           listeners:
             - collection: orders
               leaseDuration: 3s
               checkpoint: { every: 50, maxDelay: 200ms }
               sink:
-                kafka: { bootstrapServers: "%2$s", topic: indexer }
+                kafka: { bootstrapServers: "%3$s", topic: indexer }
             - collection: orders
               leaseDuration: 3s
               checkpoint: { every: 50, maxDelay: 200ms }
               sink:
-                kafka: { bootstrapServers: "%2$s", topic: cache }
-          """.formatted(mongo.connectionString(), kafka.bootstrapServers()));
-      MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+                kafka: { bootstrapServers: "%3$s", topic: cache }
+          """.formatted(mongo.uri(), shop, kafka.bootstrapServers()));
+      MongoCollection<Document> orders = client.getDatabase(shop).getCollection("orders");
 
       try (SluiceService service = SluiceService.start(ConfigLoader.load(config), new SimpleMeterRegistry())) {
         for (int i = 0; i < 300; i++) {
@@ -139,33 +142,35 @@ class SluiceServiceTest {
           assertThat(keys).as("keys relayed to topic %s", topic).isEqualTo(expected);
         }
         assertThat(service.leases()).extracting(r -> r.name())
-            .contains("kafka-indexer/shop.orders#0of1", "kafka-cache/shop.orders#0of1");
+            .contains("kafka-indexer/" + shop + ".orders#0of1", "kafka-cache/" + shop + ".orders#0of1");
       }
     }
   }
 
   @Test
   void checkpointsFromBeforeConsumerGroupsStopTheStartUnlessIgnored() throws Exception {
-    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
-      LeaseStore leases = MongoLeaseStore.builder(client.getDatabase("shop")).build();
-      Lease old = leases.tryAcquire("shop.orders#0", "relay-1", Duration.ofSeconds(5)).orElseThrow();
+    try (InMemoryMongo mongo = new InMemoryMongo()) {
+      MongoClient client = mongo.client();
+      String shop = mongo.freshDatabase().getName();
+      LeaseStore leases = MongoLeaseStore.builder(client.getDatabase(shop)).build();
+      Lease old = leases.tryAcquire(shop + ".orders#0", "relay-1", Duration.ofSeconds(5)).orElseThrow();
       leases.release(leases.commit(old, Position.of("{\"_data\": \"8265A1\"}")));
       String yaml = """
           mongodb:
             uri: %s
-            database: shop
+            database: %s
           listeners:
             - collection: orders
               leaseDuration: 3s
               sink:
                 kafka: { bootstrapServers: "localhost:9", topic: orders }
-          """.formatted(mongo.connectionString());
+          """.formatted(mongo.uri(), shop);
       Path refuse = dir.resolve("refuse.yaml");
       Files.writeString(refuse, yaml);
 
       assertThatThrownBy(() -> SluiceService.start(ConfigLoader.load(refuse), new SimpleMeterRegistry()))
           .isInstanceOf(ConfigurationException.class)
-          .hasMessageContaining("listeners[0]").hasMessageContaining("shop.orders#0")
+          .hasMessageContaining("listeners[0]").hasMessageContaining(shop + ".orders#0")
           .hasMessageContaining("before consumer groups").hasMessageContaining("legacyCheckpoints: ignore")
           .hasMessageContaining("kafka-orders")
           .hasMessageContaining("docs/upgrading.md");
@@ -174,7 +179,7 @@ class SluiceServiceTest {
       Files.writeString(ignore, yaml.replace("leaseDuration: 3s", "leaseDuration: 3s\n    legacyCheckpoints: ignore"));
       try (SluiceService service = SluiceService.start(ConfigLoader.load(ignore), new SimpleMeterRegistry())) {
         await().atMost(Duration.ofSeconds(30)).until(() -> service.leases().stream()
-            .anyMatch(r -> r.name().equals("kafka-orders/shop.orders#0of1") && r.isHeld()));
+            .anyMatch(r -> r.name().equals("kafka-orders/" + shop + ".orders#0of1") && r.isHeld()));
         String status = StatusCommand.format(service.leases());
         assertThat(status).contains("legacy").contains("partition").contains("kafka-orders");
       }

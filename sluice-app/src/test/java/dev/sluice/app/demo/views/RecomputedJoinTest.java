@@ -7,7 +7,7 @@ import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.Updates;
 import dev.sluice.mongodb.view.MaterializedView;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -15,18 +15,19 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The demo's oracle finds every kind of difference (so "0 differences" in the demo means
- * something), and agrees with views built by the library from the same sources.
+ * something), and agrees with views built by the library from the same sources. On the embedded
+ * server, or a real deployment with {@code -Dsluice.mongodb.uri} (a fresh database per test).
  */
 class RecomputedJoinTest {
-  private EmbeddedMongo mongo;
+  private InMemoryMongo mongo;
   private MongoClient client;
   private MongoDatabase db;
 
   @BeforeEach
   void setUp() {
-    mongo = EmbeddedMongo.start();
+    mongo = new InMemoryMongo();
     client = mongo.client();
-    db = client.getDatabase(ShopViews.DATABASE);
+    db = mongo.freshDatabase();
     db.getCollection(ShopViews.CUSTOMERS).insertOne(ShopWriter.customer(1));
     db.getCollection(ShopViews.CUSTOMERS).insertOne(ShopWriter.customer(2));
     db.getCollection(ShopViews.ORDERS).insertOne(new Document("_id", "o1").append("customerId", "c001")
@@ -40,7 +41,6 @@ class RecomputedJoinTest {
 
   @AfterEach
   void tearDown() {
-    client.close();
     mongo.close();
   }
 
