@@ -190,8 +190,13 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
       // No takeable document: it is held, or it does not exist yet. Creating it is the seed's
       // upsert race: the unique _id lets exactly one creator win. The first epoch is the
       // server time in microseconds so that a document re-created after a clean-up deletion
-      // continues above every epoch the deleted one granted (ADR 0010).
-      return Optional.of(toLease(clockInStatement ? createInStatement(name, owner, duration) : create(name, owner, duration, now)));
+      // continues above every epoch the deleted one granted (ADR 0010). Without pipeline
+      // updates the clock is read again now: a deletion that made the document absent happened
+      // before the takeover above found nothing, so a clock read after it is past that deletion's
+      // clock and hence past every deleted epoch (the `now` read first may be older than both).
+      return Optional.of(toLease(clockInStatement
+          ? createInStatement(name, owner, duration)
+          : create(name, owner, duration, now("acquire", name))));
     } catch (MongoException e) {
       if (MongoErrors.isDuplicateKey(e)) {
         return Optional.empty();

@@ -32,6 +32,8 @@ import org.bson.conversions.Bson;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The conformance suite plus MongoDB-specific behaviour, on the embedded server (or a real one,
@@ -92,11 +94,11 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
    * re-created within one millisecond" the normal case: the store's deletions must wait for the
    * clock instead of letting the next creation repeat an epoch.
    */
-  @Test
-  void aDocumentDeletedAndRecreatedWithinOneServerMillisecondNeverRepeatsAnEpoch() {
+  /** A server clock that advances one millisecond only every 50 readings. */
+  private static Clock slowClock() {
     AtomicLong readings = new AtomicLong();
     Instant start = Instant.now();
-    Clock slow = new Clock() {
+    return new Clock() {
       @Override
       public Instant instant() {
         return start.plusMillis(readings.incrementAndGet() / 50);
@@ -112,7 +114,19 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
         return this;
       }
     };
-    try (EmbeddedMongo slowServer = EmbeddedMongo.start(slow);
+  }
+
+  /**
+   * A re-created document's epoch comes from the server clock at millisecond precision. A server
+   * whose clock advances one millisecond only every 50 readings makes "created, deleted and
+   * re-created within one millisecond" the normal case: the store's deletions must wait for the
+   * clock instead of letting the next creation repeat an epoch. On both clock paths: {@code $$NOW}
+   * in the statement, and {@code hello} on a server without updates by pipeline.
+   */
+  @ParameterizedTest(name = "pipeline updates: {0}")
+  @ValueSource(booleans = {true, false})
+  void aDocumentDeletedAndRecreatedWithinOneServerMillisecondNeverRepeatsAnEpoch(boolean pipelineUpdates) {
+    try (EmbeddedMongo slowServer = EmbeddedMongo.start(slowClock()).pipelineUpdates(pipelineUpdates);
         MongoClient c = slowServer.client()) {
       LeaseStore store = MongoLeaseStore.builder(c.getDatabase("slow")).build();
       for (int i = 0; i < 10; i++) {
