@@ -17,9 +17,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Publishes listener metrics to Micrometer. Per-change meters carry the tag {@code lease} = the
- * stream name (a change does not name its partition); per-partition meters carry {@code lease} =
- * {@code stream#partition}:
+ * Publishes one listener's metrics to Micrometer. Per-change meters carry the tags {@code group}
+ * (the listener's consumer group) and {@code stream}, so two groups reading one collection are
+ * counted apart; per-partition meters carry {@code lease} = the partition's lease name
+ * ({@code group/stream#<i>of<n>}):
  *
  * <ul>
  *   <li>{@code sluice.changes.delivered} (counter), {@code sluice.handler.duration} (timer)
@@ -30,19 +31,24 @@ import java.util.concurrent.atomic.AtomicLong;
  *       {@code sluice.feed.failures} (counters), {@code sluice.partition.active} (gauge 0/1)
  * </ul>
  *
- * <p>Micrometer is an optional dependency of sluice-core: add it to use this class.
+ * <p>In Prometheus: dots become underscores, counters end in {@code _total}, the timer is a
+ * summary in seconds. Micrometer is an optional dependency of sluice-core: add it to use this
+ * class.
  */
 public final class MicrometerObserver implements ListenerObserver {
   private final MeterRegistry registry;
+  private final String group;
   private final Map<String, AtomicLong> active = new ConcurrentHashMap<>();
   private final Map<String, AtomicLong> committedSourceMillis = new ConcurrentHashMap<>();
 
-  public MicrometerObserver(MeterRegistry registry) {
-    this.registry = registry;
+  /** The observer of one listener of consumer group {@code group}. */
+  public MicrometerObserver(MeterRegistry registry, String group) {
+    this.registry = java.util.Objects.requireNonNull(registry, "registry");
+    this.group = java.util.Objects.requireNonNull(group, "group");
   }
 
-  private static String lease(ChangeEvent<?> event) {
-    return event.stream();
+  private io.micrometer.core.instrument.Tags changeTags(ChangeEvent<?> event) {
+    return io.micrometer.core.instrument.Tags.of("group", group, "stream", event.stream());
   }
 
   private Counter counter(String name, String lease) {
@@ -68,8 +74,8 @@ public final class MicrometerObserver implements ListenerObserver {
 
   @Override
   public void delivered(ChangeEvent<?> event, long handlerNanos) {
-    counter("sluice.changes.delivered", lease(event)).increment();
-    Timer.builder("sluice.handler.duration").tag("lease", lease(event)).register(registry)
+    registry.counter("sluice.changes.delivered", changeTags(event)).increment();
+    Timer.builder("sluice.handler.duration").tags(changeTags(event)).register(registry)
         .record(handlerNanos, TimeUnit.NANOSECONDS);
   }
 
@@ -88,12 +94,12 @@ public final class MicrometerObserver implements ListenerObserver {
 
   @Override
   public void handlerFailed(ChangeEvent<?> event, int attempt, Throwable error) {
-    counter("sluice.handler.failures", lease(event)).increment();
+    registry.counter("sluice.handler.failures", changeTags(event)).increment();
   }
 
   @Override
   public void parked(ChangeEvent<?> event, String reason) {
-    counter("sluice.changes.parked", lease(event)).increment();
+    registry.counter("sluice.changes.parked", changeTags(event)).increment();
   }
 
   @Override

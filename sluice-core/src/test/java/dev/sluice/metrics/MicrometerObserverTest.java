@@ -22,7 +22,8 @@ class MicrometerObserverTest {
             throw new IllegalStateException("a broken observer must not stop the others");
           }
         },
-        new MicrometerObserver(registry));
+        new MicrometerObserver(registry, "indexer"));
+    ListenerObserver otherGroup = new MicrometerObserver(registry, "cache");
     Position p = new Position("1", Instant.now().minusSeconds(10));
     ChangeEvent<String> e = new ChangeEvent<>("id", "orders", p, Operation.INSERT, "k", "k", "v", p.time(), null);
 
@@ -31,10 +32,13 @@ class MicrometerObserverTest {
     observer.delivered(e, 2_000_000);
     observer.handlerFailed(e, 1, new RuntimeException("x"));
     observer.committed("orders#0", 3, p, 2);
+    otherGroup.delivered(e, 1_000_000);
 
-    assertThat(registry.counter("sluice.changes.delivered", "lease", "orders").count()).isEqualTo(2);
-    assertThat(registry.timer("sluice.handler.duration", "lease", "orders").count()).isEqualTo(2);
-    assertThat(registry.counter("sluice.handler.failures", "lease", "orders").count()).isEqualTo(1);
+    assertThat(registry.counter("sluice.changes.delivered", "group", "indexer", "stream", "orders").count()).isEqualTo(2);
+    assertThat(registry.counter("sluice.changes.delivered", "group", "cache", "stream", "orders").count())
+        .as("two consumer groups of one stream are counted apart").isEqualTo(1);
+    assertThat(registry.timer("sluice.handler.duration", "group", "indexer", "stream", "orders").count()).isEqualTo(2);
+    assertThat(registry.counter("sluice.handler.failures", "group", "indexer", "stream", "orders").count()).isEqualTo(1);
     assertThat(registry.counter("sluice.checkpoints", "lease", "orders#0").count()).isEqualTo(1);
     assertThat(registry.get("sluice.partition.active").tag("lease", "orders#0").gauge().value()).isEqualTo(1);
     assertThat(registry.get("sluice.checkpoint.lag.seconds").gauge().value()).isBetween(9.0, 60.0);

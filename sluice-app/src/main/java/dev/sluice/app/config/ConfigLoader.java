@@ -84,6 +84,12 @@ public final class ConfigLoader {
         source + ": mongodb.uri", "must start with mongodb:// or mongodb+srv://, but was '" + c.mongodb().uri() + "'");
     require(notBlank(c.mongodb().database()), source + ": mongodb.database", "is required");
     require(c.listeners() != null && !c.listeners().isEmpty(), source + ": listeners", "must list at least one listener");
+    SluiceConfig.HttpSection http = c.httpOrDefault();
+    require(http.portOrDefault() >= 0 && http.portOrDefault() <= 65535, source + ": http.port",
+        "must be between 0 (any free port) and 65535, but was " + http.portOrDefault());
+    require(notBlank(http.host()), source + ": http.address", "must be an address to bind to, such as 127.0.0.1 or 0.0.0.0");
+    require(http.host().matches("[0-9A-Za-z.:\\-\\[\\]%]+"), source + ": http.address",
+        "must be an IP address or host name, but was '" + http.host() + "'");
     for (int i = 0; i < c.listeners().size(); i++) {
       ListenerSection l = c.listeners().get(i);
       String at = source + ": listeners[" + i + "]";

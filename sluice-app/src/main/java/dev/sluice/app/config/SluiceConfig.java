@@ -17,9 +17,37 @@ import java.util.List;
  *     onFailure: park            # or block (default)
  *     sink:
  *       kafka: { bootstrapServers: "kafka:9092", topic: orders }
+ * http:                          # optional; these are the defaults
+ *   enabled: true
+ *   address: 127.0.0.1           # loopback only; 0.0.0.0 to serve every interface
+ *   port: 9464                   # 0: any free port (printed at start)
  * </pre>
  */
-public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners) {
+public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners, HttpSection http) {
+
+  /** The HTTP endpoint: liveness, readiness, status and Prometheus metrics. */
+  public record HttpSection(Boolean enabled, String address, Integer port) {
+    /** Default port: the one Prometheus exporters commonly use. */
+    public static final int DEFAULT_PORT = 9464;
+    public static final String DEFAULT_ADDRESS = "127.0.0.1";
+
+    public boolean on() {
+      return enabled == null || enabled;
+    }
+
+    public String host() {
+      return address == null ? DEFAULT_ADDRESS : address.trim();
+    }
+
+    public int portOrDefault() {
+      return port == null ? DEFAULT_PORT : port;
+    }
+  }
+
+  /** The HTTP section, defaults included when the file has none. */
+  public HttpSection httpOrDefault() {
+    return http == null ? new HttpSection(null, null, null) : http;
+  }
 
   /** Where the MongoDB is and which collections Sluice keeps its state in. */
   public record MongoSection(String uri, String database, String leaseCollection, String deadLetterCollection) {}

@@ -11,7 +11,18 @@ import dev.sluice.lease.LeaseRecord;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.metrics.MicrometerObserver;
+import dev.sluice.app.service.http.HttpEndpoint;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -27,11 +38,19 @@ public final class SluiceService implements AutoCloseable {
   private final Wiring wiring;
   private final List<Wiring.SinkHandle> sinks = new ArrayList<>();
   private final List<Listener<BsonDocument>> listeners = new ArrayList<>();
+  private final List<ServiceHealth.Entry> entries = new ArrayList<>();
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+  private final CompositeMeterRegistry meters = new CompositeMeterRegistry();
+  private final PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  private final List<AutoCloseable> binders = new ArrayList<>();
+  private HttpEndpoint http;
 
   private SluiceService(SluiceConfig config, MeterRegistry registry) {
     this.client = MongoClients.create(clientSettings(config.mongodb().uri()));
     this.wiring = new Wiring(config, client);
+    meters.add(registry);
+    meters.add(prometheus);
+    bindProcessMeters();
     try {
       for (ListenerSection l : config.listeners()) {
         awaitReachable("check the records of " + config.mongodb().database() + "." + l.collection(),
@@ -41,8 +60,10 @@ public final class SluiceService implements AutoCloseable {
         Wiring.SinkHandle sink = wiring.sink(l, null);
         sinks.add(sink);
         Listener<BsonDocument> listener = wiring.listener(l, sink.handler(),
-            ListenerObserver.composite(new MicrometerObserver(registry)));
+            ListenerObserver.composite(new MicrometerObserver(meters,
+                dev.sluice.app.config.ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]"))));
         listeners.add(listener);
+        entries.add(new ServiceHealth.Entry(l.collection(), listener, sink.description()));
         log.info("Relaying {}.{} to {} as {}", config.mongodb().database(), l.collection(), sink.description(), listener.owner());
       }
     } catch (RuntimeException e) {
@@ -106,11 +127,46 @@ public final class SluiceService implements AutoCloseable {
     return out.length() > 400 ? out.substring(0, 400) + "..." : out.toString();
   }
 
-  /** Builds every listener and sink of {@code config} and starts the listeners. */
+  /** JVM and process meters (memory, GC, threads, classes, CPU, uptime, file descriptors). */
+  private void bindProcessMeters() {
+    new JvmMemoryMetrics().bindTo(meters);
+    JvmGcMetrics gc = new JvmGcMetrics();
+    gc.bindTo(meters);
+    binders.add(gc);
+    new JvmThreadMetrics().bindTo(meters);
+    new ClassLoaderMetrics().bindTo(meters);
+    new ProcessorMetrics().bindTo(meters);
+    new UptimeMetrics().bindTo(meters);
+    new FileDescriptorMetrics().bindTo(meters);
+  }
+
+  /**
+   * Builds every listener and sink of {@code config}, starts the HTTP endpoint (unless
+   * {@code http.enabled: false}) and the listeners.
+   *
+   * @param registry where Sluice's meters go besides the endpoint's Prometheus registry
+   */
   public static SluiceService start(SluiceConfig config, MeterRegistry registry) {
     SluiceService s = new SluiceService(config, registry);
+    try {
+      SluiceConfig.HttpSection h = config.httpOrDefault();
+      if (h.on()) {
+        s.http = HttpEndpoint.start(h.host(), h.portOrDefault(), new ServiceHealth(s.client, s.wiring, s.entries, s.prometheus));
+        String where = "http://" + s.http.address().getHostString() + ":" + s.http.address().getPort();
+        log.info("HTTP endpoint on {} (/health/live, /health/ready, /status, /metrics)", where);
+        System.out.println("http endpoint: " + where);
+      }
+    } catch (RuntimeException e) {
+      s.close();
+      throw e;
+    }
     s.listeners.forEach(Listener::start);
     return s;
+  }
+
+  /** Where the HTTP endpoint listens, if it is on. */
+  public java.util.Optional<java.net.InetSocketAddress> httpAddress() {
+    return java.util.Optional.ofNullable(http).map(HttpEndpoint::address);
   }
 
   public List<Listener<BsonDocument>> listeners() {
@@ -128,6 +184,9 @@ public final class SluiceService implements AutoCloseable {
       return;
     }
     listeners.forEach(Listener::close);
+    if (http != null) {
+      http.close();
+    }
     for (Wiring.SinkHandle s : sinks) {
       try {
         s.close();
@@ -136,5 +195,13 @@ public final class SluiceService implements AutoCloseable {
       }
     }
     client.close();
+    for (AutoCloseable b : binders) {
+      try {
+        b.close();
+      } catch (Exception e) {
+        log.debug("closing a meter binder: {}", e.toString());
+      }
+    }
+    prometheus.close();
   }
 }

@@ -43,7 +43,12 @@ public final class Wiring {
   }
 
   public LeaseStore leaseStore() {
-    MongoLeaseStore.Builder b = MongoLeaseStore.builder(database());
+    return leaseStore(MongoLeaseStore.DEFAULT_OPERATION_TIMEOUT);
+  }
+
+  /** The lease store, each call bounded by {@code timeout}. */
+  public LeaseStore leaseStore(java.time.Duration timeout) {
+    MongoLeaseStore.Builder b = MongoLeaseStore.builder(database()).operationTimeout(timeout);
     if (config.mongodb().leaseCollection() != null) {
       b.collection(config.mongodb().leaseCollection());
     }
@@ -53,6 +58,13 @@ public final class Wiring {
   public MongoDeadLetterStore deadLetters() {
     String c = config.mongodb().deadLetterCollection();
     return MongoDeadLetterStore.create(database(), c == null ? DEFAULT_DEAD_LETTERS : c);
+  }
+
+  /** The dead-letter store, each call bounded by {@code timeout}. */
+  public MongoDeadLetterStore deadLetters(java.time.Duration timeout) {
+    String c = config.mongodb().deadLetterCollection();
+    return MongoDeadLetterStore.create(database().withTimeout(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS),
+        c == null ? DEFAULT_DEAD_LETTERS : c);
   }
 
   public MongoChangeFeed feed(ListenerSection l) {

@@ -74,6 +74,27 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void theHttpSectionDefaultsToLoopbackAndRefusesImpossibleValuesNamingThem() {
+    SluiceConfig.HttpSection defaults = ConfigLoader.parse(VALID, "sluice.yaml").httpOrDefault();
+    assertThat(defaults.on()).isTrue();
+    assertThat(defaults.host()).isEqualTo("127.0.0.1");
+    assertThat(defaults.portOrDefault()).isEqualTo(SluiceConfig.HttpSection.DEFAULT_PORT);
+    SluiceConfig.HttpSection set = ConfigLoader.parse(VALID + "http: { address: 0.0.0.0, port: 8081 }\n", "sluice.yaml").httpOrDefault();
+    assertThat(set.host()).isEqualTo("0.0.0.0");
+    assertThat(set.portOrDefault()).isEqualTo(8081);
+    assertThat(ConfigLoader.parse(VALID + "http: { enabled: false }\n", "sluice.yaml").httpOrDefault().on()).isFalse();
+
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID + "http: { port: 70000 }\n", "sluice.yaml"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("http.port").hasMessageContaining("70000");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID + "http: { port: -1 }\n", "sluice.yaml"))
+        .hasMessageContaining("http.port").hasMessageContaining("-1");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID + "http: { address: \"my host!\" }\n", "sluice.yaml"))
+        .hasMessageContaining("http.address").hasMessageContaining("'my host!'");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID + "http: { prot: 8081 }\n", "sluice.yaml"))
+        .hasMessageContaining("http").hasMessageContaining("prot");
+  }
+
+  @Test
   void missingOrDoubleSinksAreRejected() {
     String noSink = VALID.substring(0, VALID.indexOf("    sink:"));
     assertThatThrownBy(() -> ConfigLoader.parse(noSink, "s.yaml")).hasMessageContaining("listeners[0].sink").hasMessageContaining("required");

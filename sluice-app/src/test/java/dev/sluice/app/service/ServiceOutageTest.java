@@ -56,6 +56,7 @@ class ServiceOutageTest {
         mongodb:
           uri: %s/?socketTimeoutMS=3000&serverSelectionTimeoutMS=3000
           database: shop
+        http: { port: 0 }
         listeners:
           - collection: orders
             leaseDuration: 3s

@@ -52,6 +52,7 @@ class SluiceServiceTest {
           mongodb:
             uri: %s
             database: %s
+          http: { port: 0 }
           listeners:
             - collection: orders
               leaseDuration: 3s
@@ -113,6 +114,7 @@ class SluiceServiceTest {
           mongodb:
             uri: %1$s
             database: %2$s
+          http: { port: 0 }
           listeners:
             - collection: orders
               leaseDuration: 3s
@@ -159,6 +161,7 @@ class SluiceServiceTest {
           mongodb:
             uri: %s
             database: %s
+          http: { port: 0 }
           listeners:
             - collection: orders
               leaseDuration: 3s

@@ -1,0 +1,167 @@
+package dev.sluice.app.service;
+
+import com.mongodb.client.MongoClient;
+import dev.sluice.app.service.http.HttpEndpoint;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.ListenerConfig;
+import dev.sluice.listener.PartitionState;
+import dev.sluice.listener.PartitionStatus;
+import dev.sluice.mongodb.deadletter.MongoDeadLetterStore;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.bson.BsonDocument;
+import org.bson.BsonInt32;
+
+/**
+ * What the HTTP endpoint reports about a running {@link SluiceService}. Every database call is
+ * bounded by {@link #BOUND}, so a MongoDB that stops answering makes readiness DOWN within seconds
+ * instead of hanging the probe.
+ */
+final class ServiceHealth implements HttpEndpoint.Probe {
+  /** The longest any one database call of a probe may take. */
+  static final Duration BOUND = Duration.ofSeconds(2);
+  /** States of a partition this process holds that need an operator. */
+  private static final Set<PartitionState> NOT_READY = EnumSet.of(PartitionState.FAILED, PartitionState.BLOCKED,
+      PartitionState.ENDED);
+  private static final BsonDocument PING = new BsonDocument("ping", new BsonInt32(1));
+
+  /** One relayed collection of the service. */
+  record Entry(String collection, Listener<BsonDocument> listener, String sink) {}
+
+  private final MongoClient client;
+  private final Wiring wiring;
+  private final List<Entry> entries;
+  private final PrometheusMeterRegistry prometheus;
+  private volatile LeaseStore leases;
+  private volatile MongoDeadLetterStore deadLetters;
+
+  ServiceHealth(MongoClient client, Wiring wiring, List<Entry> entries, PrometheusMeterRegistry prometheus) {
+    this.client = client;
+    this.wiring = wiring;
+    this.entries = List.copyOf(entries);
+    this.prometheus = prometheus;
+  }
+
+  @Override
+  public HttpEndpoint.Readiness readiness() {
+    List<String> problems = new ArrayList<>();
+    try {
+      client.getDatabase("admin").withTimeout(BOUND.toMillis(), TimeUnit.MILLISECONDS).runCommand(PING);
+    } catch (RuntimeException e) {
+      problems.add("MongoDB does not answer: " + SluiceService.oneLine(e));
+    }
+    for (Entry e : entries) {
+      for (PartitionStatus p : e.listener().status()) {
+        if (NOT_READY.contains(p.state())) {
+          problems.add(p.lease() + " is " + p.state() + (p.error() == null ? "" : ": " + p.error()));
+        }
+      }
+    }
+    return new HttpEndpoint.Readiness(problems);
+  }
+
+  @Override
+  public Map<String, Object> status() {
+    List<LeaseRecord> records = null;
+    String recordsError = null;
+    try {
+      records = leases().list("");
+    } catch (RuntimeException e) {
+      recordsError = SluiceService.oneLine(e);
+    }
+    List<Map<String, Object>> listeners = new ArrayList<>();
+    for (Entry e : entries) {
+      ListenerConfig<BsonDocument> config = e.listener().config();
+      Map<String, Object> l = new LinkedHashMap<>();
+      l.put("collection", e.collection());
+      l.put("stream", config.feed().stream());
+      l.put("group", config.group());
+      l.put("owner", e.listener().owner());
+      l.put("sink", e.sink());
+      List<Map<String, Object>> partitions = new ArrayList<>();
+      for (PartitionStatus p : e.listener().status()) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("lease", p.lease());
+        m.put("state", p.state().name());
+        m.put("epoch", p.epoch());
+        m.put("processed", p.processed());
+        m.put("committed", p.committed() == null ? null : p.committed().token());
+        m.put("committedTime", text(p.committed() == null ? null : p.committed().time()));
+        m.put("lagMillis", p.lag().toMillis());
+        m.put("error", p.error());
+        m.put("errorAt", text(p.errorAt()));
+        m.put("restarts", p.restarts());
+        m.put("flapping", p.flapping());
+        partitions.add(m);
+      }
+      l.put("partitions", partitions);
+      if (records != null) {
+        l.put("records", records.stream().filter(r -> r.name().startsWith(config.partitionPrefix()))
+            .map(ServiceHealth::record).toList());
+      } else {
+        l.put("recordsError", recordsError);
+      }
+      try {
+        l.put("parked", deadLetters().count(config.deadLetterScope()));
+      } catch (RuntimeException ex) {
+        l.put("parked", null);
+        l.put("parkedError", SluiceService.oneLine(ex));
+      }
+      listeners.add(l);
+    }
+    Map<String, Object> status = new LinkedHashMap<>();
+    status.put("ready", readiness().ready());
+    status.put("listeners", listeners);
+    return status;
+  }
+
+  @Override
+  public String metrics() {
+    return prometheus.scrape();
+  }
+
+  private static Map<String, Object> record(LeaseRecord r) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("name", r.name());
+    m.put("owner", r.owner());
+    m.put("epoch", r.epoch());
+    m.put("held", r.isHeld());
+    m.put("expiresAt", text(r.expiresAt()));
+    m.put("checkpoint", r.checkpoint() == null ? null : r.checkpoint().token());
+    m.put("checkpointTime", text(r.checkpoint() == null ? null : r.checkpoint().time()));
+    return m;
+  }
+
+  private static String text(Instant t) {
+    return t == null ? null : t.toString();
+  }
+
+  /** Built on first use (building asks the server), with every call bounded by {@link #BOUND}. */
+  private LeaseStore leases() {
+    LeaseStore s = leases;
+    if (s == null) {
+      s = wiring.leaseStore(BOUND);
+      leases = s;
+    }
+    return s;
+  }
+
+  private MongoDeadLetterStore deadLetters() {
+    MongoDeadLetterStore s = deadLetters;
+    if (s == null) {
+      s = wiring.deadLetters(BOUND);
+      deadLetters = s;
+    }
+    return s;
+  }
+}

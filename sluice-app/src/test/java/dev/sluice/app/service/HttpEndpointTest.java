@@ -1,0 +1,163 @@
+package dev.sluice.app.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import dev.sluice.ConfigurationException;
+import dev.sluice.app.Main;
+import dev.sluice.app.config.ConfigLoader;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.process.ChildJvm;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.bson.Document;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 12 item 2: the service's HTTP endpoint, asked with a real HTTP client of a {@code sluice
+ * run} process: liveness, readiness that goes DOWN while MongoDB does not answer and UP again when
+ * it does, the JSON status, Prometheus metrics, and the errors for a port that cannot be used.
+ * Stages a MongoDB that stops answering ({@code stall}), so it starts its own embedded server even
+ * under {@code -Dsluice.mongodb.uri}.
+ */
+class HttpEndpointTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  @TempDir Path dir;
+  private EmbeddedMongo mongo;
+  private EmbeddedKafka kafka;
+  private MongoClient client;
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  @BeforeEach
+  void start() {
+    mongo = EmbeddedMongo.start();
+    kafka = EmbeddedKafka.start();
+    client = mongo.client();
+    kafka.createTopic("orders", 1);
+  }
+
+  @AfterEach
+  void stop() {
+    client.close();
+    kafka.close();
+    mongo.close();
+  }
+
+  private Path config(String http) throws Exception {
+    Path config = dir.resolve("sluice.yaml");
+    Files.writeString(config, """
+        mongodb:
+          uri: %s/?socketTimeoutMS=3000&serverSelectionTimeoutMS=3000
+          database: shop
+        %s
+        listeners:
+          - collection: orders
+            partitions: 2
+            leaseDuration: 3s
+            checkpoint: { every: 10, maxDelay: 200ms }
+            sink:
+              kafka: { bootstrapServers: "%s", topic: orders }
+        """.formatted(mongo.connectionString(), http, kafka.bootstrapServers()));
+    return config;
+  }
+
+  private HttpResponse<String> get(String base, String path) throws Exception {
+    return http.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(10)).GET().build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  @Test
+  void aRunningServiceAnswersLivenessReadinessStatusAndMetricsAndReadinessFollowsMongoDb() throws Exception {
+    MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+    try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config",
+        config("http: { port: 0 }").toString(), "--status-every", "1")) {
+      String base = service.awaitLineStartingWith("http endpoint: ", Duration.ofSeconds(60)).substring("http endpoint: ".length());
+      assertThat(base).startsWith("http://127.0.0.1:");
+
+      assertThat(get(base, "/health/live").statusCode()).isEqualTo(200);
+      await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
+      for (int i = 0; i < 10; i++) {
+        orders.insertOne(new Document("_id", "o" + i));
+      }
+      await().atMost(Duration.ofSeconds(60)).until(() -> processed(get(base, "/status").body()) == 10);
+
+      JsonNode status = JSON.readTree(get(base, "/status").body());
+      JsonNode listener = status.get("listeners").get(0);
+      assertThat(listener.get("stream").asText()).isEqualTo("shop.orders");
+      assertThat(listener.get("group").asText()).isEqualTo("kafka-orders");
+      assertThat(listener.get("sink").asText()).isEqualTo("kafka topic orders");
+      assertThat(listener.get("parked").asLong()).isZero();
+      assertThat(listener.get("partitions")).hasSize(2);
+      assertThat(listener.get("partitions")).allSatisfy(p -> {
+        assertThat(p.get("state").asText()).isEqualTo("ACTIVE");
+        assertThat(p.get("epoch").asLong()).isPositive();
+      });
+      assertThat(listener.get("records")).extracting(r -> r.get("name").asText())
+          .contains("kafka-orders/shop.orders#0of2", "kafka-orders/shop.orders#1of2");
+
+      HttpResponse<String> metrics = get(base, "/metrics");
+      assertThat(metrics.statusCode()).isEqualTo(200);
+      assertThat(metrics.headers().firstValue("Content-Type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/plain"));
+      assertThat(metrics.body()).contains("jvm_memory_used_bytes", "process_uptime_seconds",
+          "sluice_partition_active{lease=\"kafka-orders/shop.orders#0of2\"} 1.0");
+      await().atMost(Duration.ofSeconds(30)).until(() -> get(base, "/metrics").body()
+          .contains("sluice_changes_delivered_total{group=\"kafka-orders\",stream=\"shop.orders\"} 10.0"));
+
+      assertThat(get(base, "/nothing-here").statusCode()).isEqualTo(404);
+      HttpResponse<String> post = http.send(HttpRequest.newBuilder(URI.create(base + "/status"))
+          .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(post.statusCode()).isEqualTo(405);
+
+      mongo.stall(true);
+      await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 503);
+      assertThat(get(base, "/health/ready").body()).contains("MongoDB does not answer");
+      assertThat(get(base, "/health/live").statusCode()).as("alive through the outage").isEqualTo(200);
+      mongo.stall(false);
+      await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
+      assertThat(service.isAlive()).isTrue();
+    }
+  }
+
+  private static long processed(String status) throws Exception {
+    long sum = 0;
+    for (JsonNode p : JSON.readTree(status).get("listeners").get(0).get("partitions")) {
+      sum += p.get("processed").asLong();
+    }
+    return sum;
+  }
+
+  @Test
+  void aPortInUseIsAConfigurationErrorNamingItAndTheWayOut() throws Exception {
+    try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      Path config = config("http: { port: " + taken.getLocalPort() + " }");
+      assertThatThrownBy(() -> SluiceService.start(ConfigLoader.load(config), new SimpleMeterRegistry()))
+          .isInstanceOf(ConfigurationException.class)
+          .hasMessageContaining("cannot listen on 127.0.0.1:" + taken.getLocalPort())
+          .hasMessageContaining("http.enabled: false");
+    }
+  }
+
+  @Test
+  void theEndpointCanBeSwitchedOff() throws Exception {
+    try (SluiceService service = SluiceService.start(ConfigLoader.load(config("http: { enabled: false }")),
+        new SimpleMeterRegistry())) {
+      assertThat(service.httpAddress()).isEmpty();
+    }
+  }
+}
