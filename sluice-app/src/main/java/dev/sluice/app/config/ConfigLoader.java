@@ -3,6 +3,8 @@ package dev.sluice.app.config;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.sluice.ConfigurationException;
@@ -24,6 +26,9 @@ import java.time.format.DateTimeParseException;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
@@ -53,22 +58,45 @@ public final class ConfigLoader {
   }
 
   public static SluiceConfig parse(String yaml, String source) {
+    return parse(yaml, source, System::getenv);
+  }
+
+  /**
+   * Parses {@code yaml} after replacing {@code ${NAME}} by the environment variable {@code NAME}
+   * and {@code ${NAME:-default}} by it or, when it is unset or empty, by {@code default}.
+   *
+   * @param env the environment ({@code System::getenv} outside tests)
+   */
+  public static SluiceConfig parse(String yaml, String source, Function<String, String> env) {
     if (yaml == null || yaml.isBlank()) {
       throw new ConfigException(source, "the file is empty");
     }
+    String text = substitute(yaml, source, env);
     SluiceConfig config;
     try {
-      config = YAML.readValue(yaml, SluiceConfig.class);
+      config = YAML.readValue(text, SluiceConfig.class);
+    } catch (UnrecognizedPropertyException e) {
+      String path = path(e);
+      String known = e.getKnownPropertyIds() == null ? "" : e.getKnownPropertyIds().stream().map(String::valueOf).sorted()
+          .collect(Collectors.joining(", "));
+      String guess = closest(e.getPropertyName(), e.getKnownPropertyIds());
+      throw new ConfigException(where(source, text, e) + path, "unknown key '" + e.getPropertyName() + "'"
+          + (guess == null ? "" : "; did you mean '" + guess + "'?") + (known.isEmpty() ? "" : " Known keys here: " + known));
+    } catch (MismatchedInputException e) {
+      String path = path(e);
+      String problem = e.getMessage().contains("Duplicate field")
+          ? e.getOriginalMessage().split("\n")[0]
+          : "expected " + expected(e.getTargetType());
+      throw new ConfigException(where(source, text, e) + (path.isEmpty() ? "(top level)" : path), problem);
     } catch (JsonMappingException e) {
-      String path = e.getPath().stream()
-          .map(r -> r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]")
-          .collect(Collectors.joining()).replaceFirst("^\\.", "");
-      throw new ConfigException(source + ": " + (path.isEmpty() ? "(top level)" : path),
-          e.getOriginalMessage().replaceAll(" \\(class [^)]*\\)", "").split("\n")[0]
-              + (e.getLocation() != null ? " (line " + e.getLocation().getLineNr() + ")" : ""));
+      if (e.getCause() instanceof com.fasterxml.jackson.core.JsonParseException parse) {
+        throw notYaml(source, parse);
+      }
+      String path = path(e);
+      throw new ConfigException(where(source, text, e) + (path.isEmpty() ? "(top level)" : path),
+          e.getOriginalMessage().replaceAll(" \\(class [^)]*\\)", "").split("\n")[0]);
     } catch (JsonProcessingException e) {
-      throw new ConfigException(source, "not valid YAML: " + e.getOriginalMessage()
-          + (e.getLocation() != null ? " at line " + e.getLocation().getLineNr() : ""));
+      throw notYaml(source, e);
     }
     if (config == null) {
       throw new ConfigException(source, "the file is empty");
@@ -77,12 +105,150 @@ public final class ConfigLoader {
     return config;
   }
 
+  private static final Pattern VARIABLE = Pattern.compile("\\$\\{([^}:]*)(?::-([^}]*))?}");
+
+  /** {@code ${NAME}} and {@code ${NAME:-default}} replaced; an unset variable without default is an error. */
+  static String substitute(String yaml, String source, Function<String, String> env) {
+    Matcher m = VARIABLE.matcher(yaml);
+    StringBuilder out = new StringBuilder();
+    while (m.find()) {
+      String name = m.group(1);
+      int line = (int) yaml.substring(0, m.start()).chars().filter(c -> c == '\n').count() + 1;
+      int column = m.start() - yaml.lastIndexOf('\n', m.start() - 1);
+      String at = source + ":" + line + ":" + column;
+      if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+        throw new ConfigException(at, "'" + m.group() + "' is not a variable reference: use ${NAME} or ${NAME:-default}"
+            + " with a name of letters, digits and '_'");
+      }
+      String value = env.apply(name);
+      if (value == null || (value.isEmpty() && m.group(2) != null)) {
+        value = m.group(2);
+      }
+      if (value == null) {
+        throw new ConfigException(at, "environment variable " + name + " is not set (give a default with ${"
+            + name + ":-default})");
+      }
+      m.appendReplacement(out, Matcher.quoteReplacement(value));
+    }
+    m.appendTail(out);
+    return out.toString();
+  }
+
+  private static String path(JsonMappingException e) {
+    return e.getPath().stream()
+        .map(r -> r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]")
+        .collect(Collectors.joining()).replaceFirst("^\\.", "");
+  }
+
+  /** A file that is not YAML: where the scanner stopped and what it found there. */
+  private static ConfigException notYaml(String source, JsonProcessingException e) {
+    if (e.getCause() instanceof org.yaml.snakeyaml.error.MarkedYAMLException y && y.getProblemMark() != null) {
+      String what = (y.getContext() == null ? "" : y.getContext() + ": ") + y.getProblem();
+      return new ConfigException(source + ":" + (y.getProblemMark().getLine() + 1) + ":" + (y.getProblemMark().getColumn() + 1),
+          "not valid YAML: " + what.replace('\n', ' '));
+    }
+    return new ConfigException(where(source, e).replaceFirst(": $", ""), "not valid YAML: " + e.getOriginalMessage().split("\n")[0]);
+  }
+
+  /** What a value of {@code type} looks like, in the file's terms. */
+  private static String expected(Class<?> type) {
+    if (type == null) {
+      return "another kind of value";
+    }
+    if (type == Integer.class || type == int.class || type == Long.class || type == long.class) {
+      return "a whole number";
+    }
+    if (type == Boolean.class || type == boolean.class) {
+      return "true or false";
+    }
+    if (type == String.class) {
+      return "a single value (text), not a list or a section";
+    }
+    if (java.util.Collection.class.isAssignableFrom(type)) {
+      return "a list (lines starting with '- ')";
+    }
+    return "a section of keys (key: value), not a single value or a list";
+  }
+
+  /**
+   * {@code file:line:column: } of the key a mapping error is about. Jackson reports where it
+   * noticed the problem, which for sections read as records can be lines later (the end of the
+   * section); the key's own position is found by reading the file again up to it.
+   */
+  private static String where(String source, String text, JsonMappingException e) {
+    String pointer = e.getPath().stream()
+        .map(r -> r.getFieldName() != null ? "/" + r.getFieldName().replace("~", "~0").replace("/", "~1") : "/" + r.getIndex())
+        .collect(Collectors.joining());
+    if (!pointer.isEmpty()) {
+      try (com.fasterxml.jackson.core.JsonParser p = YAML.getFactory().createParser(text)) {
+        for (com.fasterxml.jackson.core.JsonToken t = p.nextToken(); t != null; t = p.nextToken()) {
+          if (t == com.fasterxml.jackson.core.JsonToken.FIELD_NAME
+              && p.getParsingContext().pathAsPointer().toString().equals(pointer)) {
+            return source + ":" + p.currentTokenLocation().getLineNr() + ":" + p.currentTokenLocation().getColumnNr() + ": ";
+          }
+        }
+      } catch (IOException | RuntimeException ignored) {
+        // The file could not be read again as far as the key: use where Jackson noticed it.
+      }
+    }
+    return where(source, e);
+  }
+
+  /** {@code file:line:column: } of a parse error, or {@code file: } when Jackson knows no location. */
+  private static String where(String source, JsonProcessingException e) {
+    return e.getLocation() == null || e.getLocation().getLineNr() < 1
+        ? source + ": "
+        : source + ":" + e.getLocation().getLineNr() + ":" + e.getLocation().getColumnNr() + ": ";
+  }
+
+  /** The known key closest to {@code key} (at most two edits away, or a different case), or null. */
+  static String closest(String key, java.util.Collection<Object> known) {
+    if (key == null || known == null) {
+      return null;
+    }
+    String best = null;
+    int bestDistance = Integer.MAX_VALUE;
+    for (Object k : known) {
+      String candidate = String.valueOf(k);
+      int d = candidate.equalsIgnoreCase(key) ? 0 : editDistance(key.toLowerCase(Locale.ROOT), candidate.toLowerCase(Locale.ROOT));
+      if (d < bestDistance) {
+        bestDistance = d;
+        best = candidate;
+      }
+    }
+    return bestDistance <= Math.max(1, Math.min(2, key.length() / 3)) ? best : null;
+  }
+
+  /** Levenshtein distance: insertions, deletions and substitutions. */
+  private static int editDistance(String a, String b) {
+    int[] previous = new int[b.length() + 1];
+    int[] current = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) {
+      previous[j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      current[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        int substitution = previous[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+        current[j] = Math.min(substitution, Math.min(previous[j] + 1, current[j - 1] + 1));
+      }
+      int[] swap = previous;
+      previous = current;
+      current = swap;
+    }
+    return previous[b.length()];
+  }
+
   private static void validate(SluiceConfig c, String source) {
     require(c.mongodb() != null, source + ": mongodb", "is required");
     require(notBlank(c.mongodb().uri()), source + ": mongodb.uri", "is required (mongodb://...)");
     require(c.mongodb().uri().startsWith("mongodb://") || c.mongodb().uri().startsWith("mongodb+srv://"),
-        source + ": mongodb.uri", "must start with mongodb:// or mongodb+srv://, but was '" + c.mongodb().uri() + "'");
+        source + ": mongodb.uri", "must start with mongodb:// or mongodb+srv://, but was '"
+            + dev.sluice.app.cli.Secrets.mask(c.mongodb().uri()) + "'");
     require(notBlank(c.mongodb().database()), source + ": mongodb.database", "is required");
+    require(c.mongodb().database().matches("[^/\\\\. \"$*<>:|?\u0000]{1,63}"), source + ": mongodb.database",
+        "must be a MongoDB database name (at most 63 characters, none of / \\\\ . space \" $ * < > : | ?), but was '"
+            + c.mongodb().database() + "'");
     require(c.listeners() != null && !c.listeners().isEmpty(), source + ": listeners", "must list at least one listener");
     SluiceConfig.HttpSection http = c.httpOrDefault();
     require(http.portOrDefault() >= 0 && http.portOrDefault() <= 65535, source + ": http.port",

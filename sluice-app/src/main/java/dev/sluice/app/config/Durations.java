@@ -9,6 +9,9 @@ import java.util.regex.Pattern;
 final class Durations {
   private static final Pattern SHORT = Pattern.compile("(\\d+)\\s*(ms|s|m|h)");
 
+  /** Longer than any sensible lease, delay or back-off, and far from overflowing an instant. */
+  static final Duration MAX = Duration.ofDays(3650);
+
   private Durations() {}
 
   static Duration parse(String text, String path) {
@@ -17,19 +20,27 @@ final class Durations {
     }
     String t = text.trim();
     Matcher m = SHORT.matcher(t);
-    if (m.matches()) {
-      long n = Long.parseLong(m.group(1));
-      return switch (m.group(2)) {
-        case "ms" -> Duration.ofMillis(n);
-        case "s" -> Duration.ofSeconds(n);
-        case "m" -> Duration.ofMinutes(n);
-        default -> Duration.ofHours(n);
-      };
-    }
+    Duration d;
     try {
-      return Duration.parse(t);
+      if (m.matches()) {
+        long n = Long.parseLong(m.group(1));
+        d = switch (m.group(2)) {
+          case "ms" -> Duration.ofMillis(n);
+          case "s" -> Duration.ofSeconds(n);
+          case "m" -> Duration.ofMinutes(n);
+          default -> Duration.ofHours(n);
+        };
+      } else {
+        d = Duration.parse(t);
+      }
     } catch (DateTimeParseException e) {
       throw new ConfigException(path, "'" + text + "' is not a duration (examples: 500ms, 10s, 2m, PT10S)");
+    } catch (ArithmeticException | NumberFormatException e) {
+      throw new ConfigException(path, "'" + text + "' is too long a duration (at most " + MAX.toDays() + " days)");
     }
+    if (d.compareTo(MAX) > 0) {
+      throw new ConfigException(path, "'" + text + "' is too long a duration (at most " + MAX.toDays() + " days)");
+    }
+    return d;
   }
 }

@@ -29,8 +29,18 @@ public final class ReplayCommand implements Callable<Integer> {
   @Option(names = "--until", description = "ISO-8601 instant (inclusive); default: until caught up")
   Instant until;
 
+  @picocli.CommandLine.Spec
+  picocli.CommandLine.Model.CommandSpec spec;
+
   @Override
   public Integer call() {
+    StartPoint start;
+    try {
+      start = from.equalsIgnoreCase("oldest") ? StartPoint.oldest() : StartPoint.at(Instant.parse(from));
+    } catch (java.time.format.DateTimeParseException e) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+          "--from must be an ISO-8601 instant such as 2026-01-01T00:00:00Z, or 'oldest', but was '" + from + "'");
+    }
     try (ListenerOptions.Connected c = listener.connect()) {
       Wiring wiring = c.wiring();
       ListenerSection section = c.section();
@@ -39,7 +49,6 @@ public final class ReplayCommand implements Callable<Integer> {
         System.err.println("--to must differ from the live destination '" + live + "': replays go to a separate one");
         return 2;
       }
-      StartPoint start = from.equalsIgnoreCase("oldest") ? StartPoint.oldest() : StartPoint.at(Instant.parse(from));
       try (Wiring.SinkHandle sink = wiring.sink(section, destination)) {
         Replay.Result r = Replay.range(wiring.feed(section), start, until, Duration.ofSeconds(2), 500, sink.handler());
         System.out.printf("replayed %d change(s) to %s; last position %s%n", r.changes(), sink.description(), r.last());

@@ -1,5 +1,6 @@
 package dev.sluice.app.service;
 
+import dev.sluice.app.cli.Messages;
 import dev.sluice.app.StatusCommand;
 import dev.sluice.app.config.ConfigLoader;
 import dev.sluice.app.config.SluiceConfig;
@@ -47,7 +48,7 @@ public final class RunCommand implements Callable<Integer> {
         } catch (RuntimeException e) {
           // The lease store is down or slow: the listeners weather it on their own (they retry
           // and take their partitions back when it returns); the status line must not end them.
-          System.out.println("status unavailable, still running: " + SluiceService.oneLine(e));
+          System.out.println("status unavailable, still running: " + Messages.oneLine(e));
         }
       }
       return 0;

@@ -1,5 +1,6 @@
 package dev.sluice.app.service;
 
+import dev.sluice.app.cli.Messages;
 import com.mongodb.client.MongoClient;
 import dev.sluice.app.service.http.HttpEndpoint;
 import dev.sluice.lease.LeaseRecord;
@@ -58,7 +59,7 @@ final class ServiceHealth implements HttpEndpoint.Probe {
     try {
       client.getDatabase("admin").withTimeout(BOUND.toMillis(), TimeUnit.MILLISECONDS).runCommand(PING);
     } catch (RuntimeException e) {
-      problems.add("MongoDB does not answer: " + SluiceService.oneLine(e));
+      problems.add("MongoDB does not answer: " + Messages.oneLine(e));
     }
     for (Entry e : entries) {
       for (PartitionStatus p : e.listener().status()) {
@@ -77,7 +78,7 @@ final class ServiceHealth implements HttpEndpoint.Probe {
     try {
       records = leases().list("");
     } catch (RuntimeException e) {
-      recordsError = SluiceService.oneLine(e);
+      recordsError = Messages.oneLine(e);
     }
     List<Map<String, Object>> listeners = new ArrayList<>();
     for (Entry e : entries) {
@@ -115,7 +116,7 @@ final class ServiceHealth implements HttpEndpoint.Probe {
         l.put("parked", deadLetters().count(config.deadLetterScope()));
       } catch (RuntimeException ex) {
         l.put("parked", null);
-        l.put("parkedError", SluiceService.oneLine(ex));
+        l.put("parkedError", Messages.oneLine(ex));
       }
       listeners.add(l);
     }

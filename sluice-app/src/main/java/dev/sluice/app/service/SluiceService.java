@@ -11,6 +11,7 @@ import dev.sluice.lease.LeaseRecord;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.metrics.MicrometerObserver;
+import dev.sluice.app.cli.Messages;
 import dev.sluice.app.service.http.HttpEndpoint;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
@@ -102,8 +103,8 @@ public final class SluiceService implements AutoCloseable {
         if (closed.get()) {
           throw e;
         }
-        log.warn("Waiting for MongoDB to {}: {}; retrying in {} ms", what, oneLine(e), backoffMillis);
-        System.out.println("waiting for MongoDB: " + oneLine(e));
+        log.warn("Waiting for MongoDB to {}: {}; retrying in {} ms", what, Messages.oneLine(e), backoffMillis);
+        System.out.println("waiting for MongoDB: " + Messages.oneLine(e));
         try {
           Thread.sleep(backoffMillis); // a back-off between attempts, not a synchronisation
         } catch (InterruptedException interrupted) {
@@ -113,18 +114,6 @@ public final class SluiceService implements AutoCloseable {
         backoffMillis = Math.min(backoffMillis * 2, 30_000);
       }
     }
-  }
-
-  /** The message of {@code e} and its causes on one line, without stack traces. */
-  static String oneLine(Throwable e) {
-    StringBuilder out = new StringBuilder();
-    for (Throwable t = e; t != null && out.length() < 400; t = t.getCause() == t ? null : t.getCause()) {
-      if (out.length() > 0) {
-        out.append(" <- ");
-      }
-      out.append(t.getClass().getSimpleName()).append(": ").append(String.valueOf(t.getMessage()).replace('\n', ' '));
-    }
-    return out.length() > 400 ? out.substring(0, 400) + "..." : out.toString();
   }
 
   /** JVM and process meters (memory, GC, threads, classes, CPU, uptime, file descriptors). */

@@ -116,7 +116,8 @@ public final class Wiring {
     try {
       factory.setUri(l.sink().amqp().uri());
     } catch (Exception e) {
-      throw new ConfigurationException("sink.amqp.uri '" + l.sink().amqp().uri() + "' is not a valid AMQP URI: " + e.getMessage());
+      throw new ConfigurationException("listeners[" + config.listeners().indexOf(l) + "].sink.amqp.uri '"
+          + dev.sluice.app.cli.Secrets.mask(l.sink().amqp().uri()) + "' is not a valid AMQP URI: " + dev.sluice.app.cli.Secrets.mask(e.getMessage()));
     }
     String exchange = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().amqp().exchange();
     AmqpSink<BsonDocument> sink = AmqpSink.builder(factory, exchange, encoder.build()).build();

@@ -95,6 +95,20 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void environmentVariablesAreSubstitutedWithDefaults() {
+    java.util.Map<String, String> env = java.util.Map.of("MONGO_URI", "mongodb://app:pw@db1/", "EMPTY", "");
+    SluiceConfig c = ConfigLoader.parse(VALID.replace("mongodb://localhost:27017", "\"${MONGO_URI}\"")
+        .replace("database: shop", "database: ${DB:-shop_eu}").replace("topic: orders", "topic: ${EMPTY:-orders_eu}"),
+        "sluice.yaml", env::get);
+    assertThat(c.mongodb().uri()).isEqualTo("mongodb://app:pw@db1/");
+    assertThat(c.mongodb().database()).as("unset: the default").isEqualTo("shop_eu");
+    assertThat(c.listeners().get(0).sink().kafka().topic()).as("empty: the default").isEqualTo("orders_eu");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("database: shop", "database: ${DB}"), "sluice.yaml", env::get))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("sluice.yaml:3:13")
+        .hasMessageContaining("environment variable DB is not set");
+  }
+
+  @Test
   void missingOrDoubleSinksAreRejected() {
     String noSink = VALID.substring(0, VALID.indexOf("    sink:"));
     assertThatThrownBy(() -> ConfigLoader.parse(noSink, "s.yaml")).hasMessageContaining("listeners[0].sink").hasMessageContaining("required");

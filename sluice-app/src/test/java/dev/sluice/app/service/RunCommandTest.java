@@ -15,7 +15,7 @@ class RunCommandTest {
   void aStatusIntervalBelowOneSecondIsAUsageErrorNamingTheOption() {
     // Before: --status-every 0 printed the status table about 95,000 times in 6 s.
     StringWriter err = new StringWriter();
-    CommandLine cli = new CommandLine(new Main()).setErr(new PrintWriter(err));
+    CommandLine cli = Main.commandLine().setErr(new PrintWriter(err));
     int code = cli.execute("run", "--config", "does-not-matter.yaml", "--status-every", "0");
     assertThat(code).isEqualTo(2);
     assertThat(err.toString()).contains("--status-every must be at least 1 second, but was 0");

@@ -90,7 +90,7 @@ class SluiceServiceTest {
       int code;
       try {
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        code = new CommandLine(new Main()).execute("dead-letters", "list", "--config", config.toString(),
+        code = Main.commandLine().execute("dead-letters", "list", "--config", config.toString(),
             "--collection", "orders");
       } finally {
         System.setOut(original);

@@ -1,0 +1,152 @@
+package dev.sluice.app.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.app.Main;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Issue 12 item 5: bad input as people give it, through the command line as they run it. Each
+ * ends with one line on standard error (no stack trace) that names the setting and what was
+ * expected, passwords masked, and the documented exit code: 2 usage, 3 configuration, 4 a server
+ * that cannot be reached. Nothing starts: every case is refused before a listener runs.
+ */
+class BadInputTest {
+  @TempDir static Path dir;
+
+  private static final String VALID = """
+      mongodb:
+        uri: mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500
+        database: shop
+      http: { enabled: false }
+      listeners:
+        - collection: orders
+          partitions: 2
+          leaseDuration: 5s
+          checkpoint: { every: 50, maxDelay: 500ms }
+          onFailure: park
+          retry: { attempts: 3, initialDelay: 100ms, maxDelay: 2s }
+          sink:
+            kafka: { bootstrapServers: "localhost:9092", topic: orders }
+      """;
+
+  /** A configuration case: the file's text, the exit code, what the one line must say. */
+  private static Arguments file(String name, String yaml, int code, String... says) {
+    return Arguments.of(name, yaml, null, code, says);
+  }
+
+  private static Arguments args(String name, List<String> args, int code, String... says) {
+    return Arguments.of(name, null, args, code, says);
+  }
+
+  static Stream<Arguments> cases() {
+    List<Arguments> c = new ArrayList<>();
+    c.add(file("empty file", "  \n", 3, "the file is empty"));
+    c.add(file("not YAML", "mongodb:\n  uri: \"unterminated\n  database: shop\n", 3, "not valid YAML", "sluice.yaml:"));
+    c.add(file("a list where a section belongs", VALID.replace("mongodb:\n", "mongodb: [a, b]\nx:\n"), 3,
+        "sluice.yaml:1:1: mongodb", "expected a section of keys"));
+    c.add(file("a section where a number belongs", VALID.replace("partitions: 2", "partitions: { n: 2 }"), 3,
+        "sluice.yaml:7:5: listeners[0].partitions", "expected a whole number"));
+    c.add(file("tab indentation", "mongodb:\n\turi: x\n", 3, "not valid YAML"));
+    c.add(file("misspelt top-level key", VALID.replace("mongodb:", "mongdb:"), 3, "unknown key 'mongdb'",
+        "did you mean 'mongodb'?", "sluice.yaml:1:"));
+    c.add(file("misspelt nested key", VALID.replace("- collection:", "- colection:"), 3, "unknown key 'colection'",
+        "did you mean 'collection'?", "sluice.yaml:6:5: listeners[0].colection"));
+    c.add(file("a key unlike any other", VALID.replace("onFailure: park", "frobnicate: yes"), 3,
+        "unknown key 'frobnicate'", "Known keys here:"));
+    c.add(file("no mongodb section", VALID.substring(VALID.indexOf("http:")), 3, "mongodb", "is required"));
+    c.add(file("uri of another database, with a password", VALID.replace(
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500", "\"postgres://app:s3cret@db/shop\""), 3,
+        "mongodb.uri", "must start with mongodb://", "app:****@"));
+    c.add(file("no database", VALID.replace("  database: shop\n", ""), 3, "mongodb.database", "is required"));
+    c.add(file("database name with a space", VALID.replace("database: shop", "database: my shop"), 3,
+        "mongodb.database", "'my shop'"));
+    c.add(file("no listeners", VALID.substring(0, VALID.indexOf("listeners:")) + "listeners: []\n", 3,
+        "listeners", "at least one"));
+    c.add(file("zero partitions", VALID.replace("partitions: 2", "partitions: 0"), 3, "listeners[0].partitions", ">= 1"));
+    c.add(file("a fraction of a partition", VALID.replace("partitions: 2", "partitions: 1.9"), 3, "listeners[0].partitions"));
+    c.add(file("partitions in words", VALID.replace("partitions: 2", "partitions: two"), 3, "listeners[0].partitions"));
+    c.add(file("a key given twice", VALID.replace("partitions: 2", "partitions: 2\n    partitions: 3"), 3,
+        "partitions"));
+    c.add(file("a duration in parsecs", VALID.replace("leaseDuration: 5s", "leaseDuration: 5 parsecs"), 3,
+        "listeners[0].leaseDuration", "'5 parsecs' is not a duration"));
+    c.add(file("a huge duration", VALID.replace("leaseDuration: 5s", "leaseDuration: 999999999999999h"), 3,
+        "listeners[0].leaseDuration", "too long a duration"));
+    c.add(file("checkpoint every 0", VALID.replace("every: 50", "every: 0"), 3, "listeners[0].checkpoint"));
+    c.add(file("unknown failure policy", VALID.replace("onFailure: park", "onFailure: explode"), 3,
+        "listeners[0].onFailure", "'explode'"));
+    c.add(file("unknown history policy", VALID.replace("onFailure: park", "onFailure: park\n    onHistoryLost: ignore"), 3,
+        "listeners[0].onHistoryLost", "'ignore'"));
+    c.add(file("unknown invalidate policy", VALID.replace("onFailure: park", "onFailure: park\n    onInvalidate: restart"), 3,
+        "listeners[0].onInvalidate", "'restart'"));
+    c.add(file("bootstrap at no time", VALID.replace("onFailure: park", "onFailure: park\n    bootstrap: yesterday"), 3,
+        "listeners[0].bootstrap", "yesterday"));
+    c.add(file("no sink", VALID.substring(0, VALID.indexOf("    sink:")), 3, "listeners[0].sink", "required"));
+    c.add(file("two sinks", VALID + "      amqp: { uri: amqp://localhost, exchange: orders }\n", 3,
+        "listeners[0].sink", "exactly one"));
+    c.add(file("kafka without topic", VALID.replace(", topic: orders", ""), 3, "listeners[0].sink.kafka.topic", "is required"));
+    c.add(file("publish without mode", VALID.replace("topic: orders }", "topic: orders }\n      publish: { field: lastEvent }"), 3,
+        "listeners[0].sink.publish.mode", "is required"));
+    c.add(file("unknown publish onMissing", VALID.replace("topic: orders }",
+        "topic: orders }\n      publish: { mode: domain-events, field: lastEvent, onMissing: drop }"), 3,
+        "listeners[0].sink.publish.onMissing", "'drop'"));
+    c.add(file("http port out of range", VALID.replace("http: { enabled: false }", "http: { port: 70000 }"), 3,
+        "http.port", "70000"));
+    c.add(file("http address with a space", VALID.replace("http: { enabled: false }", "http: { address: \"my host\" }"), 3,
+        "http.address", "'my host'"));
+    c.add(file("an unset environment variable", VALID.replace("database: shop", "database: ${SLUICE_TEST_UNSET_DB}"), 3,
+        "sluice.yaml:3:", "environment variable SLUICE_TEST_UNSET_DB is not set", "${SLUICE_TEST_UNSET_DB:-default}"));
+    c.add(file("a malformed variable reference", VALID.replace("database: shop", "database: ${1DB}"), 3,
+        "'${1DB}' is not a variable reference"));
+    c.add(file("two entries on one collection and group", VALID + VALID.substring(VALID.indexOf("  - collection:")), 3,
+        "listeners[0] and listeners[1]"));
+    c.add(file("a group with a space", VALID.replace("onFailure: park", "onFailure: park\n    group: my group"), 3,
+        "listeners[0].group"));
+    c.add(file("unknown legacy-checkpoint policy", VALID.replace("onFailure: park", "onFailure: park\n    legacyCheckpoints: maybe"), 3,
+        "listeners[0].legacyCheckpoints", "maybe"));
+    c.add(args("a missing configuration file", List.of("run", "--config", "/no/such/sluice.yaml"), 3,
+        "/no/such/sluice.yaml does not exist"));
+    c.add(args("run without --config", List.of("run"), 2, "--config"));
+    c.add(args("a status interval of 0", List.of("run", "--config", "x.yaml", "--status-every", "0"), 2,
+        "--status-every must be at least 1 second"));
+    c.add(args("an unknown command", List.of("frobnicate"), 2, "frobnicate"));
+    c.add(args("status of an unreachable MongoDB, with a password", List.of("status", "--mongo",
+        "mongodb://app:s3cret@127.0.0.1:1/?serverSelectionTimeoutMS=300", "--database", "shop"), 4,
+        "cannot reach a server", "127.0.0.1:1"));
+    return c.stream();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("cases")
+  void isOneClearLineWithTheDocumentedExitCode(String name, String yaml, List<String> args, int code, String[] says)
+      throws Exception {
+    List<String> argv = args;
+    if (yaml != null) {
+      Path config = dir.resolve("sluice.yaml");
+      Files.writeString(config, yaml);
+      argv = List.of("run", "--config", config.toString());
+    }
+    StringWriter err = new StringWriter();
+    StringWriter out = new StringWriter();
+    int exit = Main.commandLine().setErr(new PrintWriter(err)).setOut(new PrintWriter(out)).execute(argv.toArray(String[]::new));
+
+    String text = err.toString();
+    assertThat(exit).as("exit code; stderr: %s", text).isEqualTo(code);
+    assertThat(text).as("stderr").doesNotContain("s3cret").doesNotContain("\tat ").doesNotContain("Exception in thread");
+    if (code != 2) {
+      // Usage errors add picocli's usage text after their one line; every other error is one line.
+      assertThat(text.strip().lines()).as("stderr").hasSize(1);
+    }
+    assertThat(text.strip().lines().findFirst().orElse("")).as("the first line").contains(says);
+  }
+}
