@@ -168,6 +168,11 @@ public final class ChildJvm implements AutoCloseable {
     }
   }
 
+  /** SIGTERM: the stop an operator or an orchestrator sends; the child's shutdown hooks run. */
+  public void terminate() {
+    signal("TERM");
+  }
+
   /** SIGSTOP: freezes every thread of the process, as a long GC pause or a VM migration would. */
   public void pause() {
     signal("STOP");
