@@ -97,4 +97,17 @@ public interface LeaseStore {
    * @throws LeaseStoreException if the store failed
    */
   boolean deleteIfIdle(String name, long epoch);
+
+  /**
+   * Optional: calls {@code released} with the name of a record under {@code prefix} soon after
+   * it was released or deleted, so that a peer waiting for it can try at once instead of at its
+   * next scheduled attempt (a stopped listener's partitions are then taken over in well under an
+   * acquire interval). A hint only: it may come late, twice, or never, and decides nothing (the
+   * acquisition itself does). Called from a thread of the store's. The default watches nothing.
+   *
+   * @return stops the watch
+   */
+  default AutoCloseable watchReleases(String prefix, java.util.function.Consumer<String> released) {
+    return () -> { };
+  }
 }

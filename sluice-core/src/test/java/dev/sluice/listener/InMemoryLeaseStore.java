@@ -25,6 +25,30 @@ final class InMemoryLeaseStore implements LeaseStore {
   private final Map<String, Long> highestEpoch = new TreeMap<>();
   private final Clock clock;
   private int commits;
+  /** Release notices (LeaseStore#watchReleases), off unless a test turns them on. */
+  private volatile boolean releaseNotices;
+  private final java.util.List<java.util.Map.Entry<String, java.util.function.Consumer<String>>> watchers =
+      new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  /** Turns on release notices: watchers hear of every release and deletion under their prefix. */
+  InMemoryLeaseStore withReleaseNotices() {
+    releaseNotices = true;
+    return this;
+  }
+
+  @Override
+  public AutoCloseable watchReleases(String prefix, java.util.function.Consumer<String> released) {
+    if (!releaseNotices) {
+      return () -> { };
+    }
+    var entry = java.util.Map.entry(prefix, released);
+    watchers.add(entry);
+    return () -> watchers.remove(entry);
+  }
+
+  private void notifyReleased(String name) {
+    watchers.stream().filter(w -> name.startsWith(w.getKey())).forEach(w -> w.getValue().accept(name));
+  }
 
   InMemoryLeaseStore(Clock clock) {
     this.clock = clock;
@@ -74,6 +98,7 @@ final class InMemoryLeaseStore implements LeaseStore {
       return false;
     }
     rows.put(lease.name(), new Row(null, row.epoch(), clock.instant(), row.checkpoint()));
+    notifyReleased(lease.name());
     return true;
   }
 
@@ -84,6 +109,7 @@ final class InMemoryLeaseStore implements LeaseStore {
       return false;
     }
     rows.remove(lease.name());
+    notifyReleased(lease.name());
     return true;
   }
 
@@ -95,6 +121,7 @@ final class InMemoryLeaseStore implements LeaseStore {
       return false;
     }
     rows.remove(name);
+    notifyReleased(name);
     return true;
   }
 

@@ -810,4 +810,28 @@ class ListenerEngineTest {
         .renewInterval(Duration.ofMillis(100)).build().config().pollWait())
         .as("the default adapts to a short renew interval").isEqualTo(Duration.ofMillis(100));
   }
+
+  /**
+   * A stopped member's partition is taken by its peer as soon as the store reports the release,
+   * not at the peer's next scheduled attempt: here that attempt is 30-60 s away, and the peer
+   * takes over within seconds only because it was told (LeaseStore#watchReleases).
+   */
+  @Test
+  void aReleasedPartitionIsTriedAtOnceByAPeerThatWasToldOfTheRelease() {
+    InMemoryLeaseStore noticing = new InMemoryLeaseStore(Clock.systemUTC()).withReleaseNotices();
+    Listener.Builder<String> slow = Listener.<String>builder(feed, noticing).group("test-group")
+        .handler((e, f) -> { })
+        .leaseDuration(Duration.ofMinutes(3))
+        .renewInterval(Duration.ofMillis(300))
+        .acquireInterval(Duration.ofSeconds(60))
+        .pollWait(Duration.ofMillis(20));
+    Listener<String> first = start(slow.owner("first"));
+    await().atMost(Duration.ofSeconds(10)).until(() -> first.status().get(0).state() == PartitionState.ACTIVE);
+    Listener<String> second = start(slow.owner("second"));
+    await().atMost(Duration.ofSeconds(10)).until(() -> second.status().get(0).state() == PartitionState.ACQUIRING);
+
+    first.close();
+    await().atMost(Duration.ofSeconds(20)).until(() -> second.status().get(0).state() == PartitionState.ACTIVE);
+    assertThat(noticing.read(second.status().get(0).lease()).orElseThrow().owner()).isEqualTo(second.owner());
+  }
 }

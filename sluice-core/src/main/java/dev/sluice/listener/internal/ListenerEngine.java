@@ -25,6 +25,7 @@ public final class ListenerEngine<D> implements Listener<D> {
   private final List<Thread> threads = new ArrayList<>();
   private ScheduledExecutorService renewals;
   private Assignment assignment;
+  private AutoCloseable releaseWatch = () -> { };
   private boolean started;
   private boolean closed;
 
@@ -62,7 +63,40 @@ public final class ListenerEngine<D> implements Listener<D> {
     log.info("Listener {} starting on stream {} with {} partition(s)",
         config.owner(), config.feed().stream(), config.partitions());
     threads.forEach(Thread::start);
+    watchReleases();
     return this;
+  }
+
+  /**
+   * A partition released or deleted by another member (a peer that stopped, or handed it back)
+   * is tried at once, and so is every partition when a member leaves: the assignment is
+   * refreshed, then the workers woken from their pause between attempts. Only a hint
+   * (LeaseStore#watchReleases); the attempts on the workers' own schedule stay.
+   */
+  private void watchReleases() {
+    String partitions = config.partitionPrefix();
+    String stream = config.group() + "/" + config.feed().stream();
+    try {
+      releaseWatch = config.leaseStore().watchReleases(stream, name -> {
+        List<PartitionWorker<D>> told = workers.stream()
+            .filter(w -> !w.holdsLease() && (!name.startsWith(partitions) || w.leaseName().equals(name)))
+            .toList();
+        if (told.isEmpty()) {
+          return;
+        }
+        try {
+          renewals.execute(() -> {
+            assignment.refresh();
+            told.forEach(PartitionWorker::tryNow);
+          });
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+          // closed meanwhile
+        }
+      });
+    } catch (RuntimeException e) {
+      log.info("Listener {}: no release notices from the lease store ({}); peers' partitions are taken at the next attempt",
+          config.owner(), e.toString());
+    }
   }
 
   @Override
@@ -71,8 +105,18 @@ public final class ListenerEngine<D> implements Listener<D> {
       return;
     }
     closed = true;
+    try {
+      releaseWatch.close();
+    } catch (Exception e) {
+      log.debug("closing the release watch: {}", e.toString());
+    }
     workers.forEach(w -> w.running = false);
     workers.forEach(PartitionWorker::wake);
+    // Leave the group first, so peers count this member out while its partitions are released:
+    // with release notices they take them over at once.
+    if (assignment != null) {
+      assignment.leave();
+    }
     // Hand every lease over now: waits for a handler call in progress, never for a read of the
     // feed in flight (that thread leaves when its read returns and touches the lease no more).
     workers.forEach(PartitionWorker::stopAndHandOver);
@@ -89,9 +133,6 @@ public final class ListenerEngine<D> implements Listener<D> {
         Thread.currentThread().interrupt();
         break;
       }
-    }
-    if (assignment != null) {
-      assignment.leave();
     }
     if (renewals != null) {
       renewals.shutdownNow();

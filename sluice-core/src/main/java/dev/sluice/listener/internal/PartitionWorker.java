@@ -121,6 +121,40 @@ final class PartitionWorker<D> implements Runnable {
     }
   }
 
+  /** Set by {@link #tryNow()}: the next acquisition pause ends at once. Guarded by {@code wakeUp}. */
+  private boolean tryNow;
+
+  /**
+   * Ends the pause between acquisition attempts now (the lease store reported the partition
+   * released): the next attempt comes at once instead of at the end of the acquire interval.
+   */
+  void tryNow() {
+    synchronized (wakeUp) {
+      tryNow = true;
+      wakeUp.notifyAll();
+    }
+  }
+
+  /** The pause between acquisition attempts: {@link #pause}, ended early by {@link #tryNow()}. */
+  private void pauseBeforeNextAttempt(Duration d) {
+    long deadline = System.nanoTime() + d.toNanos();
+    synchronized (wakeUp) {
+      while (running && !tryNow) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          break;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(wakeUp, left);
+        } catch (InterruptedException e) {
+          log.warn("Partition {}: the worker thread was interrupted; ignored (close the listener"
+              + " to stop it)", leaseName);
+        }
+      }
+      tryNow = false;
+    }
+  }
+
   /**
    * Waits up to {@code d}, returning early on stop or when {@code lost} says the lease is gone.
    * Interrupts do not stop the partition (handler code may leave the flag set): only {@link
@@ -229,7 +263,7 @@ final class PartitionWorker<D> implements Runnable {
   private PartitionState competeOnce() {
     setState(PartitionState.ACQUIRING);
     if (!assignment.mayAcquire(partition.index())) {
-      pause(jitter(config.acquireInterval()), null);
+      pauseBeforeNextAttempt(jitter(config.acquireInterval()));
       return null;
     }
     long requestStart = System.nanoTime();
@@ -249,7 +283,7 @@ final class PartitionWorker<D> implements Runnable {
       lease = Optional.empty();
     }
     if (lease.isEmpty()) {
-      pause(jitter(config.acquireInterval()), null);
+      pauseBeforeNextAttempt(jitter(config.acquireInterval()));
       return null;
     }
     assignment.acquired(partition.index());

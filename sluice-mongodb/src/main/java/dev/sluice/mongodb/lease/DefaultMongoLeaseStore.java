@@ -425,6 +425,14 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     return now("read the server clock", null);
   }
 
+  /** A change stream on the lease collection, on a daemon thread ({@link ReleaseWatch}). */
+  @Override
+  public AutoCloseable watchReleases(String prefix, java.util.function.Consumer<String> released) {
+    Objects.requireNonNull(prefix, "prefix");
+    Objects.requireNonNull(released, "released");
+    return new ReleaseWatch(leases, prefix, released).start();
+  }
+
   /**
    * The clock expiry is judged by. With pipeline updates it is {@code $$NOW} where the lease
    * documents are, read from any of them; while there is none (nothing to judge yet) and on

@@ -144,6 +144,39 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
     }
   }
 
+  /**
+   * Release notices (LeaseStore#watchReleases): a release and a deletion under the prefix are
+   * reported, in order; a renewal and records under other prefixes are not.
+   */
+  @Test
+  void releasesAndDeletionsUnderThePrefixAreReportedButNotRenewalsOrOtherPrefixes() throws Exception {
+    LeaseStore store = store();
+    String prefix = "watch-" + UUID.randomUUID().toString().substring(0, 8) + "/shop.orders";
+    java.util.concurrent.BlockingQueue<String> heard = new java.util.concurrent.LinkedBlockingQueue<>();
+    try (AutoCloseable watch = store.watchReleases(prefix, heard::add)) {
+      // The watch opens on its own thread: release a warm-up record until a notice arrives.
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        store.release(store.tryAcquire(prefix + "#warm", "a", LONG).orElseThrow());
+        return heard.poll(300, TimeUnit.MILLISECONDS) != null;
+      });
+      Lease zero = store.tryAcquire(prefix + "#0", "a", LONG).orElseThrow();
+      store.renew(zero, LONG);
+      store.release(store.tryAcquire("other-" + prefix + "#0", "a", LONG).orElseThrow());
+      store.release(zero);
+      store.delete(store.tryAcquire(prefix + "#1", "a", LONG).orElseThrow());
+
+      List<String> notices = new ArrayList<>();
+      while (notices.size() < 2) {
+        String name = heard.poll(30, TimeUnit.SECONDS);
+        assertThat(name).as("a notice within 30 s after %s", notices).isNotNull();
+        if (!name.endsWith("#warm")) {
+          notices.add(name);
+        }
+      }
+      assertThat(notices).containsExactly(prefix + "#0", prefix + "#1");
+    }
+  }
+
   @Test
   void onAServerWithPipelineUpdatesExpiryIsJudgedInsideEachStatement() {
     // The embedded server (its test kit) and every MongoDB since 4.2 update by pipeline.
