@@ -42,20 +42,30 @@ final class ServiceHealth implements HttpEndpoint.Probe {
   private final MongoClient client;
   private final Wiring wiring;
   private final List<Entry> entries;
+  private final java.util.function.BooleanSupplier running;
   private final PrometheusMeterRegistry prometheus;
   private volatile LeaseStore leases;
   private volatile MongoDeadLetterStore deadLetters;
 
-  ServiceHealth(MongoClient client, Wiring wiring, List<Entry> entries, PrometheusMeterRegistry prometheus) {
+  /**
+   * @param entries the service's listeners, filled while it starts (read live, not copied)
+   * @param running whether every listener is built and started
+   */
+  ServiceHealth(MongoClient client, Wiring wiring, List<Entry> entries, java.util.function.BooleanSupplier running,
+      PrometheusMeterRegistry prometheus) {
     this.client = client;
     this.wiring = wiring;
-    this.entries = List.copyOf(entries);
+    this.entries = entries;
+    this.running = running;
     this.prometheus = prometheus;
   }
 
   @Override
   public HttpEndpoint.Readiness readiness() {
     List<String> problems = new ArrayList<>();
+    if (!running.getAsBoolean()) {
+      problems.add("starting: " + entries.size() + " listener(s) built so far");
+    }
     try {
       client.getDatabase("admin").withTimeout(BOUND.toMillis(), TimeUnit.MILLISECONDS).runCommand(PING);
     } catch (RuntimeException e) {

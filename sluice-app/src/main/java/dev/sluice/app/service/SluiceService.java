@@ -39,7 +39,9 @@ public final class SluiceService implements AutoCloseable {
   private final Wiring wiring;
   private final List<Wiring.SinkHandle> sinks = new ArrayList<>();
   private final List<Listener<BsonDocument>> listeners = new ArrayList<>();
-  private final List<ServiceHealth.Entry> entries = new ArrayList<>();
+  private final List<ServiceHealth.Entry> entries = new java.util.concurrent.CopyOnWriteArrayList<>();
+  /** Set once every listener is built and started: until then the service is not ready. */
+  private volatile boolean running;
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
   private final CompositeMeterRegistry meters = new CompositeMeterRegistry();
   private final PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -53,6 +55,8 @@ public final class SluiceService implements AutoCloseable {
     meters.add(prometheus);
     bindProcessMeters();
     try {
+      // Served from the start: while MongoDB is waited for, the process is alive and not ready.
+      startHttp(config.httpOrDefault());
       for (ListenerSection l : config.listeners()) {
         awaitReachable("check the records of " + config.mongodb().database() + "." + l.collection(),
             () -> wiring.checkLegacyCheckpoints(l));
@@ -130,27 +134,27 @@ public final class SluiceService implements AutoCloseable {
   }
 
   /**
-   * Builds every listener and sink of {@code config}, starts the HTTP endpoint (unless
-   * {@code http.enabled: false}) and the listeners.
+   * Starts the HTTP endpoint (unless {@code http.enabled: false}), waits for MongoDB, builds every
+   * listener and sink of {@code config} and starts the listeners.
    *
    * @param registry where Sluice's meters go besides the endpoint's Prometheus registry
    */
   public static SluiceService start(SluiceConfig config, MeterRegistry registry) {
     SluiceService s = new SluiceService(config, registry);
-    try {
-      SluiceConfig.HttpSection h = config.httpOrDefault();
-      if (h.on()) {
-        s.http = HttpEndpoint.start(h.host(), h.portOrDefault(), new ServiceHealth(s.client, s.wiring, s.entries, s.prometheus));
-        String where = "http://" + s.http.address().getHostString() + ":" + s.http.address().getPort();
-        log.info("HTTP endpoint on {} (/health/live, /health/ready, /status, /metrics)", where);
-        System.out.println("http endpoint: " + where);
-      }
-    } catch (RuntimeException e) {
-      s.close();
-      throw e;
-    }
     s.listeners.forEach(Listener::start);
+    s.running = true;
     return s;
+  }
+
+  private void startHttp(SluiceConfig.HttpSection h) {
+    if (!h.on()) {
+      return;
+    }
+    http = HttpEndpoint.start(h.host(), h.portOrDefault(),
+        new ServiceHealth(client, wiring, entries, () -> running, prometheus));
+    String where = "http://" + http.address().getHostString() + ":" + http.address().getPort();
+    log.info("HTTP endpoint on {} (/health/live, /health/ready, /status, /metrics)", where);
+    System.out.println("http endpoint: " + where);
   }
 
   /** Where the HTTP endpoint listens, if it is on. */

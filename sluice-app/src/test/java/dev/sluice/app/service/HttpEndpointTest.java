@@ -134,6 +134,24 @@ class HttpEndpointTest {
     }
   }
 
+  @Test
+  void aServiceWaitingForMongoDbAtStartIsAliveAndNotReadyUntilItAnswers() throws Exception {
+    client.getDatabase("shop").getCollection("orders").insertOne(new Document("_id", "o0"));
+    Path config = config("http: { port: 0 }");
+    mongo.stall(true);
+    try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config", config.toString())) {
+      String base = service.awaitLineStartingWith("http endpoint: ", Duration.ofSeconds(60)).substring("http endpoint: ".length());
+      service.awaitLineStartingWith("waiting for MongoDB", Duration.ofSeconds(60));
+      assertThat(get(base, "/health/live").statusCode()).isEqualTo(200);
+      HttpResponse<String> ready = get(base, "/health/ready");
+      assertThat(ready.statusCode()).isEqualTo(503);
+      assertThat(ready.body()).contains("starting").contains("MongoDB does not answer");
+      mongo.stall(false);
+      await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
+      assertThat(service.isAlive()).isTrue();
+    }
+  }
+
   private static long processed(String status) throws Exception {
     long sum = 0;
     for (JsonNode p : JSON.readTree(status).get("listeners").get(0).get("partitions")) {

@@ -11,43 +11,86 @@ import java.util.concurrent.TimeUnit;
 import org.bson.Document;
 
 /**
- * Failover time after SIGKILL of the owner, with the default settings: the time from the kill to
- * the standby JVM delivering a change written right after the kill. Runs {@code runs} times (default
- * 10), each on a fresh collection, and prints median and max.
+ * Failover time after SIGKILL of the owner and hand-over time after SIGTERM, with the default
+ * settings: the time from the signal to the standby JVM holding the partition (and a change
+ * written right after the signal is then checked to be delivered). Runs {@code runs} times
+ * (default 10) each way, alternated, each on a fresh collection, and prints medians, extremes and
+ * their ratio.
  */
 public final class FailoverBenchmark {
   private FailoverBenchmark() {}
 
   public static void main(String[] args) throws Exception {
     int runs = args.length > 0 ? Integer.parseInt(args[0]) : 10;
-    List<Long> millis = new ArrayList<>();
+    List<Long> killed = new ArrayList<>();
+    List<Long> terminated = new ArrayList<>();
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
       for (int run = 0; run < runs; run++) {
-        String collection = "failover" + run;
-        MongoCollection<Document> docs = client.getDatabase("bench").getCollection(collection);
-        // The standby starts only once the owner holds the lease, so the roles are certain.
-        try (ChildJvm owner = ChildJvm.start("owner", StandbyNode.class, mongo.connectionString(), "bench", collection, "owner-" + run)) {
-          owner.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(60));
-          ChildJvm standby = ChildJvm.start("standby", StandbyNode.class, mongo.connectionString(), "bench", collection, "standby-" + run);
-          try (standby) {
-            standby.awaitLineStartingWith("READY", Duration.ofSeconds(60));
-            docs.insertOne(new Document("n", 0));
-            owner.awaitLineStartingWith("DELIVERED 0", Duration.ofSeconds(30));
-            long killed = System.nanoTime();
-            owner.kill();
-            docs.insertOne(new Document("n", 1));
-            standby.awaitLineStartingWith("DELIVERED 1", Duration.ofSeconds(60));
-            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed);
-            millis.add(ms);
-            System.out.printf("run %2d: failover %5d ms%n", run + 1, ms);
-          }
-        }
+        // Alternated in one process, so both see the same machine: SIGKILL (the standby waits for
+        // the lease to expire) and SIGTERM (the owner commits and releases on its way out).
+        killed.add(failover(mongo, client, "kill" + run, true));
+        terminated.add(failover(mongo, client, "term" + run, false));
+        System.out.printf("run %2d: after SIGKILL %5d ms, after SIGTERM %5d ms%n", run + 1,
+            killed.get(run), terminated.get(run));
       }
     }
-    List<Long> sorted = millis.stream().sorted().toList();
-    long median = sorted.size() % 2 == 1 ? sorted.get(sorted.size() / 2)
-        : (sorted.get(sorted.size() / 2 - 1) + sorted.get(sorted.size() / 2)) / 2;
+    long kill = median(killed);
+    long term = median(terminated);
     System.out.printf("failover after SIGKILL over %d runs (lease 10 s, renew/acquire 3.33 s): median %d ms, max %d ms, min %d ms%n",
-        runs, median, sorted.get(sorted.size() - 1), sorted.get(0));
+        runs, kill, max(killed), min(killed));
+    System.out.printf("hand-over after SIGTERM over %d runs: median %d ms, max %d ms, min %d ms; ratio to SIGKILL %.2f%n",
+        runs, term, max(terminated), min(terminated), (double) term / kill);
+  }
+
+  /**
+   * Milliseconds from the signal to the standby holding the partition; then checks that the
+   * change written right after the signal is delivered by one of them.
+   */
+  private static long failover(EmbeddedMongo mongo, MongoClient client, String collection, boolean kill) {
+    MongoCollection<Document> docs = client.getDatabase("bench").getCollection(collection);
+    // The standby starts only once the owner holds the lease, so the roles are certain.
+    try (ChildJvm owner = ChildJvm.start("owner", StandbyNode.class, mongo.connectionString(), "bench", collection, "owner-" + collection)) {
+      owner.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(60));
+      try (ChildJvm standby = ChildJvm.start("standby", StandbyNode.class, mongo.connectionString(), "bench", collection,
+          "standby-" + collection)) {
+        standby.awaitLineStartingWith("READY", Duration.ofSeconds(60));
+        docs.insertOne(new Document("n", 0));
+        owner.awaitLineStartingWith("DELIVERED 0", Duration.ofSeconds(30));
+        long signalled = System.nanoTime();
+        if (kill) {
+          owner.kill();
+        } else {
+          owner.terminate();
+        }
+        docs.insertOne(new Document("n", 1));
+        standby.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(60));
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - signalled);
+        // Change 1 is delivered by the standby, or (SIGTERM only) by the owner before it stopped:
+        // a process shutting down finishes what it read; the standby resumes after its checkpoint.
+        if (kill) {
+          standby.awaitLineStartingWith("DELIVERED 1", Duration.ofSeconds(60));
+        } else {
+          owner.awaitExit(Duration.ofSeconds(60));
+          if (!owner.output().contains("DELIVERED 1")) {
+            standby.awaitLineStartingWith("DELIVERED 1", Duration.ofSeconds(60));
+          }
+        }
+        return ms;
+      }
+    }
+  }
+
+  private static long median(List<Long> values) {
+    List<Long> sorted = values.stream().sorted().toList();
+    return sorted.size() % 2 == 1 ? sorted.get(sorted.size() / 2)
+        : (sorted.get(sorted.size() / 2 - 1) + sorted.get(sorted.size() / 2)) / 2;
+  }
+
+  private static long max(List<Long> values) {
+    return values.stream().mapToLong(Long::longValue).max().orElse(0);
+  }
+
+  private static long min(List<Long> values) {
+    return values.stream().mapToLong(Long::longValue).min().orElse(0);
   }
 }

@@ -12,7 +12,8 @@ import org.bson.BsonDocument;
 /**
  * A listener with the library's default settings (lease 10 s, renew and acquire every 3.3 s,
  * checkpoint every 100 changes or 1 s) that prints each delivery: one side of the failover
- * benchmark. Arguments: connection string, database, collection, owner.
+ * benchmark. On SIGTERM it closes the listener (commit, release). Arguments: connection string,
+ * database, collection, owner.
  */
 public final class StandbyNode {
   private StandbyNode() {}
@@ -32,6 +33,11 @@ public final class StandbyNode {
         })
         .build();
     listener.start();
+    // SIGTERM: hand over as a service does (commit, release), so a peer need not wait for expiry.
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      listener.close();
+      System.out.println("CLOSED " + args[3]);
+    }));
     System.out.println("READY " + args[3]);
     Thread.currentThread().join();
   }

@@ -35,6 +35,8 @@ final class ReleaseWatch implements AutoCloseable {
   private final long maxAwaitMillis;
   private final Thread thread;
   private volatile boolean closed;
+  /** The cursor {@link #start()} opened, handed to the thread. */
+  private volatile MongoCursor<BsonDocument> first;
 
   ReleaseWatch(MongoCollection<BsonDocument> leases, String prefix, Consumer<String> released) {
     this.leases = leases;
@@ -46,9 +48,34 @@ final class ReleaseWatch implements AutoCloseable {
     this.thread.setDaemon(true);
   }
 
+  /**
+   * Opens the change stream before returning, so that every release after this call is seen (a
+   * cursor opened later by the thread would miss those in between), then reads it on the thread.
+   */
   ReleaseWatch start() {
+    try {
+      first = open();
+    } catch (MongoCommandException e) {
+      if (UNAVAILABLE.contains(e.getErrorCode())) {
+        unavailable(e);
+        return this;
+      }
+      log.debug("Release notices for {} not open yet ({}); the watch thread retries", prefix, e.toString());
+    } catch (RuntimeException e) {
+      log.debug("Release notices for {} not open yet ({}); the watch thread retries", prefix, e.toString());
+    }
     thread.start();
     return this;
+  }
+
+  private MongoCursor<BsonDocument> open() {
+    return leases.watch(pipeline(), BsonDocument.class)
+        .maxAwaitTime(maxAwaitMillis, TimeUnit.MILLISECONDS).withDocumentClass(BsonDocument.class).cursor();
+  }
+
+  private void unavailable(MongoCommandException e) {
+    log.info("No release notices for {} (change streams unavailable: {}); peers take released partitions at"
+        + " their next attempt", prefix, e.getErrorMessage());
   }
 
   private List<BsonDocument> pipeline() {
@@ -65,8 +92,9 @@ final class ReleaseWatch implements AutoCloseable {
   private void run() {
     long backoffMillis = 500;
     while (!closed) {
-      try (MongoCursor<BsonDocument> cursor = leases.watch(pipeline(), BsonDocument.class)
-          .maxAwaitTime(maxAwaitMillis, TimeUnit.MILLISECONDS).withDocumentClass(BsonDocument.class).cursor()) {
+      MongoCursor<BsonDocument> opened = first;
+      first = null;
+      try (MongoCursor<BsonDocument> cursor = opened != null ? opened : open()) {
         backoffMillis = 500;
         while (!closed) {
           long asked = System.nanoTime();
@@ -79,8 +107,7 @@ final class ReleaseWatch implements AutoCloseable {
         }
       } catch (MongoCommandException e) {
         if (UNAVAILABLE.contains(e.getErrorCode())) {
-          log.info("No release notices for {} (change streams unavailable: {}); peers take released partitions at"
-              + " their next attempt", prefix, e.getErrorMessage());
+          unavailable(e);
           return;
         }
         backoffMillis = retryLater(e, backoffMillis);
