@@ -75,11 +75,15 @@ public final class ListenerEngine<D> implements Listener<D> {
    */
   private void watchReleases() {
     String partitions = config.partitionPrefix();
+    String members = config.memberPrefix();
     String stream = config.group() + "/" + config.feed().stream();
     try {
       releaseWatch = config.leaseStore().watchReleases(stream, name -> {
+        // A partition of this layout: its worker; a member that left: every idle worker; anything
+        // else under the prefix (another stream whose name starts with this one's): nobody.
         List<PartitionWorker<D>> told = workers.stream()
-            .filter(w -> !w.holdsLease() && (!name.startsWith(partitions) || w.leaseName().equals(name)))
+            .filter(w -> !w.holdsLease()
+                && (name.startsWith(partitions) ? w.leaseName().equals(name) : name.startsWith(members)))
             .toList();
         if (told.isEmpty()) {
           return;
