@@ -83,6 +83,19 @@ class ShardedTargetTest {
   }
 
   @Test
+  void givenTheirDatabaseFencedAndSequencedTargetsAreRefusedAtStart() {
+    assertThatThrownBy(() -> FencedWrites.requireTarget(db, "stock"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("'shop.stock'");
+    assertThatThrownBy(() -> SequencedValue.of(db, "prices", "price"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("'shop.prices'");
+    assertThatThrownBy(() -> dev.sluice.mongodb.sequenced.SequencedSet.of(db, "prices", "classes"))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("'shop.prices'");
+    FencedWrites.requireTarget(db, "by_id");
+    FencedWrites.requireTarget(db, "unsharded");
+    SequencedValue.of(db, "by_id", "price").set(new BsonString("c"), new BsonString("2"), 1);
+  }
+
+  @Test
   void aTargetShardedOnIdTakesEveryKindOfWrite() {
     MongoCollection<Document> byId = db.getCollection("by_id");
     FencedWrites.updateOne(byId, "a", Updates.set("count", 1), new Fence("orders#0of1", "n1", 7));

@@ -56,6 +56,17 @@ public interface FencedWrites {
   String FENCE_FIELD = "_fence";
 
   /**
+   * Refuses, at start, a target collection these writes cannot use: one sharded on a key other
+   * than {@code _id}, which cannot route their upserts by {@code _id} (ADR 0060). Call it where the
+   * application starts its listeners; without it such a target is refused at its first write.
+   *
+   * @throws dev.sluice.ConfigurationException naming the collection and the fix
+   */
+  static void requireTarget(com.mongodb.client.MongoDatabase database, String collection) {
+    ShardedTargets.requireUpsertsById(database, collection);
+  }
+
+  /**
    * The path of {@code lease}'s entry in {@value #FENCE_FIELD}: the lease name with {@code %},
    * {@code .} and {@code $} escaped, since they are path separators or reserved in field names.
    */

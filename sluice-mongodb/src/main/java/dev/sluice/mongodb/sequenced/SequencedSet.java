@@ -38,6 +38,18 @@ public interface SequencedSet {
    * @param field the top-level field holding the member map; must not contain '.' or start with
    *     '$'
    */
+  /**
+   * {@link #of(MongoCollection, String)} on {@code database.collection}, refusing at once a
+   * collection sharded on a key other than {@code _id} (its upserts by {@code _id} cannot be
+   * routed, ADR 0060); the collection-handle form refuses such a target at its first write.
+   */
+  static SequencedSet of(com.mongodb.client.MongoDatabase database, String collection, String field) {
+    ConfigurationException.requireNonNull(database, "database");
+    ConfigurationException.requireNonNull(collection, "collection");
+    dev.sluice.mongodb.internal.ShardedTargets.requireUpsertsById(database, collection);
+    return of(database.getCollection(collection, BsonDocument.class), field);
+  }
+
   static SequencedSet of(MongoCollection<BsonDocument> collection, String field) {
     ConfigurationException.requireNonNull(collection, "collection");
     checkField(field);
