@@ -139,19 +139,27 @@ final class PartitionWorker<D> implements Runnable {
   private void pauseBeforeNextAttempt(Duration d) {
     long deadline = System.nanoTime() + d.toNanos();
     synchronized (wakeUp) {
-      while (running && !tryNow) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-          break;
-        }
-        try {
-          TimeUnit.NANOSECONDS.timedWait(wakeUp, left);
-        } catch (InterruptedException e) {
-          log.warn("Partition {}: the worker thread was interrupted; ignored (close the listener"
-              + " to stop it)", leaseName);
-        }
-      }
+      awaitWakeUp(deadline, () -> tryNow);
       tryNow = false;
+    }
+  }
+
+  /**
+   * Waits on {@code wakeUp} until {@code deadline}, a stop, or {@code ended}; the caller holds
+   * {@code wakeUp}. Interrupts do not end it (handler code may leave the flag set).
+   */
+  private void awaitWakeUp(long deadline, java.util.function.BooleanSupplier ended) {
+    while (running && !ended.getAsBoolean()) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        return;
+      }
+      try {
+        TimeUnit.NANOSECONDS.timedWait(wakeUp, left);
+      } catch (InterruptedException e) {
+        log.warn("Partition {}: the worker thread was interrupted; ignored (close the listener"
+            + " to stop it)", leaseName);
+      }
     }
   }
 
@@ -169,18 +177,7 @@ final class PartitionWorker<D> implements Runnable {
     }
     try {
       synchronized (wakeUp) {
-        while (running && (holding == null || holding.keeper().lostReason() == null)) {
-          long left = deadline - System.nanoTime();
-          if (left <= 0) {
-            return;
-          }
-          try {
-            TimeUnit.NANOSECONDS.timedWait(wakeUp, left);
-          } catch (InterruptedException e) {
-            log.warn("Partition {}: the worker thread was interrupted; ignored (close the listener"
-                + " to stop it)", leaseName);
-          }
-        }
+        awaitWakeUp(deadline, () -> holding != null && holding.keeper().lostReason() != null);
       }
     } finally {
       if (unlocked) {
