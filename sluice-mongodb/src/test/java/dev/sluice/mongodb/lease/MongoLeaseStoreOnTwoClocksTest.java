@@ -4,12 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
-import com.mongodb.client.model.Filters;
 import dev.sluice.lease.Lease;
-import dev.sluice.lease.LeaseStore;
-import dev.sluice.testkit.lease.LeaseStoreContract;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
-import java.time.Clock;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -23,7 +19,7 @@ import org.junit.jupiter.api.Test;
  * taken while it was live on the other clock (ADR 0011). Needs the embedded server's test-kit
  * control, so it starts its own even under {@code -Dsluice.mongodb.uri}.
  */
-class MongoLeaseStoreOnTwoClocksTest extends LeaseStoreContract {
+class MongoLeaseStoreOnTwoClocksTest extends MongoLeaseStoreContract {
   private static EmbeddedMongo mongo;
   private static MongoClient client;
   private static MongoDatabase database;
@@ -42,15 +38,8 @@ class MongoLeaseStoreOnTwoClocksTest extends LeaseStoreContract {
   }
 
   @Override
-  protected LeaseStore createStore(Clock processClock) {
-    return MongoLeaseStore.builder(database).build();
-  }
-
-  @Override
-  protected void deleteRecordDirectly(String name) {
-    long deleted = database.getCollection(MongoLeaseStore.DEFAULT_COLLECTION)
-        .deleteOne(Filters.eq("_id", name)).getDeletedCount();
-    assertThat(deleted).as("documents deleted for %s", name).isEqualTo(1);
+  protected MongoDatabase database() {
+    return database;
   }
 
   /**

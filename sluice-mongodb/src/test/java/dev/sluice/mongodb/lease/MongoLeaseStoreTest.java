@@ -14,7 +14,6 @@ import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseStore;
-import dev.sluice.testkit.lease.LeaseStoreContract;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.time.Clock;
 import java.time.Duration;
@@ -39,7 +38,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The conformance suite plus MongoDB-specific behaviour, on the embedded server (or a real one,
  * see {@link #URI_PROPERTY}; names are unique per run, so a real database can be reused).
  */
-class MongoLeaseStoreTest extends LeaseStoreContract {
+class MongoLeaseStoreTest extends MongoLeaseStoreContract {
 
   private static EmbeddedMongo mongo;
   private static MongoClient client;
@@ -72,20 +71,8 @@ class MongoLeaseStoreTest extends LeaseStoreContract {
   }
 
   @Override
-  protected LeaseStore createStore(Clock processClock) {
-    // The MongoDB store takes no process clock: every time it uses comes from the server
-    // (isMaster localTime), so there is nothing to hand the skewed clock to. The contract's skew
-    // tests therefore pass by construction; serverClockSkewChangesNothing below skews the
-    // database's clock instead, which is the same relative skew seen from the other side.
-    return MongoLeaseStore.builder(database).build();
-  }
-
-  @Override
-  protected void deleteRecordDirectly(String name) {
-    // What the optional TTL clean-up or an operator does.
-    long deleted = database.getCollection(MongoLeaseStore.DEFAULT_COLLECTION)
-        .deleteOne(Filters.eq("_id", name)).getDeletedCount();
-    assertThat(deleted).as("documents deleted for %s", name).isEqualTo(1);
+  protected MongoDatabase database() {
+    return database;
   }
 
   /**

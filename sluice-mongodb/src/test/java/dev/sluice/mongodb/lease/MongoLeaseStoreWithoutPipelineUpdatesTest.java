@@ -4,9 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
-import com.mongodb.client.model.Filters;
-import dev.sluice.lease.LeaseStore;
-import dev.sluice.testkit.lease.LeaseStoreContract;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.time.Clock;
 import org.junit.jupiter.api.AfterAll;
@@ -19,7 +16,7 @@ import org.junit.jupiter.api.Test;
  * {@code hello} before each decision (ADR 0011). Needs the embedded server's test-kit control, so
  * it starts its own even under {@code -Dsluice.mongodb.uri}.
  */
-class MongoLeaseStoreWithoutPipelineUpdatesTest extends LeaseStoreContract {
+class MongoLeaseStoreWithoutPipelineUpdatesTest extends MongoLeaseStoreContract {
   private static EmbeddedMongo mongo;
   private static MongoClient client;
   private static MongoDatabase database;
@@ -38,15 +35,8 @@ class MongoLeaseStoreWithoutPipelineUpdatesTest extends LeaseStoreContract {
   }
 
   @Override
-  protected LeaseStore createStore(Clock processClock) {
-    return MongoLeaseStore.builder(database).build();
-  }
-
-  @Override
-  protected void deleteRecordDirectly(String name) {
-    long deleted = database.getCollection(MongoLeaseStore.DEFAULT_COLLECTION)
-        .deleteOne(Filters.eq("_id", name)).getDeletedCount();
-    assertThat(deleted).as("documents deleted for %s", name).isEqualTo(1);
+  protected MongoDatabase database() {
+    return database;
   }
 
   @Test
