@@ -2,20 +2,34 @@ package dev.sluice.app;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
+import dev.sluice.app.config.ConfigException;
+import dev.sluice.app.config.Durations;
+import dev.sluice.feed.SourceHistory;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.concurrent.Callable;
+import java.io.PrintWriter;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
 import picocli.CommandLine.Option;
 
-/** Prints the leases of a stream: owner, epoch, expiry and checkpoint of every partition. */
+/**
+ * Prints the leases of a stream: owner, epoch, expiry and checkpoint of every partition, with how
+ * far each checkpoint is behind the source (LAG) and how much source history is left before it
+ * falls out of the oplog window (HISTORY LEFT).
+ */
 @Command(name = "status", mixinStandardHelpOptions = true,
-    description = "Show who owns each partition of a stream, its epoch and checkpoint.")
+    description = "Show who owns each partition of a stream, its epoch and checkpoint, how far the checkpoint"
+        + " is behind the source and how much oplog history is left behind it.")
 public final class StatusCommand implements Callable<Integer> {
 
   @Option(names = "--mongo", required = true, description = "MongoDB connection string")
@@ -31,13 +45,65 @@ public final class StatusCommand implements Callable<Integer> {
   @Option(names = "--stream", defaultValue = "", description = "stream name prefix, e.g. shop.orders")
   String stream;
 
+  @Spec CommandSpec spec;
+
+  @Option(names = "--watch", paramLabel = "INTERVAL",
+      description = "print the table again every INTERVAL (e.g. 5s) until interrupted")
+  String watch;
+
   @Override
-  public Integer call() {
+  public Integer call() throws InterruptedException {
+    Duration every = null;
+    if (watch != null) {
+      every = Durations.parse(watch, "--watch");
+      if (every.compareTo(Duration.ofMillis(500)) < 0) {
+        throw new ConfigException("--watch", "must be at least 500ms, but was " + watch);
+      }
+    }
     try (MongoClient client = MongoClients.create(mongo)) {
       LeaseStore store = MongoLeaseStore.builder(client.getDatabase(database)).collection(collection).build();
-      List<LeaseRecord> records = store.list(stream);
-      System.out.println(format(records));
-      return 0;
+      MongoChangeFeed server = MongoChangeFeed.builder(client, database, collection).build();
+      while (true) {
+        List<LeaseRecord> records = store.list(stream);
+        if (records.isEmpty()) {
+          throw new ConfigException("--database", "no lease records in " + database + "." + collection
+              + (stream.isEmpty() ? "" : " for streams starting with '" + stream + "'")
+              + ": check --database, --leases and --stream" + elsewhere(client));
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        out.print(format(records, history(server)));
+        out.flush();
+        if (every == null) {
+          return 0;
+        }
+        out.println();
+        Thread.sleep(every.toMillis());
+      }
+    }
+  }
+
+  /** The source's history (server-wide: the oplog), or unknown if it cannot be read. */
+  private static SourceHistory history(MongoChangeFeed server) {
+    try {
+      return server.history();
+    } catch (RuntimeException e) {
+      return SourceHistory.UNKNOWN;
+    }
+  }
+
+  /** Where lease collections of this name are, as a hint after a misspelt database. */
+  private String elsewhere(MongoClient client) {
+    try {
+      List<String> found = new ArrayList<>();
+      for (String db : client.listDatabaseNames()) {
+        if (!db.equals(database)
+            && client.getDatabase(db).listCollectionNames().into(new ArrayList<>()).contains(collection)) {
+          found.add(db);
+        }
+      }
+      return found.isEmpty() ? "" : "; databases with a " + collection + " collection: " + String.join(", ", found);
+    } catch (RuntimeException e) {
+      return "";
     }
   }
 
@@ -47,17 +113,35 @@ public final class StatusCommand implements Callable<Integer> {
    * partition, and the owner's label (the part of the owner identity people gave).
    */
   public static String format(List<LeaseRecord> records) {
-    String row = "%-9s %-20s %-24s %-9s %-16s %8s %-5s %-11s %s%n";
+    return format(records, SourceHistory.UNKNOWN);
+  }
+
+  /**
+   * As {@link #format(List)}, with LAG (the source's newest time minus the checkpoint's: the
+   * running process may be up to one checkpoint interval further) and HISTORY LEFT (the
+   * checkpoint's time minus the oplog's oldest entry) where {@code history} tells.
+   */
+  public static String format(List<LeaseRecord> records, SourceHistory history) {
+    String row = "%-9s %-20s %-24s %-9s %-16s %8s %-5s %-11s %-9s %-12s %s%n";
     StringBuilder out = new StringBuilder(String.format(row, "KIND", "GROUP", "STREAM", "PARTITION",
-        "OWNER LABEL", "EPOCH", "HELD", "EXPIRES IN", "CHECKPOINT"));
+        "OWNER LABEL", "EPOCH", "HELD", "EXPIRES IN", "LAG", "HISTORY LEFT", "CHECKPOINT"));
     for (LeaseRecord r : records) {
       String[] n = describe(r.name());
       String expires = r.expiresAt() == null ? "-" : Duration.between(r.storeTime(), r.expiresAt()).toMillis() + " ms";
+      Instant at = r.checkpoint() == null ? null : r.checkpoint().time();
+      String lag = at == null || history.newest() == null ? "-"
+          : seconds(Duration.between(at, history.newest()));
+      String left = at == null || history.oldest() == null ? "-"
+          : seconds(Duration.between(history.oldest(), at));
       out.append(String.format(row, n[0], n[1], n[2], n[3], r.owner() == null ? "-" : label(r.owner()),
-          r.epoch(), r.isHeld() ? "yes" : "no", expires,
+          r.epoch(), r.isHeld() ? "yes" : "no", expires, lag, left,
           r.checkpoint() == null ? "-" : abbreviate(r.checkpoint().toString())));
     }
     return out.toString();
+  }
+
+  private static String seconds(Duration d) {
+    return d.isNegative() ? "0 s" : d.toSeconds() + " s";
   }
 
   /** {kind, group, stream, partition} of a lease name (see ListenerConfig.leaseName). */

@@ -23,6 +23,16 @@ public interface ChangeFeed<D> {
   }
 
   /**
+   * Asks the source how much history it retains and how far it has got. The engine calls it from
+   * one partition thread at a time, every few seconds, for the lag and history-window figures;
+   * it is a network call, bounded like any other read of the source, and may throw when the
+   * source cannot be reached (the figures then stay as they were). The default knows nothing.
+   */
+  default SourceHistory history() {
+    return SourceHistory.UNKNOWN;
+  }
+
+  /**
    * Opens a cursor for one partition.
    *
    * @throws HistoryLostException if {@code start} is a position the source no longer retains

@@ -29,6 +29,16 @@ public interface FeedCursor<D> extends AutoCloseable {
   Position position();
 
   /**
+   * True when the last {@link #poll} ended because the source had nothing more at that moment
+   * (not because the batch was full or the wait ran out while changes kept coming): once the
+   * changes it returned are processed, the partition is caught up, and its lag is zero. The
+   * default, false, makes the engine compute the lag from the source's newest time instead.
+   */
+  default boolean caughtUp() {
+    return false;
+  }
+
+  /**
    * Tells the source that everything up to {@code committed} is durably processed. A PostgreSQL
    * feed confirms the LSN to the slot here so the server can recycle WAL; MongoDB needs nothing.
    */

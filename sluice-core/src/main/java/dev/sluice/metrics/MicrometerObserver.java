@@ -6,7 +6,10 @@ import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.listener.PartitionState;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.PartitionStatus;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
@@ -25,8 +28,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * <ul>
  *   <li>{@code sluice.changes.delivered} (counter), {@code sluice.handler.duration} (timer)
  *   <li>{@code sluice.handler.failures}, {@code sluice.changes.parked} (counters)
- *   <li>{@code sluice.checkpoints} (counter), {@code sluice.checkpoint.lag.seconds} (gauge: now
- *       minus the source time of the last committed change)
+ *   <li>{@code sluice.checkpoints} (counter), {@code sluice.checkpoint.age.seconds} (gauge: now
+ *       minus the source time of the last committed change; with heartbeats it stays small for
+ *       an idle partition too, but it is not the lag)
+ *   <li>once {@link #watch} was called with the listener: {@code sluice.partition.lag.seconds}
+ *       (gauge: how far behind the source the last processed change is, 0 when caught up; see
+ *       {@link PartitionStatus#lag()}; 0 on an instance that does not hold the partition, so
+ *       take the maximum over instances) and {@code sluice.partition.history.seconds} (gauge:
+ *       how much source history is left before the checkpoint falls out of it, see {@link
+ *       PartitionStatus#historyLeft()}; NaN where unknown or not held)
  *   <li>{@code sluice.leases.acquired}, {@code sluice.leases.lost}, {@code sluice.history.lost},
  *       {@code sluice.feed.failures} (counters), {@code sluice.partition.active} (gauge 0/1)
  * </ul>
@@ -85,11 +95,37 @@ public final class MicrometerObserver implements ListenerObserver {
     if (position.time() != null) {
       committedSourceMillis.computeIfAbsent(lease, l -> {
         AtomicLong holder = new AtomicLong();
-        registry.gauge("sluice.checkpoint.lag.seconds", io.micrometer.core.instrument.Tags.of("lease", l),
+        registry.gauge("sluice.checkpoint.age.seconds", io.micrometer.core.instrument.Tags.of("lease", l),
             holder, h -> h.get() == 0 ? 0 : Duration.between(Instant.ofEpochMilli(h.get()), Instant.now()).toMillis() / 1000.0);
         return holder;
       }).set(position.time().toEpochMilli());
     }
+  }
+
+  /**
+   * Adds the gauges read from {@code listener}'s status: {@code sluice.partition.lag.seconds} and
+   * {@code sluice.partition.history.seconds}, tagged {@code lease}. Call once the listener is
+   * built (its observer, this one, exists before it).
+   */
+  public void watch(Listener<?> listener) {
+    for (int i = 0; i < listener.config().partitions(); i++) {
+      String lease = listener.config().leaseName(i);
+      Gauge.builder("sluice.partition.lag.seconds", listener,
+              l -> statusOf(l, lease).map(s -> s.lag().toMillis() / 1000.0).orElse(Double.NaN))
+          .tags("lease", lease)
+          .description("How far behind the source the last processed change is; 0 when caught up")
+          .register(registry);
+      Gauge.builder("sluice.partition.history.seconds", listener,
+              l -> statusOf(l, lease).map(PartitionStatus::historyLeft)
+                  .map(d -> d.toMillis() / 1000.0).orElse(Double.NaN))
+          .tags("lease", lease)
+          .description("Source history left before the checkpoint falls out of it")
+          .register(registry);
+    }
+  }
+
+  private static java.util.Optional<PartitionStatus> statusOf(Listener<?> listener, String lease) {
+    return listener.status().stream().filter(s -> s.lease().equals(lease)).findFirst();
   }
 
   @Override

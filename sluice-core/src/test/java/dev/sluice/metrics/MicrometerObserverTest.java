@@ -41,6 +41,6 @@ class MicrometerObserverTest {
     assertThat(registry.counter("sluice.handler.failures", "group", "indexer", "stream", "orders").count()).isEqualTo(1);
     assertThat(registry.counter("sluice.checkpoints", "lease", "orders#0").count()).isEqualTo(1);
     assertThat(registry.get("sluice.partition.active").tag("lease", "orders#0").gauge().value()).isEqualTo(1);
-    assertThat(registry.get("sluice.checkpoint.lag.seconds").gauge().value()).isBetween(9.0, 60.0);
+    assertThat(registry.get("sluice.checkpoint.age.seconds").gauge().value()).isBetween(9.0, 60.0);
   }
 }

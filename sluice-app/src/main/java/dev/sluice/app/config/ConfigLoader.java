@@ -340,8 +340,10 @@ public final class ConfigLoader {
     }
     int every = l.checkpoint().every() == null ? 100 : l.checkpoint().every();
     Duration maxDelay = Durations.parse(l.checkpoint().maxDelay(), at + ".checkpoint.maxDelay");
+    Duration heartbeat = Durations.parse(l.checkpoint().heartbeat(), at + ".checkpoint.heartbeat");
     try {
-      return CheckpointPolicy.every(every, maxDelay == null ? Duration.ofSeconds(1) : maxDelay);
+      return new CheckpointPolicy(every, maxDelay == null ? Duration.ofSeconds(1) : maxDelay,
+          heartbeat == null ? CheckpointPolicy.DEFAULT_HEARTBEAT : heartbeat);
     } catch (ConfigurationException e) {
       throw new ConfigException(at + ".checkpoint", e.getMessage());
     }

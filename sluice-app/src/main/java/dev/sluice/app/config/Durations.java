@@ -6,7 +6,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /** Parses durations written as {@code 500ms}, {@code 10s}, {@code 2m}, {@code 1h} or ISO-8601 {@code PT10S}. */
-final class Durations {
+public final class Durations {
   private static final Pattern SHORT = Pattern.compile("(\\d+)\\s*(ms|s|m|h)");
 
   /** Longer than any sensible lease, delay or back-off, and far from overflowing an instant. */
@@ -14,7 +14,8 @@ final class Durations {
 
   private Durations() {}
 
-  static Duration parse(String text, String path) {
+  /** The duration {@code text} (null if null), or a {@link ConfigException} naming {@code path}. */
+  public static Duration parse(String text, String path) {
     if (text == null) {
       return null;
     }

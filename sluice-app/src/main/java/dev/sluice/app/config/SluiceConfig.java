@@ -13,7 +13,7 @@ import java.util.List;
  * listeners:
  *   - collection: orders
  *     group: orders-to-kafka     # default: kafka-&lt;topic&gt; or amqp-&lt;exchange&gt;
- *     checkpoint: { every: 100, maxDelay: 1s }
+ *     checkpoint: { every: 100, maxDelay: 1s, heartbeat: 10s }
  *     onFailure: park            # or block (default)
  *     sink:
  *       kafka: { bootstrapServers: "kafka:9092", topic: orders }
@@ -67,7 +67,11 @@ public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners
       String legacyCheckpoints,
       String onInvalidate) {}
 
-  public record CheckpointSection(Integer every, String maxDelay) {}
+  /**
+   * {@code every} changes or {@code maxDelay}; progress without changes (an idle or filtered
+   * collection) every {@code heartbeat}.
+   */
+  public record CheckpointSection(Integer every, String maxDelay, String heartbeat) {}
 
   public record RetrySection(Integer attempts, String initialDelay, String maxDelay) {}
 

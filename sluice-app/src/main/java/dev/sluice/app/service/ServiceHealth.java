@@ -109,6 +109,7 @@ final class ServiceHealth implements HttpEndpoint.Probe {
         m.put("committed", p.committed() == null ? null : p.committed().token());
         m.put("committedTime", text(p.committed() == null ? null : p.committed().time()));
         m.put("lagMillis", p.lag().toMillis());
+        m.put("historyLeftSeconds", p.historyLeft() == null ? null : p.historyLeft().toSeconds());
         m.put("error", p.error());
         m.put("errorAt", text(p.errorAt()));
         m.put("restarts", p.restarts());

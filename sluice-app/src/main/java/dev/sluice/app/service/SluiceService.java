@@ -64,9 +64,10 @@ public final class SluiceService implements AutoCloseable {
       for (ListenerSection l : config.listeners()) {
         Wiring.SinkHandle sink = wiring.sink(l, null);
         sinks.add(sink);
-        Listener<BsonDocument> listener = wiring.listener(l, sink.handler(),
-            ListenerObserver.composite(new MicrometerObserver(meters,
-                dev.sluice.app.config.ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]"))));
+        MicrometerObserver metrics = new MicrometerObserver(meters,
+            dev.sluice.app.config.ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]"));
+        Listener<BsonDocument> listener = wiring.listener(l, sink.handler(), ListenerObserver.composite(metrics));
+        metrics.watch(listener);
         listeners.add(listener);
         entries.add(new ServiceHealth.Entry(l.collection(), listener, sink.description()));
         log.info("Relaying {}.{} to {} as {}", config.mongodb().database(), l.collection(), sink.description(), listener.owner());

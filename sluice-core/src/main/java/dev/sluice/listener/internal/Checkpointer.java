@@ -36,9 +36,18 @@ final class Checkpointer<D> {
     return tenure.lastProcessed != null && !tenure.lastProcessed.equals(tenure.committed);
   }
 
+  /**
+   * Processed changes are due after {@code maxDelay}; progress without changes (the cursor moved
+   * over other partitions' changes or a post-batch resume token) after {@code heartbeat}.
+   */
   boolean dueByTime() {
-    return somethingToCommit() && System.nanoTime() - tenure.lastCommitNanos
-        >= tenure.config.checkpoint().maxDelay().toNanos();
+    if (!somethingToCommit()) {
+      return false;
+    }
+    Duration after = tenure.uncommitted > 0
+        ? tenure.config.checkpoint().maxDelay()
+        : tenure.config.checkpoint().heartbeat();
+    return System.nanoTime() - tenure.lastCommitNanos >= after.toNanos();
   }
 
   /** Flushes and commits what was processed; REWOUND if the flush failed. */

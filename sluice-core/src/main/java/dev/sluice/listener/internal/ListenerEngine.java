@@ -15,7 +15,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The listener: one {@link PartitionWorker} thread per partition, each competing for its lease,
- * and one scheduler thread that renews every held lease.
+ * one scheduler thread that renews every held lease, and one that asks the source for its
+ * history every few seconds ({@link SourceProbe}).
  */
 public final class ListenerEngine<D> implements Listener<D> {
   private static final Logger log = LoggerFactory.getLogger(ListenerEngine.class);
@@ -24,6 +25,8 @@ public final class ListenerEngine<D> implements Listener<D> {
   private final List<PartitionWorker<D>> workers = new ArrayList<>();
   private final List<Thread> threads = new ArrayList<>();
   private ScheduledExecutorService renewals;
+  /** Asks the source for its history (lag, history window); a thread of its own, never renewals'. */
+  private ScheduledExecutorService probes;
   private Assignment assignment;
   private AutoCloseable releaseWatch = () -> { };
   private boolean started;
@@ -53,8 +56,15 @@ public final class ListenerEngine<D> implements Listener<D> {
     assignment.refresh();
     renewals.scheduleWithFixedDelay(assignment::refresh, config.renewInterval().toNanos(),
         config.renewInterval().toNanos(), TimeUnit.NANOSECONDS);
+    SourceProbe probe = new SourceProbe(config.feed());
+    probes = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "sluice-source-" + config.feed().stream());
+      t.setDaemon(true);
+      return t;
+    });
+    probes.scheduleWithFixedDelay(probe::refresh, 0, SourceProbe.INTERVAL.toNanos(), TimeUnit.NANOSECONDS);
     for (int i = 0; i < config.partitions(); i++) {
-      PartitionWorker<D> worker = new PartitionWorker<>(config, i, renewals, assignment);
+      PartitionWorker<D> worker = new PartitionWorker<>(config, i, renewals, assignment, probe);
       Thread thread = new Thread(worker, "sluice-" + worker.leaseName());
       thread.setDaemon(true);
       workers.add(worker);
@@ -137,6 +147,9 @@ public final class ListenerEngine<D> implements Listener<D> {
         Thread.currentThread().interrupt();
         break;
       }
+    }
+    if (probes != null) {
+      probes.shutdownNow();
     }
     if (renewals != null) {
       renewals.shutdownNow();

@@ -2,6 +2,7 @@ package dev.sluice.listener.internal;
 
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
+import dev.sluice.feed.SourceHistory;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.listener.ListenerConfig;
@@ -55,14 +56,20 @@ final class PartitionWorker<D> implements Runnable {
   volatile long heldEpoch;
   volatile Position committed;
   volatile Position newestRead;
+  /** The position of the last change processed by the current tenure (or the cursor's progress). */
+  volatile Position processedTo;
+  /** Whether the current tenure processed everything the source had at its last read. */
+  volatile boolean caughtUp;
+  final SourceProbe source;
   final AtomicLong processed = new AtomicLong();
   private final Deque<Long> losses = new ArrayDeque<>();
   private volatile int restarts;
   private volatile Tenure<D> tenure;
 
   PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler,
-      Assignment assignment) {
+      Assignment assignment, SourceProbe source) {
     this.config = config;
+    this.source = source;
     this.assignment = assignment;
     this.partition = new PartitionSpec(index, config.partitions());
     this.leaseName = config.leaseName(index);
@@ -75,14 +82,38 @@ final class PartitionWorker<D> implements Runnable {
   }
 
   PartitionStatus status() {
-    Duration lag = Duration.ZERO;
+    PartitionState s = state;
     Position c = committed;
-    Position n = newestRead;
-    if (c != null && n != null && c.time() != null && n.time() != null && n.time().isAfter(c.time())) {
-      lag = Duration.between(c.time(), n.time());
+    SourceHistory history = source.last();
+    boolean held = s == PartitionState.ACTIVE || s == PartitionState.BLOCKED;
+    Duration lag = held ? lag(history) : Duration.ZERO;
+    Duration historyLeft = null;
+    if (held && c != null && c.time() != null && history.oldest() != null) {
+      historyLeft = max(Duration.between(history.oldest(), c.time()), Duration.ZERO);
     }
-    return new PartitionStatus(leaseName, state, heldEpoch, processed.get(), c, lag, error,
-        errorAt, recentLosses(), restarts);
+    return new PartitionStatus(leaseName, s, heldEpoch, processed.get(), c, lag, error,
+        errorAt, recentLosses(), restarts, historyLeft);
+  }
+
+  /**
+   * The newest change the source has (as it last said, or as read, whichever is newer) minus the
+   * last change processed; zero once everything the source had at the last read is processed.
+   */
+  private Duration lag(SourceHistory history) {
+    Position p = processedTo;
+    if (caughtUp || p == null || p.time() == null) {
+      return Duration.ZERO;
+    }
+    Instant newest = history.newest();
+    Position n = newestRead;
+    if (n != null && n.time() != null && (newest == null || n.time().isAfter(newest))) {
+      newest = n.time();
+    }
+    return newest == null ? Duration.ZERO : max(Duration.between(p.time(), newest), Duration.ZERO);
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
   }
 
   private int recentLosses() {

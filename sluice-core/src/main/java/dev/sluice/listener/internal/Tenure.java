@@ -64,6 +64,8 @@ final class Tenure<D> {
     this.committed = lease.checkpoint();
     this.lastProcessed = lease.checkpoint();
     this.lastCommitNanos = System.nanoTime();
+    worker.processedTo = lastProcessed;
+    worker.caughtUp = false;
   }
 
   LeaseKeeper keeper() {
@@ -380,7 +382,9 @@ final class Tenure<D> {
           return PartitionState.LOST;
         }
         worker.newestRead = event.position();
+        worker.caughtUp = false;
         step = delivery.deliver(event);
+        worker.processedTo = lastProcessed;
         if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
           step = checkpointer.checkpoint();
         }
@@ -399,6 +403,8 @@ final class Tenure<D> {
           lastProcessed = p;
         }
       }
+      worker.processedTo = lastProcessed;
+      worker.caughtUp = cursor != null && cursor.caughtUp();
       if (checkpointer.dueByTime()) {
         step = checkpointer.checkpoint();
         if (step != Step.CONTINUE && step != Step.REWOUND) {

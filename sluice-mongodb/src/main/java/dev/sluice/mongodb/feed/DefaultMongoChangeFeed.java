@@ -7,6 +7,7 @@ import dev.sluice.feed.FeedException;
 import dev.sluice.feed.HistoryLostException;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
+import dev.sluice.feed.SourceHistory;
 import dev.sluice.feed.StartPoint;
 import java.time.Instant;
 import java.util.Objects;
@@ -31,6 +32,29 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   @Override
   public String stream() {
     return settings.stream();
+  }
+
+  /**
+   * Newest: the newest operation time the server reports (replica set, mongos), else its clock.
+   * Oldest: the oplog's oldest entry, where it can be read (not through mongos, and only with
+   * read access to the {@code local} database); otherwise unknown.
+   */
+  @Override
+  public SourceHistory history() {
+    Optional<BsonTimestamp> newestWrite;
+    try {
+      newestWrite = source.newestOperationTime();
+    } catch (FeedException | MongoException e) {
+      newestWrite = Optional.empty(); // a router without operation time; no access to the oplog
+    }
+    Instant newest = newestWrite.map(ts -> Instant.ofEpochSecond(ts.getTime())).orElseGet(source::serverNow);
+    Instant oldest;
+    try {
+      oldest = source.oldestOplogTime().map(ts -> Instant.ofEpochSecond(ts.getTime())).orElse(null);
+    } catch (ConfigurationException | MongoException e) {
+      oldest = null;
+    }
+    return new SourceHistory(oldest, newest);
   }
 
   @Override

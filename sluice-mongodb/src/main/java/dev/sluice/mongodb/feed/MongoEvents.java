@@ -1,6 +1,8 @@
 package dev.sluice.mongodb.feed;
 
 import dev.sluice.feed.Operation;
+import java.time.Instant;
+import java.util.Optional;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
 import org.bson.json.JsonMode;
@@ -63,6 +65,29 @@ final class MongoEvents {
       return full.asDocument().get("_id");
     }
     return null;
+  }
+
+  /**
+   * The cluster time a resume token stands for. A token's {@code _data} (MongoDB 4.0.7 and later)
+   * is the hex of a KeyString whose first value is that time: type byte {@code 82} (timestamp),
+   * then the timestamp's seconds and increment, 4 bytes each, big-endian. Empty for any other
+   * form (a 3.6 BinData token, or a format this code does not know): callers keep the time they had.
+   */
+  static Optional<Instant> clusterTime(BsonDocument resumeToken) {
+    BsonValue data = resumeToken.get("_data");
+    if (data == null || !data.isString()) {
+      return Optional.empty();
+    }
+    String hex = data.asString().getValue();
+    if (hex.length() < 18 || !hex.regionMatches(true, 0, "82", 0, 2)) {
+      return Optional.empty();
+    }
+    try {
+      long seconds = Long.parseLong(hex.substring(2, 10), 16);
+      return Optional.of(Instant.ofEpochSecond(seconds));
+    } catch (NumberFormatException e) {
+      return Optional.empty();
+    }
   }
 
   /** The stable id of a change: the data of its resume token. */

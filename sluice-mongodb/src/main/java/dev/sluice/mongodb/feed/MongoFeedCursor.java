@@ -46,6 +46,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   private Position position;
   private BsonDocument lastToken;
   private boolean ended;
+  /** The last tryNext found nothing: everything the server had was read. */
+  private boolean caughtUp;
   private FeedException failure;
   private final List<BsonDocument> fragments = new ArrayList<>();
 
@@ -96,6 +98,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
         } catch (MongoException e) {
           throw fail(e);
         }
+        caughtUp = raw == null;
         if (raw != null) {
           accept(raw, out);
         }
@@ -384,8 +387,18 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     // (of this or any partition) arrived: idle partitions keep their checkpoint fresh.
     if (token != null && !token.equals(lastToken)) {
       lastToken = token;
-      position = StreamStart.after(token).toPosition(position.time());
+      // The token's cluster time: the checkpoint's time then says how recent it is (lag, the
+      // history window), not the time of the last change that happened to be ours.
+      Instant time = MongoEvents.clusterTime(token)
+          .filter(t -> position.time() == null || t.isAfter(position.time()))
+          .orElse(position.time());
+      position = StreamStart.after(token).toPosition(time);
     }
+  }
+
+  @Override
+  public boolean caughtUp() {
+    return caughtUp && fragments.isEmpty();
   }
 
   private FeedException fail(MongoException e) {

@@ -2,6 +2,7 @@ package dev.sluice.testkit.mongo;
 
 import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.backend.AbstractCursor;
 import de.bwaldvogel.mongo.backend.Cursor;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.Utils;
@@ -10,7 +11,6 @@ import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import de.bwaldvogel.mongo.oplog.Oplog;
-import de.bwaldvogel.mongo.oplog.OplogCursor;
 import de.bwaldvogel.mongo.oplog.OplogPosition;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -19,6 +19,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
@@ -69,6 +72,8 @@ final class FaithfulOplog implements Oplog {
   private final CursorRegistry cursors;
   private final Clock clock;
   private final AtomicInteger increment = new AtomicInteger();
+  /** The newest timestamp given to an entry; guarded by this object's lock. */
+  private BsonTimestamp latest;
   private volatile BsonTimestamp trimmedThrough;
   private final Set<String> withImages;
 
@@ -99,6 +104,32 @@ final class FaithfulOplog implements Oplog {
     }
     trimmedThrough = newest;
     return old.size();
+  }
+
+  /**
+   * The timestamp through which every entry is stored: taken under the lock the writers hold from
+   * timestamping an entry until it is stored, so a scan that starts after this call sees every
+   * entry up to it.
+   */
+  synchronized BsonTimestamp storedThrough() {
+    return latest;
+  }
+
+  /**
+   * A resume token as a real server writes it: {@code _data} is the hex of a KeyString whose first
+   * value is the cluster time (type byte {@code 82}, then the 8-byte timestamp, big-endian). The
+   * rest of a real token (UUID, document key) is left out: nothing here reads it.
+   */
+  static Document token(BsonTimestamp ts) {
+    return new Document("_data", String.format("82%016X", ts.getValue()));
+  }
+
+  static BsonTimestamp timestampOf(Document token) {
+    String data = (String) token.get("_data");
+    if (data == null || data.length() < 18 || !data.startsWith("82")) {
+      throw new MongoServerError(260, "InvalidResumeToken", "Unsupported resume token: " + token);
+    }
+    return new BsonTimestamp(Long.parseUnsignedLong(data.substring(2, 18), 16));
   }
 
   /** The newest entry's timestamp, if any: what a replica set reports as its operation time. */
@@ -161,6 +192,7 @@ final class FaithfulOplog implements Oplog {
 
   private Document entry(String op, String namespace) {
     BsonTimestamp ts = new BsonTimestamp(clock.instant(), increment.incrementAndGet());
+    latest = ts; // callers hold this object's lock until the entry is stored
     return new Document()
         .append("ts", ts)
         .append("t", 1L)
@@ -254,8 +286,7 @@ final class FaithfulOplog implements Oplog {
     Document token = startAfter != null ? startAfter : resumeAfter;
     OplogPosition start;
     if (token != null) {
-      // The embedded server's resume token data is the hex of the entry's timestamp.
-      BsonTimestamp after = new BsonTimestamp(Long.parseUnsignedLong((String) token.get("_data"), 16));
+      BsonTimestamp after = timestampOf(token);
       if (trimmed != null && after.compareTo(trimmed) < 0) {
         throw historyLost();
       }
@@ -273,8 +304,9 @@ final class FaithfulOplog implements Oplog {
       start = new OplogPosition(new BsonTimestamp(clock.instant(), increment.get()));
     }
     String fullDocument = String.valueOf(changeStream.getOrDefault("fullDocument", "default"));
-    OplogCursor cursor = new EndingCursor(cursors.generateCursorId(),
-        position -> aggregation.runStagesAsStream(stream(namespace, position, fullDocument)), start);
+    ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(),
+        position -> aggregation.runStagesAsStream(stream(namespace, position, fullDocument)), start,
+        this::storedThrough);
     cursors.add(cursor);
     return cursor;
   }
@@ -301,7 +333,7 @@ final class FaithfulOplog implements Oplog {
 
   private Document toEvent(Document entry, String fullDocument) {
     BsonTimestamp ts = timestamp(entry);
-    Document event = new Document("_id", new Document("_data", Long.toHexString(ts.getValue())));
+    Document event = new Document("_id", token(ts));
     String ns = (String) entry.get("ns");
     Document o = (Document) entry.get("o");
     switch ((String) entry.get("op")) {
@@ -359,24 +391,63 @@ final class FaithfulOplog implements Oplog {
   }
 
   /**
-   * Returns nothing more once it returned an invalidate. (A real server closes the cursor; the
-   * driver then reports no more events either.)
+   * A change stream cursor. Returns nothing more once it returned an invalidate (a real server
+   * closes the cursor; the driver then reports no more events either). Like a real server it
+   * reports a post-batch resume token with each batch: the last event's token when the batch was
+   * cut at its size, otherwise the point the scan reached, which moves with every write to the
+   * server, other collections' included; that is what lets an idle stream advance.
    */
-  private static final class EndingCursor extends OplogCursor {
+  static final class ChangeStreamCursor extends AbstractCursor {
+    private final Function<OplogPosition, Stream<Document>> stream;
+    private final Supplier<BsonTimestamp> storedThrough;
+    private OplogPosition position;
     private boolean invalidated;
+    private Document postBatchToken;
 
-    EndingCursor(long id, java.util.function.Function<OplogPosition, Stream<Document>> stream, OplogPosition start) {
-      super(id, stream, start);
+    ChangeStreamCursor(long id, Function<OplogPosition, Stream<Document>> stream, OplogPosition start,
+        Supplier<BsonTimestamp> storedThrough) {
+      super(id);
+      this.stream = stream;
+      this.position = start;
+      this.storedThrough = storedThrough;
+    }
+
+    @Override
+    public boolean isEmpty() {
+      return false; // tailable: more may come
     }
 
     @Override
     public synchronized List<Document> takeDocuments(int numberToReturn) {
       if (invalidated) {
+        postBatchToken = null;
         return List.of();
       }
-      List<Document> batch = super.takeDocuments(numberToReturn);
+      // Taken before the scan: every entry up to it is stored, so the scan sees all of them.
+      BsonTimestamp through = storedThrough.get();
+      Stream<Document> events = stream.apply(position);
+      if (numberToReturn > 0) {
+        events = events.limit(numberToReturn);
+      }
+      List<Document> batch = events.collect(Collectors.toList());
       invalidated = batch.stream().anyMatch(d -> "invalidate".equals(d.get("operationType")));
+      if (!batch.isEmpty()) {
+        Document last = (Document) batch.get(batch.size() - 1).get("_id");
+        position = new OplogPosition(timestampOf(last));
+        postBatchToken = last;
+      }
+      boolean complete = numberToReturn <= 0 || batch.size() < numberToReturn;
+      if (complete && !invalidated && through != null && new OplogPosition(through).isAfter(position)) {
+        // Nothing of this stream up to `through` is left unread: the stream stands there now.
+        position = new OplogPosition(through);
+        postBatchToken = token(through);
+      }
       return batch;
+    }
+
+    /** The post-batch resume token of the last batch, or null if it had none. */
+    synchronized Document postBatchToken() {
+      return postBatchToken;
     }
   }
 }

@@ -107,6 +107,9 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
     }
     Document response = super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query);
+    if (command.equals("getMore") || command.equals("aggregate")) {
+      addPostBatchResumeToken(response);
+    }
     if (isHello || command.equalsIgnoreCase("ismaster")) {
       if (isHello) {
         response.put("isWritablePrimary", Boolean.TRUE);
@@ -122,6 +125,26 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       }
     }
     return response;
+  }
+
+  /** As a real server does in every change stream batch (the stock server sends none). */
+  private void addPostBatchResumeToken(Document response) {
+    if (response == null || !(response.get("cursor") instanceof Document cursor)
+        || !(cursor.get("id") instanceof Long id) || id == 0) {
+      return;
+    }
+    de.bwaldvogel.mongo.backend.Cursor open;
+    try {
+      open = getCursorRegistry().getCursor(id);
+    } catch (de.bwaldvogel.mongo.exception.CursorNotFoundException e) {
+      return;
+    }
+    if (open instanceof FaithfulOplog.ChangeStreamCursor stream) {
+      Document token = stream.postBatchToken();
+      if (token != null) {
+        cursor.put("postBatchResumeToken", token);
+      }
+    }
   }
 
   @Override
