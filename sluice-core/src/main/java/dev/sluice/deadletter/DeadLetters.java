@@ -91,10 +91,23 @@ public final class DeadLetters<D> {
    * find the keys); a key that fails keeps its remaining changes, other keys go on.
    */
   public ReplayResult replayAll(String stream, int limit, Handler<D> handler, Fence fence) {
+    return replayAll(stream, limit, handler, fence, (replayed, keysDone, keys) -> { });
+  }
+
+  /** Told after each key of {@link #replayAll}: changes replayed so far, keys done, keys in all. */
+  @FunctionalInterface
+  public interface ReplayProgress {
+    void progress(int replayed, int keysDone, int keys);
+  }
+
+  /** As {@link #replayAll(String, int, Handler, Fence)}, telling {@code progress} after each key. */
+  public ReplayResult replayAll(String stream, int limit, Handler<D> handler, Fence fence,
+      ReplayProgress progress) {
     Set<String> keys = new LinkedHashSet<>();
     store.list(stream, limit).forEach(p -> keys.add(p.event().key()));
     int replayed = 0;
     int remaining = 0;
+    int keysDone = 0;
     String failedId = null;
     String error = null;
     for (String key : keys) {
@@ -105,6 +118,7 @@ public final class DeadLetters<D> {
         failedId = r.failedEventId();
         error = r.error();
       }
+      progress.progress(replayed, ++keysDone, keys.size());
     }
     return new ReplayResult(replayed, remaining, failedId, error);
   }

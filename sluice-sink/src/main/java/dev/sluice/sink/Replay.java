@@ -38,6 +38,12 @@ public final class Replay {
    */
   public record Result(long changes, Position last) {}
 
+  /** Told after every batch of a replay: how many changes so far, and the last one's position. */
+  @FunctionalInterface
+  public interface Progress {
+    void progress(long changes, Position last);
+  }
+
   private Replay() {}
 
   /** The fence replays run under. */
@@ -61,6 +67,19 @@ public final class Replay {
       Duration idle,
       int flushEvery,
       Handler<D> handler) {
+    return range(feed, from, until, idle, flushEvery, handler, (changes, last) -> { });
+  }
+
+  /** As {@link #range(ChangeFeed, StartPoint, Instant, Duration, int, Handler)}, telling {@code progress}. */
+  public static <D> Result range(
+      ChangeFeed<D> feed,
+      StartPoint from,
+      Instant until,
+      Duration idle,
+      int flushEvery,
+      Handler<D> handler,
+      Progress progress) {
+    ConfigurationException.requireNonNull(progress, "progress");
     ConfigurationException.requireNonNull(feed, "feed");
     ConfigurationException.requireNonNull(from, "from");
     ConfigurationException.requireNonNull(idle, "idle");
@@ -96,6 +115,7 @@ public final class Replay {
             flush(handler, fence, e);
           }
         }
+        progress.progress(count, last);
       }
     }
     if (last != null) {

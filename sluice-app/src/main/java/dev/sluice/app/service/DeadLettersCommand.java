@@ -1,5 +1,7 @@
 package dev.sluice.app.service;
 
+import dev.sluice.app.cli.ProgressLine;
+import org.slf4j.LoggerFactory;
 import dev.sluice.app.config.SluiceConfig.ListenerSection;
 import dev.sluice.deadletter.DeadLetters;
 import dev.sluice.deadletter.ParkedChange;
@@ -31,6 +33,9 @@ public final class DeadLettersCommand implements Callable<Integer> {
   @Option(names = "--limit", defaultValue = "100", description = "list at most this many (default ${DEFAULT-VALUE})")
   int limit;
 
+  @picocli.CommandLine.Spec
+  picocli.CommandLine.Model.CommandSpec spec;
+
   @Override
   public Integer call() {
     try (ListenerOptions.Connected c = listener.connect()) {
@@ -50,11 +55,17 @@ public final class DeadLettersCommand implements Callable<Integer> {
         }
         case "replay" -> {
           try (Wiring.SinkHandle sink = wiring.sink(section, null)) {
+            ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
             DeadLetters.ReplayResult r = key == null
-                ? dead.replayAll(stream, Math.max(limit, 10_000), sink.handler(), Replay.fence(stream))
+                ? dead.replayAll(stream, Math.max(limit, 10_000), sink.handler(), Replay.fence(stream),
+                    (replayed, keysDone, keys) -> progress.update("replaying parked changes: " + replayed
+                        + " replayed, " + keysDone + " of " + keys + " key(s) done"))
                 : dead.replayKey(stream, key, sink.handler(), Replay.fence(stream));
             System.out.printf("replayed %d, remaining %d%s%n", r.replayed(), r.remaining(),
                 r.error() == null ? "" : "; stopped at " + r.failedEventId() + ": " + r.error());
+            LoggerFactory.getLogger("dev.sluice.lifecycle").atInfo().addKeyValue("stream", stream)
+                .addKeyValue("replayed", r.replayed()).addKeyValue("remaining", r.remaining())
+                .log("dead-letters-replayed");
             return r.complete() ? 0 : 1;
           }
         }

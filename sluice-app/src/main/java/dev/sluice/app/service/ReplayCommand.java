@@ -1,5 +1,7 @@
 package dev.sluice.app.service;
 
+import dev.sluice.app.cli.ProgressLine;
+import org.slf4j.LoggerFactory;
 import dev.sluice.app.config.SluiceConfig.ListenerSection;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.sink.Replay;
@@ -50,8 +52,15 @@ public final class ReplayCommand implements Callable<Integer> {
         return 2;
       }
       try (Wiring.SinkHandle sink = wiring.sink(section, destination)) {
-        Replay.Result r = Replay.range(wiring.feed(section), start, until, Duration.ofSeconds(2), 500, sink.handler());
+        ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
+        Replay.Result r = Replay.range(wiring.feed(section), start, until, Duration.ofSeconds(2), 500, sink.handler(),
+            (changes, last) -> progress.update("replaying: " + changes + " change(s) so far, at "
+                + (last == null || last.time() == null ? "-" : last.time())
+                + (until == null ? " (until caught up)" : " (until " + until + ")")));
         System.out.printf("replayed %d change(s) to %s; last position %s%n", r.changes(), sink.description(), r.last());
+        LoggerFactory.getLogger("dev.sluice.lifecycle").atInfo().addKeyValue("stream", c.wiring().feed(section).stream())
+            .addKeyValue("to", destination).addKeyValue("changes", r.changes())
+            .addKeyValue("last", r.last() == null ? "-" : r.last().token()).log("replayed");
         return 0;
       }
     }

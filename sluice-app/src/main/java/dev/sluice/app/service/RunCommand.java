@@ -29,11 +29,24 @@ public final class RunCommand implements Callable<Integer> {
   @Spec
   CommandSpec spec;
 
+  /**
+   * The log format is chosen in logback.xml by name; an unknown one would leave the service
+   * without any log output, so it is a configuration error.
+   */
+  static void checkLogFormat() {
+    String format = System.getProperty("SLUICE_LOG_FORMAT", System.getenv("SLUICE_LOG_FORMAT"));
+    if (format != null && !format.equals("text") && !format.equals("json")) {
+      throw new dev.sluice.app.config.ConfigException("SLUICE_LOG_FORMAT",
+          "must be text or json, but was '" + format + "'");
+    }
+  }
+
   @Override
   public Integer call() throws Exception {
     if (statusEvery < 1) {
       throw new ParameterException(spec.commandLine(), "--status-every must be at least 1 second, but was " + statusEvery);
     }
+    checkLogFormat();
     SluiceConfig config = ConfigLoader.load(configFile);
     CountDownLatch stopped = new CountDownLatch(1);
     try (SluiceService service = SluiceService.start(config, new SimpleMeterRegistry())) {

@@ -149,4 +149,22 @@ class BadInputTest {
     }
     assertThat(text.strip().lines().findFirst().orElse("")).as("the first line").contains(says);
   }
+
+  /** An unknown log format would leave the service without logs: refused before anything starts. */
+  @org.junit.jupiter.api.Test
+  void anUnknownLogFormatIsAConfigurationError() throws Exception {
+    Path config = dir.resolve("sluice-log.yaml");
+    Files.writeString(config, VALID);
+    StringWriter err = new StringWriter();
+    System.setProperty("SLUICE_LOG_FORMAT", "yaml");
+    int exit;
+    try {
+      exit = Main.commandLine().setErr(new PrintWriter(err)).execute("run", "--config", config.toString());
+    } finally {
+      System.clearProperty("SLUICE_LOG_FORMAT");
+    }
+    assertThat(exit).isEqualTo(Main.EXIT_CONFIGURATION);
+    assertThat(err.toString().strip().lines()).hasSize(1);
+    assertThat(err.toString()).contains("SLUICE_LOG_FORMAT", "must be text or json", "'yaml'");
+  }
 }

@@ -22,6 +22,7 @@ public final class ListenerEngine<D> implements Listener<D> {
   private static final Logger log = LoggerFactory.getLogger(ListenerEngine.class);
 
   private final ListenerConfig<D> config;
+  private final LifecycleLog lifecycle;
   private final List<PartitionWorker<D>> workers = new ArrayList<>();
   private final List<Thread> threads = new ArrayList<>();
   private ScheduledExecutorService renewals;
@@ -34,6 +35,7 @@ public final class ListenerEngine<D> implements Listener<D> {
 
   public ListenerEngine(ListenerConfig<D> config) {
     this.config = config;
+    this.lifecycle = new LifecycleLog(config);
   }
 
   @Override
@@ -64,14 +66,13 @@ public final class ListenerEngine<D> implements Listener<D> {
     });
     probes.scheduleWithFixedDelay(probe::refresh, 0, SourceProbe.INTERVAL.toNanos(), TimeUnit.NANOSECONDS);
     for (int i = 0; i < config.partitions(); i++) {
-      PartitionWorker<D> worker = new PartitionWorker<>(config, i, renewals, assignment, probe);
+      PartitionWorker<D> worker = new PartitionWorker<>(config, i, renewals, assignment, probe, lifecycle);
       Thread thread = new Thread(worker, "sluice-" + worker.leaseName());
       thread.setDaemon(true);
       workers.add(worker);
       threads.add(thread);
     }
-    log.info("Listener {} starting on stream {} with {} partition(s)",
-        config.owner(), config.feed().stream(), config.partitions());
+    lifecycle.started();
     threads.forEach(Thread::start);
     watchReleases();
     return this;
@@ -159,7 +160,7 @@ public final class ListenerEngine<D> implements Listener<D> {
         Thread.currentThread().interrupt();
       }
     }
-    log.info("Listener {} stopped", config.owner());
+    lifecycle.stopped();
   }
 
   /**

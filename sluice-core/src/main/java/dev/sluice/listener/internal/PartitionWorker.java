@@ -67,14 +67,14 @@ final class PartitionWorker<D> implements Runnable {
   private volatile Tenure<D> tenure;
 
   PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler,
-      Assignment assignment, SourceProbe source) {
+      Assignment assignment, SourceProbe source, LifecycleLog lifecycle) {
     this.config = config;
     this.source = source;
     this.assignment = assignment;
     this.partition = new PartitionSpec(index, config.partitions());
     this.leaseName = config.leaseName(index);
     this.scheduler = scheduler;
-    this.observer = ListenerObserver.composite(config.observer());
+    this.observer = ListenerObserver.composite(lifecycle, config.observer());
   }
 
   String leaseName() {
@@ -221,7 +221,7 @@ final class PartitionWorker<D> implements Runnable {
     PartitionState prev = state;
     if (prev != next) {
       state = next;
-      log.info("Partition {} ({}): {} -> {}", leaseName, config.owner(), prev, next);
+      log.debug("Partition {} ({}): {} -> {}", leaseName, config.owner(), prev, next);
       observer.stateChanged(leaseName, prev, next);
     }
   }

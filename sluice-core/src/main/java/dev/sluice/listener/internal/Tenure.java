@@ -84,9 +84,7 @@ final class Tenure<D> {
       Lease lease = keeper.lease();
       worker.heldEpoch = lease.epoch();
       worker.committed = lease.checkpoint();
-      worker.observer.acquired(lease);
-      log.info("Partition {} acquired by {} with epoch {}, checkpoint {}",
-          worker.leaseName, config.owner(), lease.epoch(), lease.checkpoint());
+      worker.observer.acquired(lease); // logged by LifecycleLog
       Step step = checkLayout();
       if (step == Step.CONTINUE) {
         step = loadParkedKeys();
