@@ -37,7 +37,7 @@ final class ServiceHealth implements HttpEndpoint.Probe {
   private static final BsonDocument PING = new BsonDocument("ping", new BsonInt32(1));
 
   /** One relayed collection of the service. */
-  record Entry(String collection, Listener<BsonDocument> listener, String sink) {}
+  record Entry(String collection, Listener<BsonDocument> listener, String sink, SinkReach reach) {}
 
   private final MongoClient client;
   private final Wiring wiring;
@@ -72,6 +72,10 @@ final class ServiceHealth implements HttpEndpoint.Probe {
       problems.add("MongoDB does not answer: " + Messages.oneLine(e));
     }
     for (Entry e : entries) {
+      String sinkProblem = e.reach().problem();
+      if (sinkProblem != null) {
+        problems.add(e.sink() + ": " + sinkProblem);
+      }
       for (PartitionStatus p : e.listener().status()) {
         if (NOT_READY.contains(p.state())) {
           problems.add(p.lease() + " is " + p.state() + (p.error() == null ? "" : ": " + p.error()));

@@ -69,7 +69,7 @@ public final class SluiceService implements AutoCloseable {
         Listener<BsonDocument> listener = wiring.listener(l, sink.handler(), ListenerObserver.composite(metrics));
         metrics.watch(listener);
         listeners.add(listener);
-        entries.add(new ServiceHealth.Entry(l.collection(), listener, sink.description()));
+        entries.add(new ServiceHealth.Entry(l.collection(), listener, sink.description(), sink.reach()));
         log.info("Relaying {}.{} to {} as {}", config.mongodb().database(), l.collection(), sink.description(), listener.owner());
       }
     } catch (RuntimeException e) {

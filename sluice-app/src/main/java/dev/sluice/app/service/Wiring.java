@@ -110,7 +110,11 @@ public final class Wiring {
     if (l.sink().kafka() != null) {
       String topic = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().kafka().topic();
       KafkaSink<BsonDocument> sink = KafkaSink.builder(l.sink().kafka().bootstrapServers(), topic, encoder.build()).build();
-      return new SinkHandle(sink, sink::close, "kafka topic " + topic);
+      SinkReach reach = SinkReach.kafka(l.sink().kafka().bootstrapServers());
+      return new SinkHandle(sink, () -> {
+        reach.close();
+        sink.close();
+      }, "kafka topic " + topic, reach);
     }
     ConnectionFactory factory = new ConnectionFactory();
     try {
@@ -121,7 +125,7 @@ public final class Wiring {
     }
     String exchange = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().amqp().exchange();
     AmqpSink<BsonDocument> sink = AmqpSink.builder(factory, exchange, encoder.build()).build();
-    return new SinkHandle(sink, sink::close, "AMQP exchange " + exchange);
+    return new SinkHandle(sink, sink::close, "AMQP exchange " + exchange, SinkReach.amqp(factory));
   }
 
   /** A listener relaying one collection to its sink. */
@@ -183,8 +187,9 @@ public final class Wiring {
         + " as docs/upgrading.md describes");
   }
 
-  /** A sink with its close action and a description for messages. */
-  public record SinkHandle(Handler<BsonDocument> handler, AutoCloseable closer, String description) implements AutoCloseable {
+  /** A sink with its close action, a description for messages and its broker's reachability. */
+  public record SinkHandle(Handler<BsonDocument> handler, AutoCloseable closer, String description, SinkReach reach)
+      implements AutoCloseable {
     @Override
     public void close() {
       try {

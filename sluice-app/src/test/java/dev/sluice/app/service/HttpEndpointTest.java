@@ -23,6 +23,8 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashSet;
+import java.util.Set;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -107,6 +109,8 @@ class HttpEndpointTest {
       assertThat(listener.get("partitions")).allSatisfy(p -> {
         assertThat(p.get("state").asText()).isEqualTo("ACTIVE");
         assertThat(p.get("epoch").asLong()).isPositive();
+        assertThat(p.has("lagMillis")).isTrue();
+        assertThat(p.has("historyLeftSeconds")).isTrue();
       });
       assertThat(listener.get("records")).extracting(r -> r.get("name").asText())
           .contains("kafka-orders/shop.orders#0of2", "kafka-orders/shop.orders#1of2");
@@ -115,7 +119,9 @@ class HttpEndpointTest {
       assertThat(metrics.statusCode()).isEqualTo(200);
       assertThat(metrics.headers().firstValue("Content-Type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/plain"));
       assertThat(metrics.body()).contains("jvm_memory_used_bytes", "process_uptime_seconds",
-          "sluice_partition_active{lease=\"kafka-orders/shop.orders#0of2\"} 1.0");
+          "sluice_partition_active{lease=\"kafka-orders/shop.orders#0of2\"} 1.0",
+          "sluice_partition_lag_seconds{lease=\"kafka-orders/shop.orders#1of2\"}",
+          "sluice_partition_history_seconds{lease=\"kafka-orders/shop.orders#0of2\"}");
       await().atMost(Duration.ofSeconds(30)).until(() -> get(base, "/metrics").body()
           .contains("sluice_changes_delivered_total{group=\"kafka-orders\",stream=\"shop.orders\"} 10.0"));
 
@@ -132,6 +138,51 @@ class HttpEndpointTest {
       await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
       assertThat(service.isAlive()).isTrue();
     }
+  }
+
+  /**
+   * The Kafka broker stops while changes keep coming: the service stays up, readiness goes DOWN
+   * naming Kafka and comes back UP once the broker is back, and every change written during the
+   * outage is in the topic (checked against what was written).
+   */
+  @Test
+  void aKafkaOutageMakesTheServiceNotReadyAndNothingWrittenMeanwhileIsLost() throws Exception {
+    MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+    try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config",
+        config("http: { port: 0 }").toString())) {
+      String base = service.awaitLineStartingWith("http endpoint: ", Duration.ofSeconds(60)).substring("http endpoint: ".length());
+      await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
+      for (int i = 0; i < 10; i++) {
+        orders.insertOne(new Document("_id", "o" + i));
+      }
+      await().atMost(Duration.ofSeconds(60)).until(() -> keys(10).size() == 10);
+
+      kafka.stopBroker();
+      for (int i = 10; i < 30; i++) {
+        orders.insertOne(new Document("_id", "o" + i));
+      }
+      await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 503);
+      assertThat(get(base, "/health/ready").body()).contains("kafka topic orders: Kafka at");
+      assertThat(get(base, "/health/live").statusCode()).as("alive through the outage").isEqualTo(200);
+      assertThat(service.isAlive()).isTrue();
+
+      kafka.startBroker();
+      await().atMost(Duration.ofSeconds(90)).until(() -> get(base, "/health/ready").statusCode() == 200);
+      await().atMost(Duration.ofSeconds(90)).until(() -> keys(30).size() == 30);
+      Set<String> written = new HashSet<>();
+      for (int i = 0; i < 30; i++) {
+        written.add("o" + i);
+      }
+      assertThat(keys(30)).isEqualTo(written);
+      assertThat(service.isAlive()).isTrue();
+    }
+  }
+
+  private Set<String> keys(int count) {
+    Set<String> keys = new HashSet<>();
+    kafka.readAll("orders", count, Duration.ofSeconds(2))
+        .forEach(r -> keys.add(new String(r.key(), java.nio.charset.StandardCharsets.UTF_8)));
+    return keys;
   }
 
   @Test
