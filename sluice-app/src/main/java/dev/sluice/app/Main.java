@@ -7,6 +7,10 @@ import com.mongodb.MongoTimeoutException;
 import dev.sluice.ConfigurationException;
 import dev.sluice.app.cli.Secrets;
 import dev.sluice.app.demo.DemoCommand;
+import dev.sluice.app.service.DeadLettersCommand;
+import dev.sluice.app.service.ReplayCommand;
+import dev.sluice.app.service.RunCommand;
+import dev.sluice.app.service.StatusCommand;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ConnectException;
@@ -32,8 +36,8 @@ import picocli.CommandLine.ScopeType;
         "2:usage error (an unknown option, a missing or impossible argument)",
         "3:configuration error (the file or a setting names what is wrong); nothing was started",
         "4:a server could not be reached or refused the credentials at start"},
-    subcommands = {DemoCommand.class, StatusCommand.class, dev.sluice.app.service.RunCommand.class,
-        dev.sluice.app.service.DeadLettersCommand.class, dev.sluice.app.service.ReplayCommand.class})
+    subcommands = {DemoCommand.class, StatusCommand.class, RunCommand.class, DeadLettersCommand.class,
+        ReplayCommand.class})
 public final class Main implements Runnable {
   public static final int EXIT_FAILURE = 1;
   public static final int EXIT_USAGE = 2;

@@ -2,8 +2,8 @@ package dev.sluice.app.service;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
-import dev.sluice.app.config.ConfigLoader;
-import dev.sluice.app.config.SluiceConfig;
+import dev.sluice.app.service.config.ConfigLoader;
+import dev.sluice.app.service.config.SluiceConfig;
 import java.nio.file.Path;
 import picocli.CommandLine.Option;
 

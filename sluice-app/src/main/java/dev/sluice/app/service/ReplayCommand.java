@@ -2,7 +2,7 @@ package dev.sluice.app.service;
 
 import dev.sluice.app.cli.ProgressLine;
 import org.slf4j.LoggerFactory;
-import dev.sluice.app.config.SluiceConfig.ListenerSection;
+import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.sink.Replay;
 import java.time.Duration;

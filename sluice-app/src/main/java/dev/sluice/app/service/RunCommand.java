@@ -1,9 +1,8 @@
 package dev.sluice.app.service;
 
 import dev.sluice.app.cli.Messages;
-import dev.sluice.app.StatusCommand;
-import dev.sluice.app.config.ConfigLoader;
-import dev.sluice.app.config.SluiceConfig;
+import dev.sluice.app.service.config.ConfigLoader;
+import dev.sluice.app.service.config.SluiceConfig;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -36,7 +35,7 @@ public final class RunCommand implements Callable<Integer> {
   static void checkLogFormat() {
     String format = System.getProperty("SLUICE_LOG_FORMAT", System.getenv("SLUICE_LOG_FORMAT"));
     if (format != null && !format.equals("text") && !format.equals("json")) {
-      throw new dev.sluice.app.config.ConfigException("SLUICE_LOG_FORMAT",
+      throw new dev.sluice.app.service.config.ConfigException("SLUICE_LOG_FORMAT",
           "must be text or json, but was '" + format + "'");
     }
   }

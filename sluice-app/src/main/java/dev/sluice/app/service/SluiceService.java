@@ -5,8 +5,8 @@ import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import dev.sluice.ConfigurationException;
-import dev.sluice.app.config.SluiceConfig.ListenerSection;
-import dev.sluice.app.config.SluiceConfig;
+import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
+import dev.sluice.app.service.config.SluiceConfig;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
@@ -65,7 +65,7 @@ public final class SluiceService implements AutoCloseable {
         Wiring.SinkHandle sink = wiring.sink(l, null);
         sinks.add(sink);
         MicrometerObserver metrics = new MicrometerObserver(meters,
-            dev.sluice.app.config.ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]"));
+            dev.sluice.app.service.config.ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]"));
         Listener<BsonDocument> listener = wiring.listener(l, sink.handler(), ListenerObserver.composite(metrics));
         metrics.watch(listener);
         listeners.add(listener);

@@ -10,7 +10,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.ConfigurationException;
 import dev.sluice.app.Main;
-import dev.sluice.app.config.ConfigLoader;
+import dev.sluice.app.service.config.ConfigLoader;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import dev.sluice.testkit.process.ChildJvm;

@@ -1,4 +1,4 @@
-package dev.sluice.app.config;
+package dev.sluice.app.service.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

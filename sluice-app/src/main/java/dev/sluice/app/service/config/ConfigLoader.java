@@ -1,4 +1,4 @@
-package dev.sluice.app.config;
+package dev.sluice.app.service.config;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.sluice.ConfigurationException;
-import dev.sluice.app.config.SluiceConfig.ListenerSection;
+import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
 import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.HistoryLostPolicy;

@@ -1,4 +1,4 @@
-package dev.sluice.app.config;
+package dev.sluice.app.service.config;
 
 import java.time.Duration;
 import java.time.format.DateTimeParseException;

@@ -1,9 +1,9 @@
-package dev.sluice.app;
+package dev.sluice.app.service;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
-import dev.sluice.app.config.ConfigException;
-import dev.sluice.app.config.Durations;
+import dev.sluice.app.service.config.ConfigException;
+import dev.sluice.app.service.config.Durations;
 import dev.sluice.feed.SourceHistory;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
