@@ -62,7 +62,7 @@ public final class Main implements Runnable {
       int code = exitCode(e);
       String kind = switch (code) {
         case EXIT_CONFIGURATION -> "configuration error";
-        case EXIT_UNREACHABLE -> "cannot reach a server";
+        case EXIT_UNREACHABLE -> refusedCredentials(e) ? "a server refused the credentials" : "cannot reach a server";
         default -> "failed";
       };
       String message = e instanceof ConfigurationException ? e.getMessage() : Messages.oneLine(e);
@@ -81,6 +81,15 @@ public final class Main implements Runnable {
     return cli;
   }
 
+  private static boolean refusedCredentials(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof MongoSecurityException || t instanceof com.rabbitmq.client.PossibleAuthenticationFailureException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The exit code of an error: configuration, unreachable server, or a failure while running. */
   public static int exitCode(Throwable e) {
     if (e instanceof CommandLine.ParameterException) {
@@ -91,7 +100,8 @@ public final class Main implements Runnable {
     }
     for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof MongoTimeoutException || t instanceof MongoSocketException || t instanceof MongoSecurityException
-          || t instanceof ConnectException || t instanceof UnknownHostException) {
+          || t instanceof ConnectException || t instanceof UnknownHostException
+          || t instanceof com.rabbitmq.client.PossibleAuthenticationFailureException) {
         return EXIT_UNREACHABLE;
       }
     }
