@@ -35,6 +35,8 @@ interface SinkReach extends AutoCloseable {
             p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
             p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, BOUND_MILLIS);
             p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, BOUND_MILLIS);
+            // Ask again soon after a broker comes back (the default backs off up to 1 s).
+            p.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 200);
             admin = Admin.create(p);
           }
           int brokers = admin.describeCluster(new DescribeClusterOptions().timeoutMs(BOUND_MILLIS))

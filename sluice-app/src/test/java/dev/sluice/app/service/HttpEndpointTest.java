@@ -11,6 +11,7 @@ import com.mongodb.client.MongoCollection;
 import dev.sluice.ConfigurationException;
 import dev.sluice.app.Main;
 import dev.sluice.app.service.config.ConfigLoader;
+import dev.sluice.testkit.amqp.EmbeddedAmqpBroker;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import dev.sluice.testkit.process.ChildJvm;
@@ -176,6 +177,71 @@ class HttpEndpointTest {
       assertThat(keys(30)).isEqualTo(written);
       assertThat(service.isAlive()).isTrue();
     }
+  }
+
+  /**
+   * The same with the AMQP broker: stopped while changes keep coming, the service stays up and
+   * not ready naming the broker; once it is back (a memory broker: the exchange and queue are
+   * declared again), every change written meanwhile arrives.
+   */
+  @Test
+  void anAmqpBrokerOutageMakesTheServiceNotReadyAndNothingWrittenMeanwhileIsLost() throws Exception {
+    MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+    try (EmbeddedAmqpBroker amqp = EmbeddedAmqpBroker.start()) {
+      amqp.declareQueue("orders", "orders-q", "#");
+      Path config = dir.resolve("sluice-amqp.yaml");
+      Files.writeString(config, """
+          mongodb:
+            uri: %s/?socketTimeoutMS=3000&serverSelectionTimeoutMS=3000
+            database: shop
+          http: { port: 0 }
+          listeners:
+            - collection: orders
+              leaseDuration: 3s
+              checkpoint: { every: 10, maxDelay: 200ms }
+              sink:
+                amqp: { uri: "%s", exchange: orders }
+          """.formatted(mongo.connectionString(), amqp.uri()));
+      try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config", config.toString())) {
+        String base = service.awaitLineStartingWith("http endpoint: ", Duration.ofSeconds(60)).substring("http endpoint: ".length());
+        await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
+        Set<String> received = new HashSet<>();
+        for (int i = 0; i < 10; i++) {
+          orders.insertOne(new Document("_id", "o" + i));
+        }
+        await().atMost(Duration.ofSeconds(60)).until(() -> drain(amqp, received).size() >= 10);
+
+        amqp.stop();
+        for (int i = 10; i < 30; i++) {
+          orders.insertOne(new Document("_id", "o" + i));
+        }
+        await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 503);
+        assertThat(get(base, "/health/ready").body()).contains("AMQP exchange orders: the AMQP broker at");
+        assertThat(service.isAlive()).isTrue();
+
+        amqp.startBroker();
+        amqp.declareQueue("orders", "orders-q", "#");
+        await().atMost(Duration.ofSeconds(90)).until(() -> get(base, "/health/ready").statusCode() == 200);
+        Set<String> written = new HashSet<>();
+        for (int i = 0; i < 30; i++) {
+          written.add("o" + i);
+        }
+        await().atMost(Duration.ofSeconds(90)).until(() -> drain(amqp, received).containsAll(written));
+        assertThat(service.isAlive()).isTrue();
+      }
+    }
+  }
+
+  /** Adds the keys of the messages waiting in the queue to {@code into}. */
+  private static Set<String> drain(EmbeddedAmqpBroker amqp, Set<String> into) throws Exception {
+    try (com.rabbitmq.client.Connection c = amqp.connectionFactory().newConnection();
+        com.rabbitmq.client.Channel ch = c.createChannel()) {
+      com.rabbitmq.client.GetResponse r;
+      while ((r = ch.basicGet("orders-q", true)) != null) {
+        into.add(JSON.readTree(r.getBody()).path("key").asText());
+      }
+    }
+    return into;
   }
 
   private Set<String> keys(int count) {
