@@ -105,6 +105,46 @@ class ServiceOutageTest {
     }
   }
 
+  /**
+   * The issue's scenario: the MongoDB server is stopped for 30 s mid-stream (connections refused
+   * and dropped, as when mongod dies) and started again with its data: the process stays up the
+   * whole time, readiness is DOWN while the server is away and UP again after, and every change
+   * written before, during the last moments before and after the outage is in the topic.
+   */
+  @Test
+  void aMongoDbStoppedFor30SecondsMidStreamAndStartedAgainLosesNothingAndTheServiceStaysUp() throws Exception {
+    try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config", config().toString(),
+        "--status-every", "1")) {
+      String base = service.awaitLineStartingWith("http endpoint: ", Duration.ofSeconds(60))
+          .substring("http endpoint: ".length());
+      await().atMost(Duration.ofSeconds(60)).until(() -> ready(base) == 200);
+      insert(0, 20);
+      await().atMost(Duration.ofSeconds(60)).until(() -> keys(20).size() == 20);
+      insert(20, 40); // mid-stream: the service may or may not have read these when the server stops
+
+      mongo.stopServer();
+      await().atMost(Duration.ofSeconds(30)).until(() -> ready(base) == 503);
+      await().during(Duration.ofSeconds(30)).atMost(Duration.ofSeconds(40)).pollInterval(Duration.ofSeconds(1))
+          .until(() -> service.isAlive() && ready(base) == 503);
+      mongo.startServer();
+
+      await().atMost(Duration.ofSeconds(90)).until(() -> ready(base) == 200);
+      insert(40, 60);
+      await().atMost(Duration.ofSeconds(90)).until(() -> keys(60).size() == 60);
+      assertThat(keys(60)).isEqualTo(ids(60));
+      assertThat(service.isAlive()).isTrue();
+    }
+  }
+
+  private static int ready(String base) throws Exception {
+    return HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/health/ready"))
+        .timeout(Duration.ofSeconds(10)).GET().build(), java.net.http.HttpResponse.BodyHandlers.discarding())
+        .statusCode();
+  }
+
+  private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newBuilder()
+      .connectTimeout(Duration.ofSeconds(5)).build();
+
   @Test
   void aServiceStartedWhileMongoDbDoesNotAnswerWaitsForItAndThenRelays() throws Exception {
     insert(0, 1); // the database exists

@@ -29,14 +29,18 @@ import java.util.concurrent.TimeUnit;
  */
 public final class EmbeddedMongo implements AutoCloseable {
 
-  private final MongoServer server;
+  private MongoServer server;
+  /** Servers replaced by {@link #startServer()}; shut down with this one. */
+  private final java.util.List<MongoServer> stopped = new java.util.ArrayList<>();
   private final TrimmableMemoryBackend backend;
   private final String connectionString;
+  private final InetSocketAddress address;
 
-  private EmbeddedMongo(MongoServer server, TrimmableMemoryBackend backend, String connectionString) {
+  private EmbeddedMongo(MongoServer server, TrimmableMemoryBackend backend, InetSocketAddress address) {
     this.server = server;
     this.backend = backend;
-    this.connectionString = connectionString;
+    this.address = address;
+    this.connectionString = "mongodb://" + address.getHostString() + ":" + address.getPort();
   }
 
   /** Starts a server whose clock is the system clock. */
@@ -55,8 +59,7 @@ public final class EmbeddedMongo implements AutoCloseable {
     MongoServer server = new MongoServer(backend);
     server.enableOplog();
     InetSocketAddress address = server.bind();
-    String cs = "mongodb://" + address.getHostString() + ":" + address.getPort();
-    return new EmbeddedMongo(server, backend, cs);
+    return new EmbeddedMongo(server, backend, address);
   }
 
   /** {@code mongodb://host:port} of this server. */
@@ -167,10 +170,35 @@ public final class EmbeddedMongo implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Stops the server as a crashed or stopped {@code mongod} is: new connections are refused and
+   * each open one is dropped at its next command. The data stays; {@link #startServer()} serves it
+   * again on the same port.
+   */
+  public synchronized EmbeddedMongo stopServer() {
+    backend.dropConnections(true);
+    server.stopListening();
+    return this;
+  }
+
+  /** Serves again, on the same address, after {@link #stopServer()}. */
+  public synchronized EmbeddedMongo startServer() {
+    stopped.add(server);
+    MongoServer next = new MongoServer(backend); // the backend keeps its oplog: not enabled again
+    next.bind(address);
+    server = next;
+    backend.dropConnections(false);
+    return this;
+  }
+
   @Override
-  public void close() {
+  public synchronized void close() {
     backend.stall(false);
+    backend.dropConnections(false);
     server.shutdownNow();
+    for (MongoServer old : stopped) {
+      old.shutdownNow();
+    }
   }
 
   @Override

@@ -84,6 +84,13 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     }
   }
 
+  private volatile boolean dropConnections;
+
+  /** While on, every command closes its connection unanswered, as when the server process died. */
+  void dropConnections(boolean on) {
+    dropConnections = on;
+  }
+
   /** Adds {@code operationTime} (the newest oplog entry's) to handshake replies. */
   void reportOperationTime(boolean on) {
     operationTime = on;
@@ -102,6 +109,10 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   @Override
   public Document handleCommand(Channel channel, String databaseName, String command, Document query) {
     awaitNotStalled();
+    if (dropConnections) {
+      channel.close();
+      throw new MongoServerError(91, "ShutdownInProgress", "the server is stopped");
+    }
     boolean isHello = command.equalsIgnoreCase("hello");
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
