@@ -42,7 +42,8 @@ public final class StatusCommand implements Callable<Integer> {
       description = "lease collection (default: ${DEFAULT-VALUE})")
   String collection;
 
-  @Option(names = "--stream", defaultValue = "", description = "stream name prefix, e.g. shop.orders")
+  @Option(names = "--stream", defaultValue = "",
+      description = "only records whose stream (database.collection) or name starts with this, e.g. shop.orders")
   String stream;
 
   @Spec CommandSpec spec;
@@ -64,7 +65,8 @@ public final class StatusCommand implements Callable<Integer> {
       LeaseStore store = MongoLeaseStore.builder(client.getDatabase(database)).collection(collection).build();
       MongoChangeFeed server = MongoChangeFeed.builder(client, database, collection).build();
       while (true) {
-        List<LeaseRecord> records = store.list(stream);
+        List<LeaseRecord> records = store.list("").stream()
+            .filter(r -> r.name().startsWith(stream) || describe(r.name())[2].startsWith(stream)).toList();
         if (records.isEmpty()) {
           throw new ConfigException("--database", "no lease records in " + database + "." + collection
               + (stream.isEmpty() ? "" : " for streams starting with '" + stream + "'")

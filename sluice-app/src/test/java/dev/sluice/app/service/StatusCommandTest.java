@@ -53,6 +53,12 @@ class StatusCommandTest {
     // The oplog's oldest entry is at or before the checkpoint: some history is left, in seconds.
     assertThat(row).containsPattern("\\b\\d+ s\\s+\\d+ s\\s");
 
+    Run byStream = sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--stream", db + ".ord");
+    assertThat(byStream.exit()).as(byStream.err()).isZero();
+    assertThat(byStream.out()).contains(db + ".orders");
+    Run otherStream = sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--stream", "shop.x");
+    assertThat(otherStream.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
+
     Run misspelt = sluice("status", "--mongo", MONGO.connectionString(), "--database", "statusshoop");
     assertThat(misspelt.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
     assertThat(misspelt.err().strip().lines()).hasSize(1);
