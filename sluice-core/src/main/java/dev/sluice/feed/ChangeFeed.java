@@ -23,10 +23,11 @@ public interface ChangeFeed<D> {
   }
 
   /**
-   * Asks the source how much history it retains and how far it has got. The engine calls it from
-   * one partition thread at a time, every few seconds, for the lag and history-window figures;
-   * it is a network call, bounded like any other read of the source, and may throw when the
-   * source cannot be reached (the figures then stay as they were). The default knows nothing.
+   * Asks the source how much history it retains and how far it has got. The engine calls it every
+   * few seconds from a thread of the listener's own (never a partition's), for the lag and
+   * history-window figures; it is a network call, bounded like any other read of the source, and
+   * may throw when the source cannot be reached (the figures then stay as they were). The default
+   * knows nothing.
    */
   default SourceHistory history() {
     return SourceHistory.UNKNOWN;
