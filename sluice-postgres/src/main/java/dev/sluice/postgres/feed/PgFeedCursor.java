@@ -1,0 +1,449 @@
+package dev.sluice.postgres.feed;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.StartPoint;
+import java.nio.ByteBuffer;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.postgresql.PGConnection;
+import org.postgresql.replication.LogSequenceNumber;
+import org.postgresql.replication.PGReplicationStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One partition's read of a publication through its replication slot. Used by one thread.
+ *
+ * <p>Every row change of a transaction counts, whatever its table or partition, so that a position
+ * inside a transaction ({@link PgPosition}) names the same change on every replay.
+ */
+final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
+  private static final Logger log = LoggerFactory.getLogger(PgFeedCursor.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+  private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+  private final PostgresChangeFeed feed;
+  private final PartitionSpec partition;
+  private final String slot;
+  private final Map<Integer, PgOutput.Relation> relations = new HashMap<>();
+
+  private Connection connection;
+  private PGReplicationStream stream;
+  private Position position;
+  /** The transaction boundary the stream stands after (where a restart resumes). */
+  private long boundary;
+  /** The transaction being read: its xid (0 between transactions), commit time, rows seen. */
+  private long xid;
+  private long finalLsn;
+  private Instant commitTime;
+  private long rows;
+  /** Rows of the first transaction to skip: processed before the restart that opened this cursor. */
+  private long skipXid;
+  private long skipRows;
+  private boolean caughtUp;
+  private FeedException failure;
+
+  PgFeedCursor(PostgresChangeFeed feed, PartitionSpec partition, String slot) {
+    this.feed = feed;
+    this.partition = partition;
+    this.slot = slot;
+  }
+
+  void start(StartPoint start) {
+    try {
+      connection = feed.connect(true);
+      PgPosition from = startPosition(start);
+      boundary = from.lsn();
+      skipXid = from.xid();
+      skipRows = from.rows();
+      position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
+      stream = connection.unwrap(PGConnection.class).getReplicationAPI()
+          .replicationStream()
+          .logical()
+          .withSlotName(slot)
+          .withStartPosition(LogSequenceNumber.valueOf(from.lsn()))
+          .withSlotOption("proto_version", "1")
+          .withSlotOption("publication_names", feed.publication)
+          .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
+          .start();
+    } catch (SQLException e) {
+      close();
+      throw translate(e, "open the replication stream of slot " + slot);
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /** Where to stream from; creates the slot when the partition has none. */
+  private PgPosition startPosition(StartPoint start) throws SQLException {
+    SlotState state = slotState();
+    if (start instanceof StartPoint.After after) {
+      PgPosition at;
+      try {
+        at = PgPosition.parse(after.position());
+      } catch (IllegalArgumentException e) {
+        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': the checkpoint " + e.getMessage()
+            + "; it was not written by this feed", e, false);
+      }
+      if (state == null) {
+        createSlot();
+        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " did not exist,"
+            + " so the server kept no WAL for it: it was dropped, or the checkpoint is from another database."
+            + " It was created again now", null);
+      }
+      if (state.lost()) {
+        throw lost(after.position(), state);
+      }
+      if (state.confirmed() > at.lsn()) {
+        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " has already"
+            + " confirmed " + LogSequenceNumber.valueOf(state.confirmed()).asString() + ", past the checkpoint:"
+            + " something else read and confirmed through this slot", null);
+      }
+      return at;
+    }
+    if (start instanceof StartPoint.AtTime) {
+      throw new FeedException("PostgreSQL feed '" + feed.stream() + "': starting at a time is not supported"
+          + " (WAL positions are not indexed by time); start at oldest (what the slot still holds) or latest", null, false);
+    }
+    long created = state == null ? createSlot() : -1;
+    if (start instanceof StartPoint.Oldest) {
+      if (state != null && state.lost()) {
+        throw lost(null, state);
+      }
+      return PgPosition.boundary(state == null ? created : state.confirmed());
+    }
+    // Latest: the server's current WAL position (what was committed before is not delivered).
+    try (Statement s = connection.createStatement();
+        ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()")) {
+      rs.next();
+      long current = LogSequenceNumber.valueOf(rs.getString(1)).asLong();
+      return PgPosition.boundary(Math.max(current, state == null ? created : state.confirmed()));
+    }
+  }
+
+  private HistoryLostException lost(Position from, SlotState state) {
+    return new HistoryLostException(from == null ? new Position("0/0", null) : from, null,
+        "replication slot " + slot + " was invalidated (wal_status " + state.walStatus() + "): it fell behind"
+            + " max_slot_wal_keep_size and the server removed WAL it still needed; drop it"
+            + " (SELECT pg_drop_replication_slot('" + slot + "')) for the feed to create it again", null);
+  }
+
+  private record SlotState(long confirmed, String walStatus) {
+    boolean lost() {
+      return "lost".equals(walStatus);
+    }
+  }
+
+  private SlotState slotState() throws SQLException {
+    try (Connection c = feed.connect(false);
+        PreparedStatement s = c.prepareStatement(
+            "SELECT confirmed_flush_lsn, wal_status, plugin, database = current_database()"
+                + " FROM pg_replication_slots WHERE slot_name = ?")) {
+      s.setString(1, slot);
+      try (ResultSet rs = s.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        if (!rs.getBoolean(4)) {
+          throw new FeedException("PostgreSQL feed '" + feed.stream() + "': replication slot " + slot
+              + " belongs to another database; choose another slotPrefix", null, false);
+        }
+        if (!"pgoutput".equals(rs.getString(3))) {
+          throw new FeedException("PostgreSQL feed '" + feed.stream() + "': replication slot " + slot
+              + " exists with plugin " + rs.getString(3) + ", not pgoutput; drop it or choose another slotPrefix", null, false);
+        }
+        String confirmed = rs.getString(1);
+        return new SlotState(confirmed == null ? 0 : LogSequenceNumber.valueOf(confirmed).asLong(), rs.getString(2));
+      }
+    }
+  }
+
+  private long createSlot() throws SQLException {
+    try (Connection c = feed.connect(false);
+        PreparedStatement s = c.prepareStatement("SELECT lsn FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
+      s.setString(1, slot);
+      try (ResultSet rs = s.executeQuery()) {
+        rs.next();
+        log.info("PostgreSQL feed '{}': created replication slot {} at {}", feed.stream(), slot, rs.getString(1));
+        return LogSequenceNumber.valueOf(rs.getString(1)).asLong();
+      }
+    }
+  }
+
+  @Override
+  public List<ChangeEvent<Map<String, Object>>> poll(Duration maxWait) {
+    if (failure != null) {
+      throw failure;
+    }
+    List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
+    if (stream == null) {
+      return out;
+    }
+    long deadline = System.nanoTime() + Math.max(0, maxWait.toNanos());
+    long backoff = MIN_BACKOFF_NANOS;
+    while (true) {
+      ByteBuffer message;
+      try {
+        message = stream.readPending();
+      } catch (SQLException e) {
+        failure = translate(e, "read slot " + slot);
+        close();
+        if (out.isEmpty()) {
+          throw failure;
+        }
+        return out;
+      }
+      if (message == null) {
+        caughtUp = true;
+        long remaining = deadline - System.nanoTime();
+        if (!out.isEmpty() || remaining <= 0) {
+          return out;
+        }
+        LockSupport.parkNanos(Math.min(backoff, remaining));
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+        if (Thread.currentThread().isInterrupted()) {
+          return out;
+        }
+        continue;
+      }
+      caughtUp = false;
+      backoff = MIN_BACKOFF_NANOS;
+      PgOutput.Message decoded;
+      try {
+        decoded = PgOutput.decode(message);
+      } catch (PgOutput.Malformed e) {
+        failure = new FeedException("PostgreSQL feed '" + feed.stream() + "': a message after " + position
+            + " of slot " + slot + " cannot be decoded: " + e.getMessage() + ". The cursor stops here so that"
+            + " nothing is skipped", e, false);
+        close();
+        if (out.isEmpty()) {
+          throw failure;
+        }
+        return out;
+      }
+      accept(decoded, out);
+      if (out.size() >= feed.batchSize) {
+        return out;
+      }
+    }
+  }
+
+  private void accept(PgOutput.Message m, List<ChangeEvent<Map<String, Object>>> out) {
+    if (m instanceof PgOutput.Begin b) {
+      xid = b.xid();
+      finalLsn = b.finalLsn();
+      commitTime = b.commitTime();
+      rows = 0;
+    } else if (m instanceof PgOutput.Commit c) {
+      boundary = c.endLsn();
+      position = PgPosition.boundary(boundary).toPosition(c.commitTime());
+      xid = 0;
+      skipXid = 0;
+    } else if (m instanceof PgOutput.Relation r) {
+      relations.put(r.id(), r);
+    } else if (m instanceof PgOutput.Insert i) {
+      row(i.relationId(), Operation.INSERT, i.row(), null, out);
+    } else if (m instanceof PgOutput.Update u) {
+      row(u.relationId(), Operation.UPDATE, u.row(), u.old(), out);
+    } else if (m instanceof PgOutput.Delete d) {
+      row(d.relationId(), Operation.DELETE, null, d.old(), out);
+    } else if (m instanceof PgOutput.Truncate t) {
+      for (int id : t.relationIds()) {
+        PgOutput.Relation r = relation(id);
+        if (!advance() || !wanted(r)) {
+          continue;
+        }
+        Map<String, Object> raw = Map.of("truncate", r.qualifiedName(), "cascade", t.cascade(),
+            "restartIdentity", t.restartIdentity());
+        out.add(new ChangeEvent<>(eventId(), feed.stream(), position, Operation.OTHER, "", null, null,
+            commitTime, raw));
+      }
+    }
+    // TYPE, ORIGIN and MESSAGE carry nothing a change needs.
+  }
+
+  /** Counts one change of the transaction; false if it was processed before this cursor opened. */
+  private boolean advance() {
+    rows++;
+    position = new PgPosition(boundary, xid, rows).toPosition(commitTime);
+    return !(xid == skipXid && rows <= skipRows);
+  }
+
+  private void row(int relationId, Operation op, List<PgOutput.Value> row, List<PgOutput.Value> old,
+      List<ChangeEvent<Map<String, Object>>> out) {
+    PgOutput.Relation r = relation(relationId);
+    if (!advance() || !wanted(r)) {
+      return;
+    }
+    Map<String, Object> document = row == null ? null : values(r, row, false);
+    Map<String, Object> documentKey = new LinkedHashMap<>();
+    List<PgOutput.Value> keySource = row != null ? row : old;
+    List<PgOutput.Value> oldKeys = old;
+    for (int i = 0; i < r.columns().size(); i++) {
+      PgOutput.Column c = r.columns().get(i);
+      if (c.key()) {
+        PgOutput.Value v = keySource.get(i);
+        if (v.kind() == 'u' && oldKeys != null) {
+          v = oldKeys.get(i);
+        }
+        documentKey.put(c.name(), PgValues.convert(c.typeOid(), v.text()));
+      }
+    }
+    String key = key(r, keySource);
+    Map<String, Object> raw = new LinkedHashMap<>();
+    raw.put("table", r.qualifiedName());
+    raw.put("xid", xid);
+    if (old != null) {
+      raw.put(old.size() == r.columns().size() && oldIsWholeRow(r) ? "before" : "oldKey", values(r, old, true));
+    }
+    ChangeEvent<Map<String, Object>> event = new ChangeEvent<>(eventId(), feed.stream(), position, op, key,
+        Collections.unmodifiableMap(documentKey), document == null ? null : Collections.unmodifiableMap(document),
+        commitTime, Collections.unmodifiableMap(raw));
+    if (key.isEmpty() || partition.owns(key)) {
+      out.add(event);
+    }
+  }
+
+  private static boolean oldIsWholeRow(PgOutput.Relation r) {
+    return r.replicaIdentity() == 'f';
+  }
+
+  private PgOutput.Relation relation(int id) {
+    PgOutput.Relation r = relations.get(id);
+    if (r == null) {
+      throw new PgOutput.Malformed("a change of relation " + id + " came before its RELATION message");
+    }
+    return r;
+  }
+
+  private boolean wanted(PgOutput.Relation r) {
+    return feed.table == null || feed.table.equals(r.qualifiedName());
+  }
+
+  /** The change's id, the same on every replay: the transaction's commit LSN and the change's number in it. */
+  private String eventId() {
+    return LogSequenceNumber.valueOf(finalLsn).asString() + "#" + rows;
+  }
+
+  /** The canonical key: the key column's text, or a JSON array of the key columns' texts. */
+  private static String key(PgOutput.Relation r, List<PgOutput.Value> values) {
+    List<String> parts = new ArrayList<>();
+    for (int i = 0; i < r.columns().size(); i++) {
+      if (r.columns().get(i).key()) {
+        parts.add(values.get(i).text());
+      }
+    }
+    if (parts.isEmpty()) {
+      return "";
+    }
+    if (parts.size() == 1) {
+      return parts.get(0) == null ? "null" : parts.get(0);
+    }
+    try {
+      return r.qualifiedName() + JSON.writeValueAsString(parts);
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The columns sent (unchanged TOASTed values are not sent and are left out). */
+  private static Map<String, Object> values(PgOutput.Relation r, List<PgOutput.Value> values, boolean keyOnly) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    for (int i = 0; i < r.columns().size() && i < values.size(); i++) {
+      PgOutput.Column c = r.columns().get(i);
+      PgOutput.Value v = values.get(i);
+      if (v.kind() == 'u' || (keyOnly && v.kind() == 'n' && !c.key())) {
+        continue;
+      }
+      out.put(c.name(), PgValues.convert(c.typeOid(), v.text()));
+    }
+    return out;
+  }
+
+  private FeedException translate(SQLException e, String doing) {
+    String state = e.getSQLState();
+    String message = e.getMessage() == null ? "" : e.getMessage();
+    if (message.contains("can no longer get changes from replication slot")
+        || message.contains("has been invalidated")) {
+      return new HistoryLostException(position == null ? new Position("0/0", null) : position, null,
+          "replication slot " + slot + " was invalidated: " + message, e);
+    }
+    if (message.contains("does not exist") && message.contains("publication")) {
+      return new FeedException("PostgreSQL feed '" + feed.stream() + "': publication " + feed.publication
+          + " does not exist: create it (CREATE PUBLICATION " + feed.publication + " FOR TABLE ...)", e, false);
+    }
+    boolean retryable = state == null || state.startsWith("08") || state.startsWith("57") || state.equals("55006")
+        || message.contains("is active for PID");
+    return new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot " + doing + " (SQLSTATE " + state
+        + "): " + message, e, retryable);
+  }
+
+  @Override
+  public Position position() {
+    return position;
+  }
+
+  @Override
+  public boolean caughtUp() {
+    return caughtUp && xid == 0;
+  }
+
+  /** Confirms the transaction boundary of {@code committed} to the slot: the server may recycle WAL before it. */
+  @Override
+  public void acknowledge(Position committed) {
+    if (stream == null || stream.isClosed()) {
+      return;
+    }
+    LogSequenceNumber lsn = LogSequenceNumber.valueOf(PgPosition.parse(committed).lsn());
+    stream.setFlushedLSN(lsn);
+    stream.setAppliedLSN(lsn);
+    try {
+      stream.forceUpdateStatus();
+    } catch (SQLException e) {
+      log.debug("PostgreSQL feed '{}': status update to slot {} failed (sent again with the next): {}",
+          feed.stream(), slot, e.toString());
+    }
+  }
+
+  @Override
+  public void close() {
+    if (stream != null) {
+      try {
+        stream.close();
+      } catch (SQLException e) {
+        log.debug("closing the replication stream of {}: {}", slot, e.toString());
+      }
+      stream = null;
+    }
+    if (connection != null) {
+      try {
+        connection.close();
+      } catch (SQLException e) {
+        log.debug("closing the replication connection of {}: {}", slot, e.toString());
+      }
+      connection = null;
+    }
+  }
+}

@@ -1,0 +1,224 @@
+package dev.sluice.postgres.feed;
+
+import dev.sluice.ConfigurationException;
+import dev.sluice.feed.ChangeFeed;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.SourceHistory;
+import dev.sluice.feed.StartPoint;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.regex.Pattern;
+import org.postgresql.PGProperty;
+
+/**
+ * A PostgreSQL change feed: the changes of a publication, read through a logical replication slot
+ * with the server's built-in {@code pgoutput} plugin (no extension to install). Each partition
+ * reads through a slot of its own ({@code <slotPrefix>_<stream>_<i>of<n>}, created on first use),
+ * and keeps the changes of the rows whose key it owns, as on MongoDB. Documents are column maps
+ * ({@link PgValues} says which Java type each PostgreSQL type becomes).
+ *
+ * <p>Positions are transaction boundaries (LSNs), with the count of a transaction's changes already
+ * processed when a checkpoint falls inside one ({@link PgPosition}). The slot's confirmed position
+ * moves only through {@link FeedCursor#acknowledge}, which the engine calls after its checkpoint is
+ * committed: the server never recycles WAL that was not processed.
+ *
+ * <p>The server needs {@code wal_level=logical}, a free replication slot per partition and a WAL
+ * sender per reading partition ({@code max_replication_slots}, {@code max_wal_senders}), a user
+ * with the REPLICATION attribute, and the publication ({@code CREATE PUBLICATION name FOR TABLE
+ * ...}). Tables need a primary key (or {@code REPLICA IDENTITY FULL}) for updates and deletes.
+ */
+public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>> {
+  private static final Pattern NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}");
+  private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}\\.[A-Za-z_][A-Za-z0-9_$]{0,62}");
+
+  final String url;
+  final String user;
+  final String password;
+  final String publication;
+  final String table;
+  final String stream;
+  final String slotPrefix;
+  final int batchSize;
+  final Duration statusInterval;
+
+  private PostgresChangeFeed(Builder b) {
+    this.url = b.url;
+    this.user = b.user;
+    this.password = b.password;
+    this.publication = b.publication;
+    this.table = b.table;
+    this.stream = b.stream != null ? b.stream : b.table != null ? b.table : b.publication;
+    this.slotPrefix = b.slotPrefix;
+    this.batchSize = b.batchSize;
+    this.statusInterval = b.statusInterval;
+    Properties parsed = org.postgresql.Driver.parseURL(b.url, null);
+    this.database = parsed == null ? "" : parsed.getProperty(PGProperty.PG_DBNAME.getName(), "");
+  }
+
+  /** The database the URL names: slots belong to one database, so it is part of their names. */
+  final String database;
+
+  /**
+   * A feed of publication {@code publication} of the database {@code jdbcUrl} names
+   * ({@code jdbc:postgresql://host:5432/shop}).
+   */
+  public static Builder builder(String jdbcUrl, String user, String password, String publication) {
+    return new Builder(jdbcUrl, user, password, publication);
+  }
+
+  /** Settings of a {@link PostgresChangeFeed}. */
+  public static final class Builder {
+    private final String url;
+    private final String user;
+    private final String password;
+    private final String publication;
+    private String table;
+    private String stream;
+    private String slotPrefix = "sluice";
+    private int batchSize = 500;
+    private Duration statusInterval = Duration.ofSeconds(10);
+
+    private Builder(String url, String user, String password, String publication) {
+      this.url = url;
+      this.user = user;
+      this.password = password;
+      this.publication = publication;
+    }
+
+    /** Only the changes of this table ({@code schema.table}); default: every table of the publication. */
+    public Builder table(String schemaAndTable) {
+      this.table = schemaAndTable;
+      return this;
+    }
+
+    /** The stream name, part of lease names; default the table, else the publication. */
+    public Builder stream(String stream) {
+      this.stream = stream;
+      return this;
+    }
+
+    /** The prefix of this feed's slot names (default {@code sluice}). */
+    public Builder slotPrefix(String prefix) {
+      this.slotPrefix = prefix;
+      return this;
+    }
+
+    /** The most changes one poll returns (default 500). */
+    public Builder batchSize(int batchSize) {
+      this.batchSize = batchSize;
+      return this;
+    }
+
+    /** How often the feed tells the server it is alive and how far it confirmed (default 10 s). */
+    public Builder statusInterval(Duration interval) {
+      this.statusInterval = interval;
+      return this;
+    }
+
+    public PostgresChangeFeed build() {
+      ConfigurationException.requireNonNull(url, "url");
+      ConfigurationException.require(url.startsWith("jdbc:postgresql:") && org.postgresql.Driver.parseURL(url, null) != null,
+          "url", url, "must be a PostgreSQL JDBC URL (jdbc:postgresql://host:5432/database)");
+      ConfigurationException.requireNonNull(publication, "publication");
+      ConfigurationException.require(NAME.matcher(publication).matches(), "publication", publication,
+          "must be a PostgreSQL identifier (letters, digits, '_', '$'; 63 characters at most)");
+      ConfigurationException.require(table == null || TABLE.matcher(table).matches(), "table", table,
+          "must be schema.table, e.g. public.orders");
+      ConfigurationException.require(slotPrefix != null && NAME.matcher(slotPrefix).matches()
+          && slotPrefix.length() <= 20, "slotPrefix", slotPrefix, "must be an identifier of 20 characters at most");
+      ConfigurationException.require(batchSize >= 1, "batchSize", batchSize, "must be >= 1");
+      ConfigurationException.requireNonNull(statusInterval, "statusInterval");
+      ConfigurationException.require(!statusInterval.isNegative() && !statusInterval.isZero()
+          && statusInterval.compareTo(Duration.ofMinutes(1)) < 0, "statusInterval", statusInterval,
+          "must be positive and below a minute (the server's default wal_sender_timeout)");
+      return new PostgresChangeFeed(this);
+    }
+  }
+
+  @Override
+  public String stream() {
+    return stream;
+  }
+
+  @Override
+  public FeedCursor<Map<String, Object>> open(PartitionSpec partition, StartPoint start) {
+    Objects.requireNonNull(partition, "partition");
+    Objects.requireNonNull(start, "start");
+    PgFeedCursor cursor = new PgFeedCursor(this, partition, slotName(partition));
+    cursor.start(start);
+    return cursor;
+  }
+
+  /** The source's clock; the oldest retained change is not known (the slot keeps what it needs). */
+  @Override
+  public SourceHistory history() {
+    try (Connection c = connect(false); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT now()")) {
+      rs.next();
+      return new SourceHistory(null, rs.getTimestamp(1).toInstant());
+    } catch (SQLException e) {
+      throw new FeedException("PostgreSQL feed '" + stream + "': cannot read the server's clock: " + e.getMessage(), e, true);
+    }
+  }
+
+  /**
+   * The slot of one partition: {@code <prefix>_<database>_<stream>_<i>of<n>} in lower case with
+   * other characters as '_' (slots are the server's, not a database's: the database keeps two
+   * databases' feeds of one stream name apart), shortened with a hash when longer than 63 characters.
+   */
+  String slotName(PartitionSpec partition) {
+    String suffix = "_" + partition.index() + "of" + partition.count();
+    String full = slotPrefix + "_" + database + "_" + stream;
+    String name = full.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+    if (name.length() + suffix.length() > 63) {
+      name = name.substring(0, 63 - suffix.length() - 9) + "_" + hash(full);
+    }
+    return name + suffix;
+  }
+
+  private static String hash(String text) {
+    try {
+      byte[] digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
+      return HexFormat.of().formatHex(digest, 0, 4);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** A new connection; for replication ({@code replication=database}) when asked. */
+  Connection connect(boolean replication) throws SQLException {
+    Properties p = new Properties();
+    PGProperty.USER.set(p, user);
+    if (password != null) {
+      PGProperty.PASSWORD.set(p, password);
+    }
+    PGProperty.CONNECT_TIMEOUT.set(p, 10);
+    PGProperty.SOCKET_TIMEOUT.set(p, 60);
+    PGProperty.APPLICATION_NAME.set(p, "sluice " + stream);
+    if (replication) {
+      PGProperty.REPLICATION.set(p, "database");
+      PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
+      PGProperty.PREFER_QUERY_MODE.set(p, "simple");
+    }
+    return DriverManager.getConnection(url, p);
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresChangeFeed[" + stream + ", publication " + publication + "]";
+  }
+}
