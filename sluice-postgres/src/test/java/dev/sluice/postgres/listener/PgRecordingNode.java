@@ -1,0 +1,65 @@
+package dev.sluice.postgres.listener;
+
+import dev.sluice.jdbc.lease.SqlLeaseStore;
+import dev.sluice.lease.Lease;
+import dev.sluice.listener.BootstrapPolicy;
+import dev.sluice.listener.CheckpointPolicy;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.ListenerObserver;
+import dev.sluice.postgres.feed.PostgresChangeFeed;
+import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.util.Map;
+import javax.sql.DataSource;
+
+/**
+ * A listener on the PostgreSQL feed in its own JVM, for crash tests: records every delivery in the
+ * {@code deliveries} table and prints a line per acquisition and per 100 deliveries.
+ *
+ * <p>Arguments: JDBC URL, node name, checkpoint every N changes.
+ */
+public final class PgRecordingNode {
+  private PgRecordingNode() {}
+
+  public static void main(String[] args) throws Exception {
+    String url = args[0];
+    String name = args[1];
+    int every = Integer.parseInt(args[2]);
+    DataSource ds = ListenerOnPostgresTest.simple(url);
+    int[] count = new int[1];
+    Listener<Map<String, Object>> listener = Listener.builder(
+            PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.orders").build(),
+            SqlLeaseStore.builder(ds).build())
+        .group("recorder")
+        .owner(name)
+        .leaseDuration(Duration.ofSeconds(2))
+        .renewInterval(Duration.ofMillis(600))
+        .acquireInterval(Duration.ofMillis(100))
+        .pollWait(Duration.ofMillis(50))
+        .bootstrap(BootstrapPolicy.oldest())
+        .checkpoint(CheckpointPolicy.every(every, Duration.ofHours(1)))
+        .handler((change, fence) -> {
+          try (Connection c = ds.getConnection();
+              PreparedStatement s = c.prepareStatement("INSERT INTO deliveries VALUES (?, ?)")) {
+            s.setInt(1, (Integer) change.document().get("n"));
+            s.setString(2, name);
+            s.executeUpdate();
+          }
+          if (++count[0] % 100 == 0) {
+            System.out.println("DELIVERED " + count[0]);
+          }
+        })
+        .observer(new ListenerObserver() {
+          @Override
+          public void acquired(Lease l) {
+            System.out.println("ACQUIRED " + name + " epoch=" + l.epoch());
+          }
+        })
+        .build();
+    listener.start();
+    System.out.println("READY " + name);
+    Thread.currentThread().join();
+  }
+}
