@@ -63,6 +63,11 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private long skipRows;
   private boolean caughtUp;
   private FeedException failure;
+  /** Held while the stream is used: by poll, acknowledge and close, and by the keep-alive. */
+  private final java.util.concurrent.locks.ReentrantLock streamLock = new java.util.concurrent.locks.ReentrantLock();
+  /** When the stream was last read or told our status (System.nanoTime). */
+  private volatile long lastContact = System.nanoTime();
+  private java.util.concurrent.ScheduledFuture<?> keepAlive;
 
   PgFeedCursor(PostgresChangeFeed feed, PartitionSpec partition, String slot) {
     this.feed = feed;
@@ -87,6 +92,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
           .withSlotOption("publication_names", feed.publication)
           .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
           .start();
+      long every = feed.statusInterval.toNanos();
+      keepAlive = feed.keepAlives().scheduleWithFixedDelay(this::keepAlive, every, every, TimeUnit.NANOSECONDS);
     } catch (SQLException e) {
       close();
       throw translate(e, "open the replication stream of slot " + slot);
@@ -197,6 +204,39 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     if (failure != null) {
       throw failure;
     }
+    streamLock.lock();
+    try {
+      return read(maxWait);
+    } finally {
+      lastContact = System.nanoTime();
+      streamLock.unlock();
+    }
+  }
+
+  /**
+   * Tells the server this reader is alive and what it confirmed while the engine does not read (a
+   * slow handler, a long checkpoint): the server ends a replication connection that says nothing
+   * for {@code wal_sender_timeout} (60 s by default). Runs on the feed's keep-alive thread; never
+   * waits for a read in progress.
+   */
+  private void keepAlive() {
+    if (System.nanoTime() - lastContact < feed.statusInterval.toNanos() || !streamLock.tryLock()) {
+      return;
+    }
+    try {
+      if (stream != null && !stream.isClosed()) {
+        stream.forceUpdateStatus();
+        lastContact = System.nanoTime();
+      }
+    } catch (SQLException e) {
+      log.debug("PostgreSQL feed '{}': keep-alive of slot {} failed (the next read reports it): {}",
+          feed.stream(), slot, e.toString());
+    } finally {
+      streamLock.unlock();
+    }
+  }
+
+  private List<ChangeEvent<Map<String, Object>>> read(Duration maxWait) {
     List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
     if (stream == null) {
       return out;
@@ -413,22 +453,38 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** Confirms the transaction boundary of {@code committed} to the slot: the server may recycle WAL before it. */
   @Override
   public void acknowledge(Position committed) {
-    if (stream == null || stream.isClosed()) {
-      return;
-    }
-    LogSequenceNumber lsn = LogSequenceNumber.valueOf(PgPosition.parse(committed).lsn());
-    stream.setFlushedLSN(lsn);
-    stream.setAppliedLSN(lsn);
+    streamLock.lock();
     try {
+      if (stream == null || stream.isClosed()) {
+        return;
+      }
+      LogSequenceNumber lsn = LogSequenceNumber.valueOf(PgPosition.parse(committed).lsn());
+      stream.setFlushedLSN(lsn);
+      stream.setAppliedLSN(lsn);
       stream.forceUpdateStatus();
+      lastContact = System.nanoTime();
     } catch (SQLException e) {
       log.debug("PostgreSQL feed '{}': status update to slot {} failed (sent again with the next): {}",
           feed.stream(), slot, e.toString());
+    } finally {
+      streamLock.unlock();
     }
   }
 
   @Override
   public void close() {
+    if (keepAlive != null) {
+      keepAlive.cancel(false);
+    }
+    streamLock.lock();
+    try {
+      closeStream();
+    } finally {
+      streamLock.unlock();
+    }
+  }
+
+  private void closeStream() {
     if (stream != null) {
       try {
         stream.close();

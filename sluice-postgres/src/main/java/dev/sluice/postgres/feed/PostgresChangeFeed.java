@@ -199,6 +199,20 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     }
   }
 
+  private java.util.concurrent.ScheduledExecutorService keepAlives;
+
+  /** The thread that keeps this feed's replication connections alive while nobody reads them. */
+  synchronized java.util.concurrent.ScheduledExecutorService keepAlives() {
+    if (keepAlives == null) {
+      keepAlives = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "sluice-pg-keepalive-" + stream);
+        t.setDaemon(true);
+        return t;
+      });
+    }
+    return keepAlives;
+  }
+
   /** A new connection; for replication ({@code replication=database}) when asked. */
   Connection connect(boolean replication) throws SQLException {
     Properties p = new Properties();

@@ -190,6 +190,70 @@ class ListenerOnPostgresTest {
     }
   }
 
+  /**
+   * A handler that takes longer than the server's wal_sender_timeout (2 s here) does not cost the
+   * replication connection: the feed tells the server it is alive while nobody reads.
+   */
+  @Test
+  void aHandlerSlowerThanTheWalSenderTimeoutKeepsItsReplicationConnection() throws Exception {
+    try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {
+      String db = pg.createDatabase("pgslow");
+      String url = pg.jdbcUrl(db);
+      DataSource ds = simple(url);
+      sql(ds, "ALTER SYSTEM SET wal_sender_timeout = '2s'", "SELECT pg_reload_conf()",
+          "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders");
+      java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+      AtomicInteger feedFailures = new AtomicInteger();
+      List<Integer> seen = new CopyOnWriteArrayList<>();
+      Listener<Map<String, Object>> l = Listener.builder(
+              PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.orders")
+                  .statusInterval(Duration.ofMillis(500)).build(),
+              SqlLeaseStore.builder(ds).build())
+          .group("g").owner("slow").leaseDuration(Duration.ofSeconds(30))
+          .bootstrap(BootstrapPolicy.oldest())
+          .handler((change, fence) -> {
+            int n = (Integer) change.document().get("n");
+            if (n == 0) {
+              entered.countDown();
+              release.await(60, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            seen.add(n);
+          })
+          .observer(new dev.sluice.listener.ListenerObserver() {
+            @Override
+            public void feedFailed(String lease, Throwable error) {
+              feedFailures.incrementAndGet();
+            }
+          })
+          .build();
+      listeners.add(l);
+      l.start();
+      await().atMost(Duration.ofSeconds(30)).until(() -> l.status().get(0).committed() != null);
+      sql(ds, "INSERT INTO orders VALUES (0, 0)");
+      assertThat(entered.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      int pid = activePid(ds);
+      assertThat(pid).as("the slot is read").isPositive();
+      await().during(Duration.ofSeconds(8)).atMost(Duration.ofSeconds(10))
+          .until(() -> activePid(ds) == pid);
+      release.countDown();
+      sql(ds, "INSERT INTO orders VALUES (1, 1)");
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.contains(1));
+      assertThat(seen).containsExactly(0, 1);
+      assertThat(feedFailures.get()).as("the replication connection never failed").isZero();
+    }
+  }
+
+  /** The process id of the walsender reading the listener's slot, or 0 when none does. */
+  private static int activePid(DataSource ds) throws SQLException {
+    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT coalesce(max(active_pid), 0) FROM pg_replication_slots"
+            + " WHERE slot_name LIKE 'sluice_pgslow_%'")) {
+      rs.next();
+      return rs.getInt(1);
+    }
+  }
+
   private static Map<Integer, Integer> delivered(DataSource ds) throws SQLException {
     Map<Integer, Integer> counts = new HashMap<>();
     try (Connection c = ds.getConnection(); Statement s = c.createStatement();
