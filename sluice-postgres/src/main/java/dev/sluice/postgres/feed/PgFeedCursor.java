@@ -134,11 +134,16 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       throw new FeedException("PostgreSQL feed '" + feed.stream() + "': starting at a time is not supported"
           + " (WAL positions are not indexed by time); start at oldest (what the slot still holds) or latest", null, false);
     }
+    if (state != null && state.lost()) {
+      // Starting afresh (the policy skips to latest, or a new group starts at oldest): the
+      // invalidated slot can never be read again; a new one starts now.
+      log.warn("PostgreSQL feed '{}': replication slot {} was invalidated (wal_status lost); dropping it and"
+          + " creating it again to start at {}", feed.stream(), slot, start);
+      dropSlot();
+      state = null;
+    }
     long created = state == null ? createSlot() : -1;
     if (start instanceof StartPoint.Oldest) {
-      if (state != null && state.lost()) {
-        throw lost(null, state);
-      }
       return PgPosition.boundary(state == null ? created : state.confirmed());
     }
     // Latest: the server's current WAL position (what was committed before is not delivered).
@@ -184,6 +189,14 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         String confirmed = rs.getString(1);
         return new SlotState(confirmed == null ? 0 : LogSequenceNumber.valueOf(confirmed).asLong(), rs.getString(2));
       }
+    }
+  }
+
+  private void dropSlot() throws SQLException {
+    try (Connection c = feed.connect(false);
+        PreparedStatement s = c.prepareStatement("SELECT pg_drop_replication_slot(?)")) {
+      s.setString(1, slot);
+      s.execute();
     }
   }
 

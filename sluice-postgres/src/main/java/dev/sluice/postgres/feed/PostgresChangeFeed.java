@@ -176,11 +176,42 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   }
 
   /**
+   * One slot's state: whether a reader holds it, the server's {@code wal_status} ({@code reserved},
+   * {@code extended}, {@code unreserved}: about to be invalidated, {@code lost}), how much WAL it
+   * keeps on the server ({@code retainedBytes}: from its restart point to the current WAL
+   * position), and how much more may be written before it is invalidated ({@code safeBytes}, null
+   * when {@code max_slot_wal_keep_size} is unlimited).
+   */
+  public record SlotStats(String slot, boolean active, String walStatus, long retainedBytes, Long safeBytes) {}
+
+  /** The state of this feed's slot for {@code partition}, or empty if it does not exist (yet). */
+  public java.util.Optional<SlotStats> slot(PartitionSpec partition) {
+    String name = slotName(partition);
+    try (Connection c = connect(false);
+        java.sql.PreparedStatement s = c.prepareStatement("SELECT active, wal_status,"
+            + " coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, safe_wal_size"
+            + " FROM pg_replication_slots WHERE slot_name = ?")) {
+      s.setString(1, name);
+      try (ResultSet rs = s.executeQuery()) {
+        if (!rs.next()) {
+          return java.util.Optional.empty();
+        }
+        long safe = rs.getLong(4);
+        return java.util.Optional.of(new SlotStats(name, rs.getBoolean(1), rs.getString(2), rs.getLong(3),
+            rs.wasNull() ? null : safe));
+      }
+    } catch (SQLException e) {
+      throw new FeedException("PostgreSQL feed '" + stream + "': cannot read the state of slot " + name + ": "
+          + e.getMessage(), e, true);
+    }
+  }
+
+  /**
    * The slot of one partition: {@code <prefix>_<database>_<stream>_<i>of<n>} in lower case with
    * other characters as '_' (slots are the server's, not a database's: the database keeps two
    * databases' feeds of one stream name apart), shortened with a hash when longer than 63 characters.
    */
-  String slotName(PartitionSpec partition) {
+  public String slotName(PartitionSpec partition) {
     String suffix = "_" + partition.index() + "of" + partition.count();
     String full = slotPrefix + "_" + database + "_" + stream;
     String name = full.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
