@@ -15,8 +15,8 @@ public interface ChangeFeed<D> {
   String stream();
 
   /**
-   * The largest number of partitions this feed can serve. A PostgreSQL slot has exactly one
-   * reader, so that feed returns 1; a MongoDB change stream can be read by many cursors.
+   * The largest number of partitions this feed can serve (a MongoDB change stream and a PostgreSQL
+   * publication, read through a slot per partition, have no limit of their own).
    */
   default int maxPartitions() {
     return Integer.MAX_VALUE;
@@ -31,6 +31,25 @@ public interface ChangeFeed<D> {
    */
   default SourceHistory history() {
     return SourceHistory.UNKNOWN;
+  }
+
+  /**
+   * The feed as consumer group {@code group} reads it. A feed that keeps reading state on the
+   * source for each consumer (PostgreSQL: a replication slot, which has one confirmed position)
+   * returns a copy whose state is the group's own, so that two groups reading one stream never
+   * share it; the listener calls this once when it is built. The default returns this feed.
+   */
+  default ChangeFeed<D> forGroup(String group) {
+    return this;
+  }
+
+  /**
+   * Whether cursors can start at {@code start}. Only feeds that can read a consistent snapshot of
+   * the existing data support {@link StartPoint.Snapshot}; the listener refuses a bootstrap its
+   * feed does not support when it is built.
+   */
+  default boolean supports(StartPoint start) {
+    return !(start instanceof StartPoint.Snapshot);
   }
 
   /**

@@ -19,6 +19,14 @@ public sealed interface StartPoint {
   /** Only changes committed after the cursor opened. */
   record Latest() implements StartPoint {}
 
+  /**
+   * Every row or document that exists now, as {@link Operation#SNAPSHOT} changes read in one
+   * consistent snapshot, then every change committed after that snapshot: nothing missed, nothing
+   * applied twice (beyond redelivery after a crash). Only feeds that {@linkplain
+   * ChangeFeed#supports support} it.
+   */
+  record Snapshot() implements StartPoint {}
+
   /** Changes committed at or after the given source time. */
   record AtTime(Instant time) implements StartPoint {
     public AtTime {
@@ -36,6 +44,10 @@ public sealed interface StartPoint {
 
   static StartPoint latest() {
     return new Latest();
+  }
+
+  static StartPoint snapshot() {
+    return new Snapshot();
   }
 
   static StartPoint at(Instant time) {

@@ -14,7 +14,7 @@ public record BootstrapPolicy(StartPoint startPoint) {
     ConfigurationException.requireNonNull(startPoint, "bootstrap startPoint");
     if (startPoint instanceof StartPoint.After) {
       throw new ConfigurationException(
-          "bootstrap startPoint must be oldest, latest or a time, but was " + startPoint);
+          "bootstrap startPoint must be oldest, latest, snapshot or a time, but was " + startPoint);
     }
   }
 
@@ -29,6 +29,15 @@ public record BootstrapPolicy(StartPoint startPoint) {
   /** Only changes committed after the first start; earlier ones are deliberately skipped. */
   public static BootstrapPolicy latest() {
     return new BootstrapPolicy(StartPoint.latest());
+  }
+
+  /**
+   * The rows or documents that exist when the partition first starts, read in one consistent
+   * snapshot as {@code SNAPSHOT} changes, then every change after it. Feeds that cannot read such a
+   * snapshot (MongoDB's change stream) refuse it when the listener is built.
+   */
+  public static BootstrapPolicy snapshot() {
+    return new BootstrapPolicy(StartPoint.snapshot());
   }
 
   /** Changes committed at or after {@code time} (must still be in the source's history). */

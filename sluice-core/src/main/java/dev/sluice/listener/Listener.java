@@ -175,12 +175,17 @@ public interface Listener<D> extends AutoCloseable {
             + " consumers with different groups each get every change, members of one group share"
             + " its partitions");
       }
+      if (!feed.supports(bootstrap.startPoint())) {
+        throw new ConfigurationException("bootstrap " + bootstrap.startPoint() + " is not supported by the"
+            + " feed of stream '" + feed.stream() + "' (" + feed.getClass().getSimpleName() + "): it cannot read"
+            + " a consistent snapshot of the existing data; bootstrap at oldest, latest or a time");
+      }
       Duration renew = renewInterval != null ? renewInterval : leaseDuration.dividedBy(3);
       Duration acquire = acquireInterval != null ? acquireInterval : renew;
       String id = OwnerId.unique(owner);
       return new ListenerEngine<>(
           new ListenerConfig<>(
-              feed,
+              feed.forGroup(group),
               leaseStore,
               handler,
               group,

@@ -792,6 +792,11 @@ class ListenerEngineTest {
   @Test
   void badConfigurationIsRejectedNamingTheParameter() {
     assertThatThrownBy(() -> Listener.builder(feed, store).group("test-group").handler((e, f) -> {})
+        .bootstrap(BootstrapPolicy.snapshot()).build())
+        .as("a feed that cannot read a consistent snapshot refuses a snapshot bootstrap")
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("bootstrap Snapshot[] is not supported")
+        .hasMessageContaining("stream 'orders'");
+    assertThatThrownBy(() -> Listener.builder(feed, store).group("test-group").handler((e, f) -> {})
         .leaseDuration(Duration.ofSeconds(2)).renewInterval(Duration.ofSeconds(2)).build())
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("renewInterval");
     assertThatThrownBy(() -> Listener.builder(feed, store).group("test-group").build())

@@ -61,6 +61,11 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   public FeedCursor<BsonDocument> open(PartitionSpec partition, StartPoint start) {
     Objects.requireNonNull(partition, "partition");
     Objects.requireNonNull(start, "start");
+    if (!supports(start)) {
+      throw new FeedException("MongoDB change stream '" + settings.stream() + "': cannot start at " + start
+          + ": a change stream has no consistent snapshot of the existing documents; start at oldest, latest"
+          + " or a time", null, false);
+    }
     if (start instanceof StartPoint.Oldest) {
       try {
         return openAt(partition, start);

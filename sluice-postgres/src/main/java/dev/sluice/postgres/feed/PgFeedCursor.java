@@ -58,6 +58,17 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private long finalLsn;
   private Instant commitTime;
   private long rows;
+  /** The snapshot being read (bootstrap), and where it stands; null once it is complete. */
+  private PgSnapshot snapshot;
+  private PgPosition.SnapshotAt snapshotAt;
+  /** Where the slot started (the snapshot's consistent point): the stream's start after the snapshot. */
+  private long slotStart;
+  /** Key ranges read in a later snapshot after a restart: their earlier changes are left out. */
+  private List<PgPosition.Cover> covers = List.of();
+  /** A plain connection for the catalog and key comparisons, opened when first needed. */
+  private Connection sql;
+  /** Tables by qualified name, read from the catalog when first needed. */
+  private final Map<String, PgSnapshot.Table> tables = new HashMap<>();
   /** Rows of the first transaction to skip: processed before the restart that opened this cursor. */
   private long skipXid;
   private long skipRows;
@@ -77,30 +88,39 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   void start(StartPoint start) {
     try {
-      connection = feed.connect(true);
       PgPosition from = startPosition(start);
       boundary = from.lsn();
       skipXid = from.xid();
       skipRows = from.rows();
+      covers = from.covers();
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
-      stream = connection.unwrap(PGConnection.class).getReplicationAPI()
-          .replicationStream()
-          .logical()
-          .withSlotName(slot)
-          .withStartPosition(LogSequenceNumber.valueOf(from.lsn()))
-          .withSlotOption("proto_version", "1")
-          .withSlotOption("publication_names", feed.publication)
-          .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
-          .start();
-      long every = feed.statusInterval.toNanos();
-      keepAlive = feed.keepAlives().scheduleWithFixedDelay(this::keepAlive, every, every, TimeUnit.NANOSECONDS);
+      if (snapshotAt == null) {
+        openStream(from.lsn());
+      }
     } catch (SQLException e) {
       close();
-      throw translate(e, "open the replication stream of slot " + slot);
+      throw translate(e, snapshotAt != null || start instanceof StartPoint.Snapshot
+          ? "read the snapshot of slot " + slot : "open the replication stream of slot " + slot);
     } catch (RuntimeException e) {
       close();
       throw e;
     }
+  }
+
+  private void openStream(long lsn) throws SQLException {
+    connection = feed.connect(true);
+    stream = connection.unwrap(PGConnection.class).getReplicationAPI()
+        .replicationStream()
+        .logical()
+        .withSlotName(slot)
+        .withStartPosition(LogSequenceNumber.valueOf(lsn))
+        .withSlotOption("proto_version", "1")
+        .withSlotOption("publication_names", feed.publication)
+        .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
+        .start();
+    lastContact = System.nanoTime();
+    long every = feed.statusInterval.toNanos();
+    keepAlive = feed.keepAlives().scheduleWithFixedDelay(this::keepAlive, every, every, TimeUnit.NANOSECONDS);
   }
 
   /** Where to stream from; creates the slot when the partition has none. */
@@ -128,7 +148,36 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
             + " confirmed " + LogSequenceNumber.valueOf(state.confirmed()).asString() + ", past the checkpoint:"
             + " something else read and confirmed through this slot", null);
       }
+      if (at.snapshot() != null) {
+        // The snapshot the checkpoint was read in died with its session: the rest of the rows are
+        // read in a new one, and the changes it already holds are left out of the stream.
+        snapshot = PgSnapshot.export(feed, temporarySlotName(), true);
+        snapshot.table(at.snapshot().table());
+        snapshotAt = at.snapshot();
+        slotStart = at.lsn();
+        List<PgPosition.Cover> more = new ArrayList<>(at.covers());
+        more.add(new PgPosition.Cover(at.snapshot().table(), at.snapshot().after(), snapshot.consistentPoint()));
+        log.info("PostgreSQL feed '{}': slot {} resumes its snapshot after {} {} in a new snapshot consistent at {}",
+            feed.stream(), slot, at.snapshot().table(), at.snapshot().after() == null ? "(start)" : at.snapshot().after(),
+            PgSnapshot.lsn(snapshot.consistentPoint()));
+        return new PgPosition(at.lsn(), 0, 0, snapshotAt, more);
+      }
       return at;
+    }
+    if (start instanceof StartPoint.Snapshot) {
+      if (state != null) {
+        // No checkpoint, so nothing was delivered from this slot: a bootstrap that crashed before
+        // its first commit, or a group started afresh. The snapshot needs a slot created with it.
+        log.warn("PostgreSQL feed '{}': replication slot {} exists but the partition has no checkpoint;"
+            + " dropping it to create it again with a snapshot", feed.stream(), slot);
+        dropSlot();
+      }
+      snapshot = PgSnapshot.export(feed, slot, false);
+      slotStart = snapshot.consistentPoint();
+      snapshotAt = new PgPosition.SnapshotAt(snapshot.tables().get(0).qualifiedName(), null);
+      log.info("PostgreSQL feed '{}': created replication slot {} at {} with a snapshot of {}", feed.stream(), slot,
+          PgSnapshot.lsn(slotStart), snapshot.tables().stream().map(PgSnapshot.Table::qualifiedName).toList());
+      return new PgPosition(slotStart, 0, 0, snapshotAt, List.of());
     }
     if (start instanceof StartPoint.AtTime) {
       throw new FeedException("PostgreSQL feed '" + feed.stream() + "': starting at a time is not supported"
@@ -147,7 +196,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       return PgPosition.boundary(state == null ? created : state.confirmed());
     }
     // Latest: the server's current WAL position (what was committed before is not delivered).
-    try (Statement s = connection.createStatement();
+    try (Connection c = feed.connect(false); Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()")) {
       rs.next();
       long current = LogSequenceNumber.valueOf(rs.getString(1)).asLong();
@@ -216,6 +265,9 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   public List<ChangeEvent<Map<String, Object>>> poll(Duration maxWait) {
     if (failure != null) {
       throw failure;
+    }
+    if (snapshotAt != null) {
+      return readSnapshot();
     }
     streamLock.lock();
     try {
@@ -303,6 +355,60 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
+  /** The next chunk of the snapshot; at its end the stream starts where the slot did. */
+  private List<ChangeEvent<Map<String, Object>>> readSnapshot() {
+    List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
+    try {
+      PgSnapshot.Table table = snapshot.table(snapshotAt.table());
+      List<PgSnapshot.Row> chunk = snapshot.read(table, snapshotAt.after(), feed.batchSize);
+      String at = PgSnapshot.lsn(slotStart);
+      for (PgSnapshot.Row row : chunk) {
+        snapshotAt = new PgPosition.SnapshotAt(table.qualifiedName(), row.key());
+        position = new PgPosition(slotStart, 0, 0, snapshotAt, covers).toPosition(null);
+        List<String> keyTexts = new ArrayList<>();
+        for (int i = 0; i < table.columns().size(); i++) {
+          if (table.columns().get(i).primaryKey()) {
+            keyTexts.add(row.texts().get(i));
+          }
+        }
+        String key = key(table.qualifiedName(), keyTexts);
+        if (partition.owns(key)) {
+          out.add(new ChangeEvent<>("snapshot@" + at + ":" + table.qualifiedName() + ":" + key, feed.stream(),
+              position, Operation.SNAPSHOT, key, row.documentKey(), row.document(), null,
+              Map.of("table", table.qualifiedName(), "snapshot", at)));
+        }
+      }
+      if (chunk.size() < feed.batchSize) {
+        PgSnapshot.Table next = snapshot.next(table.qualifiedName());
+        if (next != null) {
+          snapshotAt = new PgPosition.SnapshotAt(next.qualifiedName(), null);
+          position = new PgPosition(slotStart, 0, 0, snapshotAt, covers).toPosition(null);
+        } else {
+          log.info("PostgreSQL feed '{}': snapshot of slot {} read; streaming from {}", feed.stream(), slot, at);
+          snapshot.close();
+          snapshot = null;
+          snapshotAt = null;
+          boundary = slotStart;
+          position = new PgPosition(slotStart, 0, 0, null, covers).toPosition(null);
+          openStream(slotStart);
+        }
+      }
+      return out;
+    } catch (SQLException e) {
+      failure = translate(e, "read the snapshot of slot " + slot);
+      close();
+      if (out.isEmpty()) {
+        throw failure;
+      }
+      return out;
+    }
+  }
+
+  /** Gives the slot name of a temporary slot exporting a snapshot (dropped with its session). */
+  private String temporarySlotName() {
+    return "sluice_snapshot_" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong() >>> 1);
+  }
+
   private void accept(PgOutput.Message m, List<ChangeEvent<Map<String, Object>>> out) {
     if (m instanceof PgOutput.Begin b) {
       xid = b.xid();
@@ -311,11 +417,15 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       rows = 0;
     } else if (m instanceof PgOutput.Commit c) {
       boundary = c.endLsn();
-      position = PgPosition.boundary(boundary).toPosition(c.commitTime());
+      if (!covers.isEmpty() && covers.stream().allMatch(cover -> boundary >= cover.lsn())) {
+        covers = List.of(); // every later transaction committed after every covering snapshot
+      }
+      position = new PgPosition(boundary, 0, 0, null, covers).toPosition(c.commitTime());
       xid = 0;
       skipXid = 0;
     } else if (m instanceof PgOutput.Relation r) {
       relations.put(r.id(), r);
+      tables.remove(r.qualifiedName());
     } else if (m instanceof PgOutput.Insert i) {
       row(i.relationId(), Operation.INSERT, i.row(), null, out);
     } else if (m instanceof PgOutput.Update u) {
@@ -340,7 +450,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** Counts one change of the transaction; false if it was processed before this cursor opened. */
   private boolean advance() {
     rows++;
-    position = new PgPosition(boundary, xid, rows).toPosition(commitTime);
+    position = new PgPosition(boundary, xid, rows, null, covers).toPosition(commitTime);
     return !(xid == skipXid && rows <= skipRows);
   }
 
@@ -351,20 +461,24 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       return;
     }
     Map<String, Object> document = row == null ? null : values(r, row, false);
-    Map<String, Object> documentKey = new LinkedHashMap<>();
     List<PgOutput.Value> keySource = row != null ? row : old;
-    List<PgOutput.Value> oldKeys = old;
+    boolean[] keyColumns = keyColumns(r);
+    Map<String, Object> documentKey = new LinkedHashMap<>();
+    List<String> keyTexts = new ArrayList<>();
     for (int i = 0; i < r.columns().size(); i++) {
-      PgOutput.Column c = r.columns().get(i);
-      if (c.key()) {
+      if (keyColumns[i]) {
         PgOutput.Value v = keySource.get(i);
-        if (v.kind() == 'u' && oldKeys != null) {
-          v = oldKeys.get(i);
+        if (v.kind() == 'u' && old != null) {
+          v = old.get(i);
         }
-        documentKey.put(c.name(), PgValues.convert(c.typeOid(), v.text()));
+        documentKey.put(r.columns().get(i).name(), PgValues.convert(r.columns().get(i).typeOid(), v.text()));
+        keyTexts.add(v.text());
       }
     }
-    String key = key(r, keySource);
+    String key = key(r.qualifiedName(), keyTexts);
+    if (!covers.isEmpty() && coveredBefore(r, keySource)) {
+      return; // the row was read, with this change, in a snapshot taken after it
+    }
     Map<String, Object> raw = new LinkedHashMap<>();
     raw.put("table", r.qualifiedName());
     raw.put("xid", xid);
@@ -377,6 +491,93 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     if (key.isEmpty() || partition.owns(key)) {
       out.add(event);
     }
+  }
+
+  /**
+   * The columns that make a row's key: the replica identity's, which pgoutput flags; with REPLICA
+   * IDENTITY FULL it flags every column, and the primary key is the key.
+   */
+  private boolean[] keyColumns(PgOutput.Relation r) {
+    boolean[] out = new boolean[r.columns().size()];
+    PgSnapshot.Table table = r.replicaIdentity() == 'f' ? catalog(r) : null;
+    for (int i = 0; i < out.length; i++) {
+      PgOutput.Column c = r.columns().get(i);
+      out[i] = table != null && !table.primaryKey().isEmpty()
+          ? table.primaryKey().stream().anyMatch(k -> k.name().equals(c.name())) : c.key();
+    }
+    return out;
+  }
+
+  /**
+   * Whether this change's row lies in a range a later snapshot read (after a restart in the middle
+   * of the bootstrap), and the change committed before that snapshot, so it is in it already.
+   */
+  private boolean coveredBefore(PgOutput.Relation r, List<PgOutput.Value> values) {
+    PgSnapshot.Table table = catalog(r);
+    if (table == null || table.primaryKey().isEmpty()) {
+      return false;
+    }
+    List<String> pk = new ArrayList<>();
+    for (PgSnapshot.Column k : table.primaryKey()) {
+      int i = indexOf(r, k.name());
+      if (i < 0 || values.get(i).kind() == 'u' || values.get(i).kind() == 'n') {
+        return false; // no key to place it by: delivered
+      }
+      pk.add(values.get(i).text());
+    }
+    PgPosition.Cover applicable = null;
+    try {
+      for (PgPosition.Cover c : covers) {
+        int order = compareTables(r.namespace(), r.name(), c.table());
+        boolean covered = order > 0 || order == 0
+            && (c.after() == null || PgSnapshot.greater(sql(), table, pk, c.after()));
+        if (covered) {
+          applicable = c;
+        }
+      }
+    } catch (SQLException e) {
+      throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot place a change of " + r.qualifiedName()
+          + " against the snapshot read after a restart: " + e.getMessage(), e, true);
+    }
+    return applicable != null && finalLsn < applicable.lsn();
+  }
+
+  /** Orders tables as the snapshot reads them: by schema, then name (C collation). */
+  private static int compareTables(String schema, String name, String qualified) {
+    int dot = qualified.indexOf('.');
+    int bySchema = schema.compareTo(qualified.substring(0, dot));
+    return bySchema != 0 ? bySchema : name.compareTo(qualified.substring(dot + 1));
+  }
+
+  private static int indexOf(PgOutput.Relation r, String column) {
+    for (int i = 0; i < r.columns().size(); i++) {
+      if (r.columns().get(i).name().equals(column)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /** The catalog's description of a relation's table (primary key, types), cached until its next RELATION. */
+  private PgSnapshot.Table catalog(PgOutput.Relation r) {
+    PgSnapshot.Table t = tables.get(r.qualifiedName());
+    if (t == null) {
+      try {
+        t = PgSnapshot.describe(sql(), r.namespace(), r.name());
+      } catch (SQLException e) {
+        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot read the primary key of "
+            + r.qualifiedName() + " from the catalog: " + e.getMessage(), e, true);
+      }
+      tables.put(r.qualifiedName(), t);
+    }
+    return t;
+  }
+
+  private Connection sql() throws SQLException {
+    if (sql == null || sql.isClosed()) {
+      sql = feed.connectForSnapshot();
+    }
+    return sql;
   }
 
   private static boolean oldIsWholeRow(PgOutput.Relation r) {
@@ -400,14 +601,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     return LogSequenceNumber.valueOf(finalLsn).asString() + "#" + rows;
   }
 
-  /** The canonical key: the key column's text, or a JSON array of the key columns' texts. */
-  private static String key(PgOutput.Relation r, List<PgOutput.Value> values) {
-    List<String> parts = new ArrayList<>();
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (r.columns().get(i).key()) {
-        parts.add(values.get(i).text());
-      }
-    }
+  /** The canonical key: the key column's text, or the table and a JSON array of the key columns' texts. */
+  static String key(String table, List<String> parts) {
     if (parts.isEmpty()) {
       return "";
     }
@@ -415,7 +610,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       return parts.get(0) == null ? "null" : parts.get(0);
     }
     try {
-      return r.qualifiedName() + JSON.writeValueAsString(parts);
+      return table + JSON.writeValueAsString(parts);
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
@@ -498,6 +693,18 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   }
 
   private void closeStream() {
+    if (snapshot != null) {
+      snapshot.close();
+      snapshot = null;
+    }
+    if (sql != null) {
+      try {
+        sql.close();
+      } catch (SQLException e) {
+        log.debug("closing the catalog connection of {}: {}", slot, e.toString());
+      }
+      sql = null;
+    }
     if (stream != null) {
       try {
         stream.close();

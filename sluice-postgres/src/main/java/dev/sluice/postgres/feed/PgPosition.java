@@ -1,7 +1,14 @@
 package dev.sluice.postgres.feed;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.feed.Position;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.postgresql.replication.LogSequenceNumber;
@@ -14,13 +21,43 @@ import org.postgresql.replication.LogSequenceNumber;
  * the changes already processed, so a checkpoint taken inside a transaction neither loses nor
  * repeats any of its changes. Token: {@code 0/16B3748} or {@code 0/16B3748 xid=745 rows=3}.
  *
- * @param lsn the transaction boundary to stream from
+ * <p>During a snapshot bootstrap ({@link PgSnapshot}) the position also says how far the snapshot
+ * read ({@code snapshot}: the table being read and the key of the last row read), and after a
+ * restart in the middle of a snapshot which key ranges were read in a later snapshot ({@code
+ * covers}): changes of those rows committed before that snapshot are already in it and are not
+ * delivered again. Both follow the LSN as one JSON object: {@code 0/16B3748
+ * {"snapshot":{"table":"public.t","after":["42"]},"cover":[...]}}.
+ *
+ * @param lsn the transaction boundary to stream from (during a snapshot: the slot's start)
  * @param xid the transaction partly processed, or 0 when the position is at the boundary
  * @param rows how many of that transaction's changes were processed
+ * @param snapshot where the snapshot stands, or null when it is complete (or there was none)
+ * @param covers the key ranges read in later snapshots, in key order
  */
-record PgPosition(long lsn, long xid, long rows) {
+record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers) {
+  private static final ObjectMapper JSON = new ObjectMapper();
   private static final Pattern TOKEN =
-      Pattern.compile("([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?: xid=(\\d+) rows=(\\d+))?");
+      Pattern.compile("([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?: xid=(\\d+) rows=(\\d+))?(?: (\\{.*\\}))?");
+
+  /**
+   * A snapshot in progress: it is reading {@code table} (qualified name), rows with a primary key
+   * greater than {@code after} (the key columns' texts; null: from the table's first row).
+   */
+  record SnapshotAt(String table, List<String> after) {}
+
+  /**
+   * The rows of {@code table} with a primary key greater than {@code after} (null: all its rows),
+   * and all rows of the tables after it, were read in a snapshot consistent at {@code lsn}.
+   */
+  record Cover(String table, List<String> after, long lsn) {}
+
+  PgPosition {
+    covers = List.copyOf(covers);
+  }
+
+  PgPosition(long lsn, long xid, long rows) {
+    this(lsn, xid, rows, null, List.of());
+  }
 
   static PgPosition boundary(long lsn) {
     return new PgPosition(lsn, 0, 0);
@@ -32,7 +69,41 @@ record PgPosition(long lsn, long xid, long rows) {
 
   Position toPosition(Instant time) {
     String at = LogSequenceNumber.valueOf(lsn).asString();
-    return new Position(inside() ? at + " xid=" + xid + " rows=" + rows : at, time);
+    StringBuilder token = new StringBuilder(at);
+    if (inside()) {
+      token.append(" xid=").append(xid).append(" rows=").append(rows);
+    }
+    if (snapshot != null || !covers.isEmpty()) {
+      ObjectNode extra = JSON.createObjectNode();
+      if (snapshot != null) {
+        ObjectNode s = extra.putObject("snapshot");
+        s.put("table", snapshot.table());
+        keyTo(s, "after", snapshot.after());
+      }
+      if (!covers.isEmpty()) {
+        ArrayNode cs = extra.putArray("cover");
+        for (Cover c : covers) {
+          ObjectNode o = cs.addObject();
+          o.put("table", c.table());
+          keyTo(o, "after", c.after());
+          o.put("lsn", LogSequenceNumber.valueOf(c.lsn()).asString());
+        }
+      }
+      try {
+        token.append(' ').append(JSON.writeValueAsString(extra));
+      } catch (JsonProcessingException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+    return new Position(token.toString(), time);
+  }
+
+  private static void keyTo(ObjectNode node, String field, List<String> key) {
+    if (key == null) {
+      return;
+    }
+    ArrayNode a = node.putArray(field);
+    key.forEach(a::add);
   }
 
   /** The position a token names, or an IllegalArgumentException saying what a token looks like. */
@@ -43,7 +114,47 @@ record PgPosition(long lsn, long xid, long rows) {
           + " (an LSN such as 0/16B3748, optionally followed by ' xid=<n> rows=<n>')");
     }
     long lsn = LogSequenceNumber.valueOf(m.group(1)).asLong();
-    return m.group(2) == null ? boundary(lsn)
-        : new PgPosition(lsn, Long.parseLong(m.group(2)), Long.parseLong(m.group(3)));
+    long xid = m.group(2) == null ? 0 : Long.parseLong(m.group(2));
+    long rows = m.group(2) == null ? 0 : Long.parseLong(m.group(3));
+    if (m.group(4) == null) {
+      return new PgPosition(lsn, xid, rows);
+    }
+    try {
+      JsonNode extra = JSON.readTree(m.group(4));
+      SnapshotAt snapshot = null;
+      JsonNode s = extra.get("snapshot");
+      if (s != null) {
+        snapshot = new SnapshotAt(text(s, "table"), key(s.get("after")));
+      }
+      List<Cover> covers = new ArrayList<>();
+      JsonNode cs = extra.get("cover");
+      if (cs != null) {
+        for (JsonNode c : cs) {
+          covers.add(new Cover(text(c, "table"), key(c.get("after")),
+              LogSequenceNumber.valueOf(text(c, "lsn")).asLong()));
+        }
+      }
+      return new PgPosition(lsn, xid, rows, snapshot, covers);
+    } catch (JsonProcessingException | RuntimeException e) {
+      throw new IllegalArgumentException("'" + position.token() + "' is not a PostgreSQL feed position: its"
+          + " snapshot part cannot be read (" + e.getMessage() + ")");
+    }
+  }
+
+  private static String text(JsonNode node, String field) {
+    JsonNode v = node.get(field);
+    if (v == null || !v.isTextual()) {
+      throw new IllegalArgumentException("'" + field + "' is missing");
+    }
+    return v.asText();
+  }
+
+  private static List<String> key(JsonNode node) {
+    if (node == null || node.isNull()) {
+      return null;
+    }
+    List<String> out = new ArrayList<>();
+    node.forEach(v -> out.add(v.asText()));
+    return List.copyOf(out);
   }
 }

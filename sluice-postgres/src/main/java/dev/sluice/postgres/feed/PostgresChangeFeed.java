@@ -27,7 +27,7 @@ import org.postgresql.PGProperty;
 /**
  * A PostgreSQL change feed: the changes of a publication, read through a logical replication slot
  * with the server's built-in {@code pgoutput} plugin (no extension to install). Each partition
- * reads through a slot of its own ({@code <slotPrefix>_<stream>_<i>of<n>}, created on first use),
+ * of each consumer group reads through a slot of its own ({@link #slotName}, created on first use),
  * and keeps the changes of the rows whose key it owns, as on MongoDB. Documents are column maps
  * ({@link PgValues} says which Java type each PostgreSQL type becomes).
  *
@@ -67,6 +67,40 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.statusInterval = b.statusInterval;
     Properties parsed = org.postgresql.Driver.parseURL(b.url, null);
     this.database = parsed == null ? "" : parsed.getProperty(PGProperty.PG_DBNAME.getName(), "");
+    this.group = null;
+  }
+
+  private PostgresChangeFeed(PostgresChangeFeed base, String group) {
+    this.url = base.url;
+    this.user = base.user;
+    this.password = base.password;
+    this.publication = base.publication;
+    this.table = base.table;
+    this.stream = base.stream;
+    this.slotPrefix = base.slotPrefix;
+    this.batchSize = base.batchSize;
+    this.statusInterval = base.statusInterval;
+    this.database = base.database;
+    this.group = group;
+  }
+
+  /** The consumer group whose slots this feed reads, or null when used without a listener. */
+  final String group;
+
+  /**
+   * This feed as consumer group {@code group} reads it: with slots of the group's own (a slot has
+   * one confirmed position, so two groups sharing one would take changes from each other).
+   */
+  @Override
+  public PostgresChangeFeed forGroup(String group) {
+    Objects.requireNonNull(group, "group");
+    return group.equals(this.group) ? this : new PostgresChangeFeed(this, group);
+  }
+
+  /** Every start point but a time (WAL is not indexed by time). */
+  @Override
+  public boolean supports(StartPoint start) {
+    return !(start instanceof StartPoint.AtTime);
   }
 
   /** The database the URL names: slots belong to one database, so it is part of their names. */
@@ -207,13 +241,14 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   }
 
   /**
-   * The slot of one partition: {@code <prefix>_<database>_<stream>_<i>of<n>} in lower case with
-   * other characters as '_' (slots are the server's, not a database's: the database keeps two
-   * databases' feeds of one stream name apart), shortened with a hash when longer than 63 characters.
+   * The slot of one partition: {@code <prefix>_<database>_<group>_<stream>_<i>of<n>} (without the
+   * group when the feed is used without a listener) in lower case with other characters as '_'
+   * (slots are the server's, not a database's: the database keeps two databases' feeds of one stream
+   * name apart, the group two consumer groups), shortened with a hash when longer than 63 characters.
    */
   public String slotName(PartitionSpec partition) {
     String suffix = "_" + partition.index() + "of" + partition.count();
-    String full = slotPrefix + "_" + database + "_" + stream;
+    String full = slotPrefix + "_" + database + (group == null ? "" : "_" + group) + "_" + stream;
     String name = full.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
     if (name.length() + suffix.length() > 63) {
       name = name.substring(0, 63 - suffix.length() - 9) + "_" + hash(full);
@@ -259,6 +294,23 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
       PGProperty.PREFER_QUERY_MODE.set(p, "simple");
     }
+    return DriverManager.getConnection(url, p);
+  }
+
+  /**
+   * A plain connection whose results arrive as the server's text (simple query protocol), as
+   * pgoutput sends values: snapshot rows then convert exactly as streamed ones.
+   */
+  Connection connectForSnapshot() throws SQLException {
+    Properties p = new Properties();
+    PGProperty.USER.set(p, user);
+    if (password != null) {
+      PGProperty.PASSWORD.set(p, password);
+    }
+    PGProperty.CONNECT_TIMEOUT.set(p, 10);
+    PGProperty.SOCKET_TIMEOUT.set(p, 300);
+    PGProperty.APPLICATION_NAME.set(p, "sluice " + stream + " snapshot");
+    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
     return DriverManager.getConnection(url, p);
   }
 

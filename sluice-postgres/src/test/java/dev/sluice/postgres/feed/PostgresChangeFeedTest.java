@@ -43,6 +43,11 @@ class PostgresChangeFeedTest {
   private static final AtomicInteger DATABASES = new AtomicInteger();
   private static final Duration WAIT = Duration.ofMillis(300);
 
+  @org.junit.jupiter.api.AfterEach
+  void dropSlots() {
+    PG.dropReplicationSlots(db);
+  }
+
   private final String db = PG.createDatabase("feed" + DATABASES.incrementAndGet());
 
   private void sql(String... statements) throws SQLException {

@@ -41,10 +41,20 @@ class ListenerOnPostgresTest {
   private final List<Listener<?>> listeners = new ArrayList<>();
   private final List<ChildJvm> children = new ArrayList<>();
 
+  private final List<String> sharedDatabases = new ArrayList<>();
+
   @AfterEach
   void cleanUp() {
     listeners.forEach(Listener::close);
     children.forEach(ChildJvm::close);
+    sharedDatabases.forEach(EmbeddedPostgresServer.shared()::dropReplicationSlots);
+  }
+
+  /** A new database on the shared server, whose slots are dropped after the test. */
+  private String sharedDatabase() {
+    String db = EmbeddedPostgresServer.shared().createDatabase("pglistener" + DATABASES.incrementAndGet());
+    sharedDatabases.add(db);
+    return db;
   }
 
   /** A data source opening a connection per call, so it works again after the server restarts. */
@@ -74,17 +84,22 @@ class ListenerOnPostgresTest {
   }
 
   private Listener<Map<String, Object>> listener(String url, String owner, int partitions, List<Integer> seen) {
+    return listener(url, "g", owner, partitions, BootstrapPolicy.oldest(), seen);
+  }
+
+  private Listener<Map<String, Object>> listener(String url, String group, String owner, int partitions,
+      BootstrapPolicy bootstrap, List<Integer> seen) {
     Listener<Map<String, Object>> l = Listener.builder(
             PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.orders").build(),
             SqlLeaseStore.builder(simple(url)).build())
-        .group("g")
+        .group(group)
         .owner(owner)
         .partitions(partitions)
         .leaseDuration(Duration.ofSeconds(3))
         .renewInterval(Duration.ofSeconds(1))
         .acquireInterval(Duration.ofMillis(200))
         .pollWait(Duration.ofMillis(100))
-        .bootstrap(BootstrapPolicy.oldest())
+        .bootstrap(bootstrap)
         .checkpoint(CheckpointPolicy.every(10, Duration.ofMillis(200)))
         .handler((change, fence) -> seen.add((Integer) change.document().get("n")))
         .build();
@@ -96,7 +111,7 @@ class ListenerOnPostgresTest {
   void twoPartitionsDeliverEveryChangeOnceAcrossACleanRestartAndTheSlotsConfirmNoMoreThanTheCheckpoints()
       throws Exception {
     EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
-    String db = pg.createDatabase("pglistener" + DATABASES.incrementAndGet());
+    String db = sharedDatabase();
     String url = pg.jdbcUrl(db);
     DataSource ds = simple(url);
     sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders");
@@ -122,7 +137,7 @@ class ListenerOnPostgresTest {
     for (int p = 0; p < 2; p++) {
       String lease = second.config().leaseName(p);
       String checkpoint = leases.read(lease).orElseThrow().checkpoint().token().split(" ")[0];
-      String slot = "sluice_" + db + "_public_orders_" + p + "of2";
+      String slot = "sluice_" + db + "_g_public_orders_" + p + "of2";
       try (Connection c = ds.getConnection(); Statement s = c.createStatement();
           ResultSet rs = s.executeQuery("SELECT confirmed_flush_lsn <= '" + checkpoint + "'::pg_lsn"
               + " FROM pg_replication_slots WHERE slot_name = '" + slot + "'")) {
@@ -130,6 +145,40 @@ class ListenerOnPostgresTest {
         assertThat(rs.getBoolean(1)).as("slot %s confirmed no more than checkpoint %s", slot, checkpoint).isTrue();
       }
     }
+  }
+
+  /**
+   * Two applications reading one table: each consumer group has slots of its own, so each gets
+   * every change; the one bootstrapping by snapshot also gets the rows that existed before, once,
+   * across three instances sharing four partitions, one of which stops half way.
+   */
+  @Test
+  void twoGroupsOnOneTableEachGetEveryChangeAndASnapshotBootstrapDeliversTheExistingRowsOnce() throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    String db = sharedDatabase();
+    String url = pg.jdbcUrl(db);
+    DataSource ds = simple(url);
+    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
+        "BEGIN; " + inserts(0, 300) + " COMMIT");
+    List<Integer> search = new CopyOnWriteArrayList<>();
+    List<Integer> audit = new CopyOnWriteArrayList<>();
+    List<Listener<Map<String, Object>>> searchers = new ArrayList<>();
+    for (String owner : List.of("a", "b", "c")) {
+      searchers.add(listener(url, "search", owner, 4, BootstrapPolicy.snapshot(), search));
+    }
+    Listener<Map<String, Object>> auditor = listener(url, "audit", "a", 1, BootstrapPolicy.oldest(), audit);
+    await().atMost(Duration.ofSeconds(60)).until(() -> auditor.status().get(0).committed() != null
+        && searchers.stream().flatMap(l -> l.status().stream()).filter(s -> s.state() == PartitionState.ACTIVE).count() == 4);
+    for (int i = 300; i < 350; i++) {
+      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
+    }
+    await().atMost(Duration.ofSeconds(60)).until(() -> new HashSet<>(search).containsAll(range(280, 320)));
+    searchers.get(1).close(); // its partitions move to the others
+    sql(ds, "BEGIN; " + inserts(350, 400) + " COMMIT");
+    await().atMost(Duration.ofSeconds(90)).until(() -> new HashSet<>(search).equals(range(0, 400))
+        && new HashSet<>(audit).equals(range(300, 400)));
+    assertThat(audit).as("the audit group starts at its slot's creation, each change once").hasSize(100);
+    assertThat(search.size()).as("a clean hand-over repeats nothing").isEqualTo(400);
   }
 
   private static String inserts(int from, int to) {
@@ -143,7 +192,7 @@ class ListenerOnPostgresTest {
   @Test
   void afterSigkillOfTheListenerJvmNothingIsLostAndRedeliveryIsBoundedByTheBatch() throws Exception {
     EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
-    String db = pg.createDatabase("pglistener" + DATABASES.incrementAndGet());
+    String db = sharedDatabase();
     String url = pg.jdbcUrl(db);
     DataSource ds = simple(url);
     sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",

@@ -51,7 +51,7 @@ class PostgresSlotInvalidationTest {
       sql(ds, "ALTER SYSTEM SET max_slot_wal_keep_size = '32MB'", "SELECT pg_reload_conf()",
           "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
           "CREATE TABLE filler (id bigserial PRIMARY KEY, pad text)");
-      PostgresChangeFeed feed = feed(url);
+      PostgresChangeFeed feed = feed(url).forGroup("g"); // the listener's group's slots
       SimpleMeterRegistry registry = new SimpleMeterRegistry();
       PostgresFeedMetrics.bind(registry, feed, 1);
       String slot = feed.slotName(PartitionSpec.single());

@@ -74,8 +74,8 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
           .setServerConfig("synchronous_commit", "on")
           .setServerConfig("full_page_writes", "on")
           .setServerConfig("wal_level", "logical")
-          .setServerConfig("max_replication_slots", "16")
-          .setServerConfig("max_wal_senders", "16")
+          .setServerConfig("max_replication_slots", "32")
+          .setServerConfig("max_wal_senders", "32")
           .setServerConfig("max_connections", "200");
       if (port != 0) {
         b.setPort(port);
@@ -117,6 +117,36 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
       return database;
     } catch (SQLException e) {
       throw new IllegalStateException("Cannot create database " + database, e);
+    }
+  }
+
+  /**
+   * Drops the replication slots of {@code database}, ending their readers first, so that tests on
+   * the shared server do not use up {@code max_replication_slots} or keep WAL for slots no one
+   * reads. Waits (at most 30 s) for the ended readers to let go of their slots.
+   */
+  public void dropReplicationSlots(String database) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    try (Connection c = postgres.getPostgresDatabase().getConnection(); Statement st = c.createStatement()) {
+      while (true) {
+        st.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
+            + " WHERE database = '" + database + "' AND active_pid IS NOT NULL");
+        st.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+            + " WHERE database = '" + database + "' AND NOT active");
+        try (ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_replication_slots"
+            + " WHERE database = '" + database + "'")) {
+          rs.next();
+          if (rs.getLong(1) == 0) {
+            return;
+          }
+        }
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException("replication slots of " + database + " still in use after 30 s");
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // poll interval
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("Cannot drop the replication slots of " + database, e);
     }
   }
 
