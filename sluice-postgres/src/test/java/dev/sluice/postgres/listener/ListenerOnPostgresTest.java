@@ -219,6 +219,52 @@ class ListenerOnPostgresTest {
     assertThat(twice).as("redelivered: what the killed JVM processed after its last commit").isLessThanOrEqualTo(batch);
   }
 
+  /**
+   * SIGKILL of the listener JVM in the middle of a snapshot bootstrap of 3,000 rows, with writes
+   * before and after the crash on both sides of the checkpoint's key: the next JVM continues the
+   * snapshot after the checkpoint and every row arrives in its latest state, redelivery bounded by
+   * the checkpoint batch, and no state older than one already delivered.
+   */
+  @Test
+  void afterSigkillInTheMiddleOfASnapshotTheNextJvmContinuesItWithoutGapsOrStaleRows() throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    String db = sharedDatabase();
+    String url = pg.jdbcUrl(db);
+    DataSource ds = simple(url);
+    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
+        "CREATE TABLE deliveries (n int, node text)",
+        "INSERT INTO orders SELECT g, g FROM generate_series(0, 2999) g");
+    int batch = 20;
+    ChildJvm first = ChildJvm.start("first", PgRecordingNode.class, url, "first", Integer.toString(batch), "snapshot");
+    children.add(first);
+    first.awaitLine(l -> l.startsWith("DELIVERED 100"), Duration.ofSeconds(60));
+    sql(ds, "INSERT INTO orders SELECT g, g FROM generate_series(3000, 3049) g");
+    first.awaitLine(l -> l.startsWith("DELIVERED 1000"), Duration.ofSeconds(60));
+    first.kill();
+    // Between the crash and the next snapshot: rows before the checkpoint's key (read already)
+    // and after it (to be read in the next snapshot) change.
+    sql(ds, "UPDATE orders SET n = n + 100000 WHERE id < 50",
+        "UPDATE orders SET n = n + 200000 WHERE id BETWEEN 2900 AND 2949",
+        "INSERT INTO orders SELECT g, g FROM generate_series(3050, 3099) g");
+    ChildJvm second = ChildJvm.start("second", PgRecordingNode.class, url, "second", Integer.toString(batch),
+        "snapshot");
+    children.add(second);
+    Set<Integer> expected = new HashSet<>(range(0, 3100));
+    expected.removeAll(range(2900, 2950)); // read only in their newer state, by the second snapshot
+    expected.addAll(range(100000, 100050));
+    expected.addAll(range(202900, 202950));
+    await().atMost(Duration.ofSeconds(120)).until(() -> delivered(ds).keySet().containsAll(expected));
+    sql(ds, "INSERT INTO orders VALUES (5000, 5000)");
+    expected.add(5000);
+    await().atMost(Duration.ofSeconds(60)).until(() -> delivered(ds).containsKey(5000));
+    Map<Integer, Integer> counts = delivered(ds);
+    assertThat(counts.keySet()).as("every row in its latest state; no state older than one delivered")
+        .isEqualTo(expected);
+    assertThat(counts.values()).as("at most twice").allMatch(c -> c <= 2);
+    assertThat(counts.values().stream().filter(c -> c == 2).count()).as("redelivered after the kill")
+        .isLessThanOrEqualTo(batch);
+  }
+
   @Test
   void killMinus9OfThePostgresServerMidStreamLosesNothing() throws Exception {
     try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {

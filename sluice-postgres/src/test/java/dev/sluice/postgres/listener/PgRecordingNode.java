@@ -18,7 +18,8 @@ import javax.sql.DataSource;
  * A listener on the PostgreSQL feed in its own JVM, for crash tests: records every delivery in the
  * {@code deliveries} table and prints a line per acquisition and per 100 deliveries.
  *
- * <p>Arguments: JDBC URL, node name, checkpoint every N changes.
+ * <p>Arguments: JDBC URL, node name, checkpoint every N changes, and optionally the bootstrap
+ * ({@code oldest}, the default, or {@code snapshot}).
  */
 public final class PgRecordingNode {
   private PgRecordingNode() {}
@@ -27,6 +28,8 @@ public final class PgRecordingNode {
     String url = args[0];
     String name = args[1];
     int every = Integer.parseInt(args[2]);
+    BootstrapPolicy bootstrap = args.length > 3 && args[3].equals("snapshot")
+        ? BootstrapPolicy.snapshot() : BootstrapPolicy.oldest();
     DataSource ds = ListenerOnPostgresTest.simple(url);
     int[] count = new int[1];
     Listener<Map<String, Object>> listener = Listener.builder(
@@ -38,7 +41,7 @@ public final class PgRecordingNode {
         .renewInterval(Duration.ofMillis(600))
         .acquireInterval(Duration.ofMillis(100))
         .pollWait(Duration.ofMillis(50))
-        .bootstrap(BootstrapPolicy.oldest())
+        .bootstrap(bootstrap)
         .checkpoint(CheckpointPolicy.every(every, Duration.ofHours(1)))
         .handler((change, fence) -> {
           try (Connection c = ds.getConnection();
