@@ -43,7 +43,10 @@ import java.util.UUID;
  * </table>
  */
 final class PgValues {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  /** json/jsonb numbers are arbitrary precision on the server: read them as BigDecimal, exactly. */
+  private static final ObjectMapper JSON = new ObjectMapper()
+      .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+      .setNodeFactory(com.fasterxml.jackson.databind.node.JsonNodeFactory.withExactBigDecimals(true));
   /** PostgreSQL's text form of timestamps: {@code 2026-11-25 11:49:09.123456+01}, zone optional. */
   private static final DateTimeFormatter TIMESTAMP = new DateTimeFormatterBuilder()
       .appendPattern("yyyy-MM-dd HH:mm:ss")
