@@ -89,6 +89,11 @@ class ListenerOnPostgresTest {
 
   private Listener<Map<String, Object>> listener(String url, String group, String owner, int partitions,
       BootstrapPolicy bootstrap, List<Integer> seen) {
+    return listener(url, group, owner, partitions, bootstrap, CheckpointPolicy.every(10, Duration.ofMillis(200)), seen);
+  }
+
+  private Listener<Map<String, Object>> listener(String url, String group, String owner, int partitions,
+      BootstrapPolicy bootstrap, CheckpointPolicy checkpoint, List<Integer> seen) {
     Listener<Map<String, Object>> l = Listener.builder(
             PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.orders").build(),
             SqlLeaseStore.builder(simple(url)).build())
@@ -100,7 +105,7 @@ class ListenerOnPostgresTest {
         .acquireInterval(Duration.ofMillis(200))
         .pollWait(Duration.ofMillis(100))
         .bootstrap(bootstrap)
-        .checkpoint(CheckpointPolicy.every(10, Duration.ofMillis(200)))
+        .checkpoint(checkpoint)
         .handler((change, fence) -> seen.add((Integer) change.document().get("n")))
         .build();
     listeners.add(l);
@@ -263,6 +268,58 @@ class ListenerOnPostgresTest {
     assertThat(counts.values()).as("at most twice").allMatch(c -> c <= 2);
     assertThat(counts.values().stream().filter(c -> c == 2).count()).as("redelivered after the kill")
         .isLessThanOrEqualTo(batch);
+  }
+
+  /**
+   * One transaction of 100,000 rows: the listener checkpoints inside it (it never holds the
+   * transaction), and a hand-over in the middle resumes at the next row: every row once.
+   */
+  @Test
+  void aTransactionOf100000RowsIsCheckpointedInsideItAndAHandOverResumesAtTheNextRow() throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    String db = sharedDatabase();
+    String url = pg.jdbcUrl(db);
+    DataSource ds = simple(url);
+    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders");
+    int rows = 100_000;
+    java.util.concurrent.atomic.AtomicIntegerArray counts = new java.util.concurrent.atomic.AtomicIntegerArray(rows);
+    AtomicInteger delivered = new AtomicInteger();
+    List<Integer> sink = new java.util.AbstractList<>() {
+      @Override
+      public boolean add(Integer n) {
+        counts.incrementAndGet(n);
+        delivered.incrementAndGet();
+        return true;
+      }
+
+      @Override
+      public Integer get(int index) {
+        throw new UnsupportedOperationException();
+      }
+
+      @Override
+      public int size() {
+        return delivered.get();
+      }
+    };
+    CheckpointPolicy every1000 = CheckpointPolicy.every(1000, Duration.ofMillis(500));
+    Listener<Map<String, Object>> first = listener(url, "g", "a", 1, BootstrapPolicy.oldest(), every1000, sink);
+    await().atMost(Duration.ofSeconds(30)).until(() -> first.status().get(0).committed() != null);
+    sql(ds, "INSERT INTO orders SELECT g, g FROM generate_series(0, " + (rows - 1) + ") g");
+    await().atMost(Duration.ofSeconds(120)).until(() -> delivered.get() >= 40_000);
+    first.close();
+    listeners.remove(first);
+    String handedOver = first.status().get(0).committed().token();
+    assertThat(handedOver).as("the checkpoint handed over lies inside the transaction").contains("xid=");
+    int before = delivered.get();
+    assertThat(before).isLessThan(rows);
+
+    Listener<Map<String, Object>> second = listener(url, "g", "b", 1, BootstrapPolicy.oldest(), every1000, sink);
+    await().atMost(Duration.ofSeconds(180)).until(() -> delivered.get() >= rows);
+    await().atMost(Duration.ofSeconds(10)).until(() -> second.status().get(0).processed() == rows - before);
+    for (int i = 0; i < rows; i++) {
+      assertThat(counts.get(i)).as("row %d", i).isEqualTo(1);
+    }
   }
 
   @Test
