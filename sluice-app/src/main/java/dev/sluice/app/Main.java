@@ -83,11 +83,17 @@ public final class Main implements Runnable {
 
   private static boolean refusedCredentials(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-      if (t instanceof MongoSecurityException || t instanceof com.rabbitmq.client.PossibleAuthenticationFailureException) {
+      if (t instanceof MongoSecurityException || t instanceof com.rabbitmq.client.PossibleAuthenticationFailureException
+          || sqlState(t).startsWith("28")) {
         return true;
       }
     }
     return false;
+  }
+
+  /** The SQLSTATE of a JDBC error, or "" for other errors. */
+  private static String sqlState(Throwable t) {
+    return t instanceof java.sql.SQLException sql && sql.getSQLState() != null ? sql.getSQLState() : "";
   }
 
   /** The exit code of an error: configuration, unreachable server, or a failure while running. */
@@ -101,7 +107,9 @@ public final class Main implements Runnable {
     for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof MongoTimeoutException || t instanceof MongoSocketException || t instanceof MongoSecurityException
           || t instanceof ConnectException || t instanceof UnknownHostException
-          || t instanceof com.rabbitmq.client.PossibleAuthenticationFailureException) {
+          || t instanceof com.rabbitmq.client.PossibleAuthenticationFailureException
+          // SQL: a connection that could not be made (08) or credentials refused (28)
+          || sqlState(t).startsWith("08") || sqlState(t).startsWith("28")) {
         return EXIT_UNREACHABLE;
       }
     }

@@ -8,7 +8,6 @@ import dev.sluice.deadletter.ParkedChange;
 import dev.sluice.sink.Replay;
 import java.util.List;
 import java.util.concurrent.Callable;
-import org.bson.BsonDocument;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -38,23 +37,29 @@ public final class DeadLettersCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    try (ListenerOptions.Connected c = listener.connect()) {
-      Wiring wiring = c.wiring();
+    try (ListenerOptions.Connected<?> c = listener.connect()) {
+      return run(c);
+    }
+  }
+
+  private <D> int run(ListenerOptions.Connected<D> c) {
+    {
+      Wiring<D> wiring = c.wiring();
       ListenerSection section = c.section();
       String stream = c.deadLetterScope();
-      DeadLetters<BsonDocument> dead = DeadLetters.of(wiring.deadLetters());
+      DeadLetters<D> dead = DeadLetters.of(wiring.deadLetters());
       switch (action) {
         case "list" -> {
-          List<ParkedChange<BsonDocument>> parked = key == null ? dead.list(stream, limit) : dead.listKey(stream, key);
+          List<ParkedChange<D>> parked = key == null ? dead.list(stream, limit) : dead.listKey(stream, key);
           System.out.printf("%d parked change(s) in %s%n", parked.size(), stream);
-          for (ParkedChange<BsonDocument> p : parked) {
+          for (ParkedChange<D> p : parked) {
             System.out.printf("%s key=%s op=%s at=%s attempts=%d parkedAt=%s%n    error: %s%n", p.event().id(),
                 p.event().key(), p.event().operation(), p.event().position(), p.attempts(), p.parkedAt(), p.error());
           }
           return 0;
         }
         case "replay" -> {
-          try (Wiring.SinkHandle sink = wiring.sink(section, null)) {
+          try (Wiring.SinkHandle<D> sink = wiring.sink(section, null)) {
             ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
             DeadLetters.ReplayResult r = key == null
                 ? dead.replayAll(stream, Math.max(limit, 10_000), sink.handler(), Replay.fence(stream),

@@ -2,6 +2,8 @@ package dev.sluice.app.service;
 
 import dev.sluice.app.cli.ProgressLine;
 import org.slf4j.LoggerFactory;
+import dev.sluice.app.service.config.ConfigException;
+import dev.sluice.app.service.config.SluiceConfig;
 import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.sink.Replay;
@@ -43,15 +45,28 @@ public final class ReplayCommand implements Callable<Integer> {
       throw new picocli.CommandLine.ParameterException(spec.commandLine(),
           "--from must be an ISO-8601 instant such as 2026-01-01T00:00:00Z, or 'oldest', but was '" + from + "'");
     }
-    try (ListenerOptions.Connected c = listener.connect()) {
-      Wiring wiring = c.wiring();
+    SluiceConfig config = listener.config();
+    if (config.postgres() != null) {
+      // A slot starts where it is created: PostgreSQL keeps no history a replay could read again.
+      throw new ConfigException(listener.configFile + ": postgres",
+          "replay is not available for a postgres source (a replication slot starts where it is created, so there"
+              + " is no past range to read again); it works with a mongodb source");
+    }
+    try (ListenerOptions.Connected<?> c = listener.connect(config)) {
+      return replay(c, start);
+    }
+  }
+
+  private <D> int replay(ListenerOptions.Connected<D> c, StartPoint start) {
+    {
+      Wiring<D> wiring = c.wiring();
       ListenerSection section = c.section();
       String live = section.sink().kafka() != null ? section.sink().kafka().topic() : section.sink().amqp().exchange();
       if (live.equals(destination)) {
         System.err.println("--to must differ from the live destination '" + live + "': replays go to a separate one");
         return 2;
       }
-      try (Wiring.SinkHandle sink = wiring.sink(section, destination)) {
+      try (Wiring.SinkHandle<D> sink = wiring.sink(section, destination)) {
         ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
         Replay.Result r = Replay.range(wiring.feed(section), start, until, Duration.ofSeconds(2), 500, sink.handler(),
             (changes, last) -> progress.update("replaying: " + changes + " change(s) so far, at "

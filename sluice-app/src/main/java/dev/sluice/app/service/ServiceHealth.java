@@ -1,15 +1,14 @@
 package dev.sluice.app.service;
 
 import dev.sluice.app.cli.Messages;
-import com.mongodb.client.MongoClient;
 import dev.sluice.app.service.http.HttpEndpoint;
+import dev.sluice.deadletter.DeadLetterStore;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.PartitionState;
 import dev.sluice.listener.PartitionStatus;
-import dev.sluice.mongodb.deadletter.MongoDeadLetterStore;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
@@ -19,45 +18,47 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
-import org.bson.BsonDocument;
-import org.bson.BsonInt32;
 
 /**
  * What the HTTP endpoint reports about a running {@link SluiceService}. Every database call is
- * bounded by {@link #BOUND}, so a MongoDB that stops answering makes readiness DOWN within seconds
- * instead of hanging the probe.
+ * bounded by {@link #BOUND}, so a MongoDB or PostgreSQL that stops answering makes readiness DOWN
+ * within seconds instead of hanging the probe.
+ *
+ * @param <D> the source's document type
  */
-final class ServiceHealth implements HttpEndpoint.Probe {
+final class ServiceHealth<D> implements HttpEndpoint.Probe {
   /** The longest any one database call of a probe may take. */
   static final Duration BOUND = Duration.ofSeconds(2);
   /** States of a partition this process holds that need an operator. */
   private static final Set<PartitionState> NOT_READY = EnumSet.of(PartitionState.FAILED, PartitionState.BLOCKED,
       PartitionState.ENDED);
-  private static final BsonDocument PING = new BsonDocument("ping", new BsonInt32(1));
 
-  /** One relayed collection of the service. */
-  record Entry(String collection, Listener<BsonDocument> listener, String sink, SinkReach reach) {}
+  /** One relayed collection or table of the service. */
+  record Entry(String target, Listener<?> listener, String sink, SinkReach reach) {}
 
-  private final MongoClient client;
-  private final Wiring wiring;
+  private final Wiring<D> wiring;
   private final List<Entry> entries;
   private final java.util.function.BooleanSupplier running;
   private final PrometheusMeterRegistry prometheus;
   private volatile LeaseStore leases;
-  private volatile MongoDeadLetterStore deadLetters;
+  private volatile DeadLetterStore<D> deadLetters;
 
   /**
    * @param entries the service's listeners, filled while it starts (read live, not copied)
    * @param running whether every listener is built and started
    */
-  ServiceHealth(MongoClient client, Wiring wiring, List<Entry> entries, java.util.function.BooleanSupplier running,
+  private ServiceHealth(Wiring<D> wiring, List<Entry> entries, java.util.function.BooleanSupplier running,
       PrometheusMeterRegistry prometheus) {
-    this.client = client;
     this.wiring = wiring;
     this.entries = entries;
     this.running = running;
     this.prometheus = prometheus;
+  }
+
+  /** The probe of a service on {@code wiring}'s source. */
+  static <D> ServiceHealth<D> of(Wiring<D> wiring, List<Entry> entries, java.util.function.BooleanSupplier running,
+      PrometheusMeterRegistry prometheus) {
+    return new ServiceHealth<>(wiring, entries, running, prometheus);
   }
 
   @Override
@@ -66,10 +67,9 @@ final class ServiceHealth implements HttpEndpoint.Probe {
     if (!running.getAsBoolean()) {
       problems.add("starting: " + entries.size() + " listener(s) built so far");
     }
-    try {
-      client.getDatabase("admin").withTimeout(BOUND.toMillis(), TimeUnit.MILLISECONDS).runCommand(PING);
-    } catch (RuntimeException e) {
-      problems.add("MongoDB does not answer: " + Messages.oneLine(e));
+    String sourceProblem = wiring.sourceProblem();
+    if (sourceProblem != null) {
+      problems.add(sourceProblem);
     }
     for (Entry e : entries) {
       String sinkProblem = e.reach().problem();
@@ -96,9 +96,9 @@ final class ServiceHealth implements HttpEndpoint.Probe {
     }
     List<Map<String, Object>> listeners = new ArrayList<>();
     for (Entry e : entries) {
-      ListenerConfig<BsonDocument> config = e.listener().config();
+      ListenerConfig<?> config = e.listener().config();
       Map<String, Object> l = new LinkedHashMap<>();
-      l.put("collection", e.collection());
+      l.put(wiring.targetKind(), e.target());
       l.put("stream", config.feed().stream());
       l.put("group", config.group());
       l.put("owner", e.listener().owner());
@@ -128,7 +128,7 @@ final class ServiceHealth implements HttpEndpoint.Probe {
         l.put("recordsError", recordsError);
       }
       try {
-        l.put("parked", deadLetters().count(config.deadLetterScope()));
+        l.put("parked", wiring.parked(deadLetters(), config.deadLetterScope()));
       } catch (RuntimeException ex) {
         l.put("parked", null);
         l.put("parkedError", Messages.oneLine(ex));
@@ -172,8 +172,8 @@ final class ServiceHealth implements HttpEndpoint.Probe {
     return s;
   }
 
-  private MongoDeadLetterStore deadLetters() {
-    MongoDeadLetterStore s = deadLetters;
+  private DeadLetterStore<D> deadLetters() {
+    DeadLetterStore<D> s = deadLetters;
     if (s == null) {
       s = wiring.deadLetters(BOUND);
       deadLetters = s;

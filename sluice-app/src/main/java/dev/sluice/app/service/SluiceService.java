@@ -2,8 +2,6 @@ package dev.sluice.app.service;
 
 import com.mongodb.ConnectionString;
 import com.mongodb.MongoClientSettings;
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
 import dev.sluice.ConfigurationException;
 import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
 import dev.sluice.app.service.config.SluiceConfig;
@@ -27,18 +25,19 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.bson.BsonDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** The running service: one listener per configured collection, each relaying to its sink. */
+/**
+ * The running service: one listener per configured collection (MongoDB) or table (PostgreSQL),
+ * each relaying to its sink.
+ */
 public final class SluiceService implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SluiceService.class);
 
-  private final MongoClient client;
-  private final Wiring wiring;
-  private final List<Wiring.SinkHandle> sinks = new ArrayList<>();
-  private final List<Listener<BsonDocument>> listeners = new ArrayList<>();
+  private final Wiring<?> wiring;
+  private final List<Wiring.SinkHandle<?>> sinks = new ArrayList<>();
+  private final List<Listener<?>> listeners = new ArrayList<>();
   private final List<ServiceHealth.Entry> entries = new java.util.concurrent.CopyOnWriteArrayList<>();
   /** Set once every listener is built and started: until then the service is not ready. */
   private volatile boolean running;
@@ -49,32 +48,35 @@ public final class SluiceService implements AutoCloseable {
   private HttpEndpoint http;
 
   private SluiceService(SluiceConfig config, MeterRegistry registry) {
-    this.client = MongoClients.create(clientSettings(config.mongodb().uri()));
-    this.wiring = new Wiring(config, client);
+    this.wiring = Wiring.connect(config, true);
     meters.add(registry);
     meters.add(prometheus);
     bindProcessMeters();
     try {
-      // Served from the start: while MongoDB is waited for, the process is alive and not ready.
+      // Served from the start: while the database is waited for, the process is alive and not ready.
       startHttp(config.httpOrDefault());
-      for (ListenerSection l : config.listeners()) {
-        awaitReachable("check the records of " + config.mongodb().database() + "." + l.collection(),
-            () -> wiring.checkLegacyCheckpoints(l));
-      }
-      for (ListenerSection l : config.listeners()) {
-        Wiring.SinkHandle sink = wiring.sink(l, null);
-        sinks.add(sink);
-        MicrometerObserver metrics = new MicrometerObserver(meters,
-            dev.sluice.app.service.config.ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]"));
-        Listener<BsonDocument> listener = wiring.listener(l, sink.handler(), ListenerObserver.composite(metrics));
-        metrics.watch(listener);
-        listeners.add(listener);
-        entries.add(new ServiceHealth.Entry(l.collection(), listener, sink.description(), sink.reach()));
-        log.info("Relaying {}.{} to {} as {}", config.mongodb().database(), l.collection(), sink.description(), listener.owner());
-      }
+      build(wiring, config);
     } catch (RuntimeException e) {
       close();
       throw e;
+    }
+  }
+
+  /** Checks the records of every entry (waiting for the database), then builds its sink and listener. */
+  private <D> void build(Wiring<D> wiring, SluiceConfig config) {
+    for (ListenerSection l : config.listeners()) {
+      awaitReachable("check the records of " + wiring.describe(l), () -> wiring.checkLegacyCheckpoints(l));
+    }
+    for (ListenerSection l : config.listeners()) {
+      Wiring.SinkHandle<D> sink = wiring.sink(l, null);
+      sinks.add(sink);
+      MicrometerObserver metrics = new MicrometerObserver(meters,
+          dev.sluice.app.service.config.ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]"));
+      Listener<D> listener = wiring.listener(l, sink.handler(), ListenerObserver.composite(metrics));
+      metrics.watch(listener);
+      listeners.add(listener);
+      entries.add(new ServiceHealth.Entry(l.target(), listener, sink.description(), sink.reach()));
+      log.info("Relaying {} to {} as {}", wiring.describe(l), sink.description(), listener.owner());
     }
   }
 
@@ -93,7 +95,7 @@ public final class SluiceService implements AutoCloseable {
   }
 
   /**
-   * Runs {@code step} until MongoDB answers it: an unreachable database at start is waited for
+   * Runs {@code step} until the database answers it: an unreachable database at start is waited for
    * (logged, back-off up to 30 s), never an exit; a configuration error ends the start at once.
    */
   private void awaitReachable(String what, Runnable step) {
@@ -108,8 +110,9 @@ public final class SluiceService implements AutoCloseable {
         if (closed.get()) {
           throw e;
         }
-        log.warn("Waiting for MongoDB to {}: {}; retrying in {} ms", what, Messages.oneLine(e), backoffMillis);
-        System.out.println("waiting for MongoDB: " + Messages.oneLine(e));
+        log.warn("Waiting for {} to {}: {}; retrying in {} ms", wiring.sourceName(), what, Messages.oneLine(e),
+            backoffMillis);
+        System.out.println("waiting for " + wiring.sourceName() + ": " + Messages.oneLine(e));
         try {
           Thread.sleep(backoffMillis); // a back-off between attempts, not a synchronisation
         } catch (InterruptedException interrupted) {
@@ -135,7 +138,7 @@ public final class SluiceService implements AutoCloseable {
   }
 
   /**
-   * Starts the HTTP endpoint (unless {@code http.enabled: false}), waits for MongoDB, builds every
+   * Starts the HTTP endpoint (unless {@code http.enabled: false}), waits for the database, builds every
    * listener and sink of {@code config} and starts the listeners.
    *
    * @param registry where Sluice's meters go besides the endpoint's Prometheus registry
@@ -152,7 +155,7 @@ public final class SluiceService implements AutoCloseable {
       return;
     }
     http = HttpEndpoint.start(h.host(), h.portOrDefault(),
-        new ServiceHealth(client, wiring, entries, () -> running, prometheus));
+        ServiceHealth.of(wiring, entries, () -> running, prometheus));
     String where = "http://" + http.address().getHostString() + ":" + http.address().getPort();
     log.info("HTTP endpoint on {} (/health/live, /health/ready, /status, /metrics)", where);
     System.out.println("http endpoint: " + where);
@@ -163,7 +166,7 @@ public final class SluiceService implements AutoCloseable {
     return java.util.Optional.ofNullable(http).map(HttpEndpoint::address);
   }
 
-  public List<Listener<BsonDocument>> listeners() {
+  public List<Listener<?>> listeners() {
     return List.copyOf(listeners);
   }
 
@@ -171,7 +174,7 @@ public final class SluiceService implements AutoCloseable {
     return wiring.leaseStore().list("");
   }
 
-  /** Stops the listeners (committing and releasing), then closes the sinks and the client. */
+  /** Stops the listeners (committing and releasing), then closes the sinks and the source's connections. */
   @Override
   public void close() {
     if (!closed.compareAndSet(false, true)) {
@@ -181,14 +184,14 @@ public final class SluiceService implements AutoCloseable {
     if (http != null) {
       http.close();
     }
-    for (Wiring.SinkHandle s : sinks) {
+    for (Wiring.SinkHandle<?> s : sinks) {
       try {
         s.close();
       } catch (RuntimeException e) {
         log.warn("{}", e.getMessage(), e);
       }
     }
-    client.close();
+    wiring.close();
     for (AutoCloseable b : binders) {
       try {
         b.close();

@@ -1,13 +1,13 @@
 package dev.sluice.app.service;
 
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoDatabase;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.sluice.ConfigurationException;
 import dev.sluice.amqp.AmqpSink;
 import dev.sluice.app.service.config.ConfigLoader;
 import dev.sluice.app.service.config.SluiceConfig;
 import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
+import dev.sluice.deadletter.DeadLetterStore;
+import dev.sluice.feed.ChangeFeed;
 import dev.sluice.kafka.KafkaSink;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
@@ -15,76 +15,107 @@ import dev.sluice.listener.FailurePolicy;
 import dev.sluice.listener.Handler;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
-import dev.sluice.mongodb.deadletter.MongoDeadLetterStore;
-import dev.sluice.mongodb.feed.MongoChangeFeed;
-import dev.sluice.mongodb.lease.MongoLeaseStore;
-import dev.sluice.sink.DocumentMapper;
 import dev.sluice.sink.MessageEncoder;
 import java.util.List;
-import org.bson.BsonDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Builds feeds, stores, sinks and listeners from a validated {@link SluiceConfig}. */
-public final class Wiring {
+/**
+ * Builds feeds, stores, sinks and listeners from a validated {@link SluiceConfig}, the same way for
+ * every {@link Source} (MongoDB or PostgreSQL).
+ *
+ * @param <D> the source's document type
+ */
+public final class Wiring<D> implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Wiring.class);
   public static final String DEFAULT_DEAD_LETTERS = "sluice_dead_letters";
 
   private final SluiceConfig config;
-  private final MongoClient client;
+  private final Source<D> source;
 
-  public Wiring(SluiceConfig config, MongoClient client) {
+  private Wiring(SluiceConfig config, Source<D> source) {
     this.config = config;
-    this.client = client;
+    this.source = source;
   }
 
-  public MongoDatabase database() {
-    return client.getDatabase(config.mongodb().database());
+  /**
+   * The wiring of {@code config}, connected to its source (the caller closes it).
+   *
+   * @param service for {@code sluice run} (a MongoDB client with a socket read timeout) rather than
+   *     a command
+   */
+  public static Wiring<?> connect(SluiceConfig config, boolean service) {
+    return of(config, Source.of(config, service));
+  }
+
+  private static <D> Wiring<D> of(SluiceConfig config, Source<D> source) {
+    return new Wiring<>(config, source);
+  }
+
+  /** The server's name in messages: {@code MongoDB} or {@code PostgreSQL}. */
+  public String sourceName() {
+    return source.name();
+  }
+
+  /** What an entry relays: {@code collection} or {@code table}. */
+  public String targetKind() {
+    return source.targetKind();
+  }
+
+  /** The entry's collection or table with its database, for log lines. */
+  public String describe(ListenerSection l) {
+    return source.describe(l);
+  }
+
+  /** Null when the source's server answers a bounded request, else the problem naming it. */
+  public String sourceProblem() {
+    return source.problem();
   }
 
   public LeaseStore leaseStore() {
-    return leaseStore(MongoLeaseStore.DEFAULT_OPERATION_TIMEOUT);
+    return source.leaseStore(null);
   }
 
   /** The lease store, each call bounded by {@code timeout}. */
   public LeaseStore leaseStore(java.time.Duration timeout) {
-    MongoLeaseStore.Builder b = MongoLeaseStore.builder(database()).operationTimeout(timeout);
-    if (config.mongodb().leaseCollection() != null) {
-      b.collection(config.mongodb().leaseCollection());
-    }
-    return b.build();
+    return source.leaseStore(timeout);
   }
 
-  public MongoDeadLetterStore deadLetters() {
-    String c = config.mongodb().deadLetterCollection();
-    return MongoDeadLetterStore.create(database(), c == null ? DEFAULT_DEAD_LETTERS : c);
+  public DeadLetterStore<D> deadLetters() {
+    return source.deadLetters(null);
   }
 
   /** The dead-letter store, each call bounded by {@code timeout}. */
-  public MongoDeadLetterStore deadLetters(java.time.Duration timeout) {
-    String c = config.mongodb().deadLetterCollection();
-    return MongoDeadLetterStore.create(database().withTimeout(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS),
-        c == null ? DEFAULT_DEAD_LETTERS : c);
+  public DeadLetterStore<D> deadLetters(java.time.Duration timeout) {
+    return source.deadLetters(timeout);
   }
 
-  public MongoChangeFeed feed(ListenerSection l) {
-    return MongoChangeFeed.builder(client, config.mongodb().database(), l.collection())
-        .onInvalidate(ConfigLoader.onInvalidate(l, "listeners[" + config.listeners().indexOf(l) + "]"))
-        .build();
+  /** How many changes of {@code scope} {@code store} (one of this wiring's) holds. */
+  public long parked(DeadLetterStore<D> store, String scope) {
+    return source.parked(store, scope);
+  }
+
+  public ChangeFeed<D> feed(ListenerSection l) {
+    return source.feed(l, at(l));
+  }
+
+  private String at(ListenerSection l) {
+    return "listeners[" + config.listeners().indexOf(l) + "]";
   }
 
   /**
-   * The listener section for {@code collection} and {@code group} (null: the only entry of the
-   * collection), or a clear error listing the configured ones.
+   * The listener section for {@code target} (a collection, or with PostgreSQL a table) and
+   * {@code group} (null: the only entry of it), or a clear error listing the configured ones.
    */
-  public ListenerSection section(String collection, String group) {
+  public ListenerSection section(String target, String group) {
+    String kind = source.targetKind();
     List<ListenerSection> matches = new java.util.ArrayList<>();
     List<String> configured = new java.util.ArrayList<>();
     for (int i = 0; i < config.listeners().size(); i++) {
       ListenerSection l = config.listeners().get(i);
       String g = ConfigLoader.group(l, "listeners[" + i + "]");
-      configured.add(l.collection() + " (group " + g + ")");
-      if (l.collection().equals(collection) && (group == null || group.equals(g))) {
+      configured.add(l.target() + " (group " + g + ")");
+      if (l.target().equals(target) && (group == null || group.equals(g))) {
         matches.add(l);
       }
     }
@@ -92,9 +123,9 @@ public final class Wiring {
       return matches.get(0);
     }
     throw new ConfigurationException(matches.isEmpty()
-        ? "No listener for collection '" + collection + "'" + (group == null ? "" : " and group '" + group + "'")
+        ? "No listener for " + kind + " '" + target + "'" + (group == null ? "" : " and group '" + group + "'")
             + " in the configuration; configured: " + configured
-        : "Several listeners read collection '" + collection + "': name one with --group; configured: "
+        : "Several listeners read " + kind + " '" + target + "': name one with --group; configured: "
             + configured);
   }
 
@@ -104,14 +135,14 @@ public final class Wiring {
   }
 
   /** The sink of a listener section; the caller closes it. */
-  public SinkHandle sink(ListenerSection l, String topicOrExchangeOverride) {
-    MessageEncoder.Builder<BsonDocument> encoder = MessageEncoder.builder(DocumentMapper.bson());
+  public SinkHandle<D> sink(ListenerSection l, String topicOrExchangeOverride) {
+    MessageEncoder.Builder<D> encoder = MessageEncoder.builder(source.mapper());
     encoder.publication(ConfigLoader.publication(l, "listeners[" + config.listeners().indexOf(l) + "]"));
     if (l.sink().kafka() != null) {
       String topic = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().kafka().topic();
-      KafkaSink<BsonDocument> sink = KafkaSink.builder(l.sink().kafka().bootstrapServers(), topic, encoder.build()).build();
+      KafkaSink<D> sink = KafkaSink.builder(l.sink().kafka().bootstrapServers(), topic, encoder.build()).build();
       SinkReach reach = SinkReach.kafka(l.sink().kafka().bootstrapServers());
-      return new SinkHandle(sink, () -> {
+      return new SinkHandle<>(sink, () -> {
         reach.close();
         sink.close();
       }, "kafka topic " + topic, reach);
@@ -124,12 +155,12 @@ public final class Wiring {
           + dev.sluice.app.cli.Secrets.mask(l.sink().amqp().uri()) + "' is not a valid AMQP URI: " + dev.sluice.app.cli.Secrets.mask(e.getMessage()));
     }
     String exchange = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().amqp().exchange();
-    AmqpSink<BsonDocument> sink = AmqpSink.builder(factory, exchange, encoder.build()).build();
-    return new SinkHandle(sink, sink::close, "AMQP exchange " + exchange, SinkReach.amqp(factory));
+    AmqpSink<D> sink = AmqpSink.builder(factory, exchange, encoder.build()).build();
+    return new SinkHandle<>(sink, sink::close, "AMQP exchange " + exchange, SinkReach.amqp(factory));
   }
 
-  /** A listener relaying one collection to its sink. */
-  public Listener<BsonDocument> listener(ListenerSection l, Handler<BsonDocument> handler, ListenerObserver observer) {
+  /** A listener relaying one collection or table to its sink. */
+  public Listener<D> listener(ListenerSection l, Handler<D> handler, ListenerObserver observer) {
     String at = "listeners[" + config.listeners().indexOf(l) + "]";
     FailurePolicy failure = ConfigLoader.parks(l, at)
         ? FailurePolicy.park(ConfigLoader.retry(l, at), deadLetters())
@@ -167,7 +198,7 @@ public final class Wiring {
   public void checkLegacyCheckpoints(ListenerSection l) {
     List<LeaseRecord> legacy = legacyCheckpoints(l);
     long legacyDeadLetters = ConfigLoader.parks(l, "listeners[" + config.listeners().indexOf(l) + "]")
-        ? deadLetters().count(feed(l).stream()) : 0;
+        ? parked(deadLetters(), feed(l).stream()) : 0;
     if (legacy.isEmpty() && legacyDeadLetters == 0) {
       return;
     }
@@ -180,7 +211,7 @@ public final class Wiring {
           + " bootstrap policy", at, names, ConfigLoader.group(l, at));
       return;
     }
-    throw new ConfigurationException(at + " (collection '" + l.collection() + "'): the store holds"
+    throw new ConfigurationException(at + " (" + source.targetKind() + " '" + l.target() + "'): the store holds"
         + " records written before consumer groups existed: " + names + ". Consumer group '"
         + ConfigLoader.group(l, at) + "' does not adopt them and would start per its bootstrap policy."
         + " Set legacyCheckpoints: ignore on this entry to start anyway, or carry the position over"
@@ -188,7 +219,7 @@ public final class Wiring {
   }
 
   /** A sink with its close action, a description for messages and its broker's reachability. */
-  public record SinkHandle(Handler<BsonDocument> handler, AutoCloseable closer, String description, SinkReach reach)
+  public record SinkHandle<D>(Handler<D> handler, AutoCloseable closer, String description, SinkReach reach)
       implements AutoCloseable {
     @Override
     public void close() {
@@ -198,5 +229,11 @@ public final class Wiring {
         throw new IllegalStateException("Closing " + description + " failed", e);
       }
     }
+  }
+
+  /** Closes the connection to the source. */
+  @Override
+  public void close() {
+    source.close();
   }
 }

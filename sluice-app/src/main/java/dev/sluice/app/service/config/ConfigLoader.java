@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.sluice.ConfigurationException;
 import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
+import dev.sluice.feed.StartPoint;
 import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.HistoryLostPolicy;
@@ -239,16 +240,19 @@ public final class ConfigLoader {
     return previous[b.length()];
   }
 
+  private static final Pattern PG_IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}");
+  private static final Pattern PG_TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}\\.[A-Za-z_][A-Za-z0-9_$]{0,62}");
+
   private static void validate(SluiceConfig c, String source) {
-    require(c.mongodb() != null, source + ": mongodb", "is required");
-    require(notBlank(c.mongodb().uri()), source + ": mongodb.uri", "is required (mongodb://...)");
-    require(c.mongodb().uri().startsWith("mongodb://") || c.mongodb().uri().startsWith("mongodb+srv://"),
-        source + ": mongodb.uri", "must start with mongodb:// or mongodb+srv://, but was '"
-            + dev.sluice.app.cli.Secrets.mask(c.mongodb().uri()) + "'");
-    require(notBlank(c.mongodb().database()), source + ": mongodb.database", "is required");
-    require(c.mongodb().database().matches("[^/\\\\. \"$*<>:|?\u0000]{1,63}"), source + ": mongodb.database",
-        "must be a MongoDB database name (at most 63 characters, none of / \\\\ . space \" $ * < > : | ?), but was '"
-            + c.mongodb().database() + "'");
+    require(c.mongodb() == null || c.postgres() == null, source + ": mongodb and postgres",
+        "are both set: configure exactly one source (mongodb: a MongoDB deployment, postgres: a PostgreSQL publication)");
+    require(c.mongodb() != null || c.postgres() != null, source + ": mongodb or postgres",
+        "is required: configure exactly one source (mongodb: a MongoDB deployment, postgres: a PostgreSQL publication)");
+    if (c.mongodb() != null) {
+      validateMongo(c.mongodb(), source);
+    } else {
+      validatePostgres(c.postgres(), source);
+    }
     require(c.listeners() != null && !c.listeners().isEmpty(), source + ": listeners", "must list at least one listener");
     SluiceConfig.HttpSection http = c.httpOrDefault();
     require(http.portOrDefault() >= 0 && http.portOrDefault() <= 65535, source + ": http.port",
@@ -260,7 +264,7 @@ public final class ConfigLoader {
       ListenerSection l = c.listeners().get(i);
       String at = source + ": listeners[" + i + "]";
       require(l != null, at, "is empty");
-      require(notBlank(l.collection()), at + ".collection", "is required");
+      validateTarget(c, l, at);
       require(l.partitions() == null || l.partitions() >= 1, at + ".partitions", "must be >= 1, but was " + l.partitions());
       require(l.sink() != null, at + ".sink", "is required (kafka or amqp)");
       int sinks = (l.sink().kafka() != null ? 1 : 0) + (l.sink().amqp() != null ? 1 : 0);
@@ -277,7 +281,7 @@ public final class ConfigLoader {
       // Building the policies validates them and names the value.
       leaseDuration(l, at);
       checkpoint(l, at);
-      bootstrap(l, at);
+      validateBootstrap(c, l, at);
       historyLost(l, at);
       onInvalidate(l, at);
       retry(l, at);
@@ -293,13 +297,84 @@ public final class ConfigLoader {
     for (int i = 0; i < c.listeners().size(); i++) {
       ListenerSection l = c.listeners().get(i);
       String group = group(l, source + ": listeners[" + i + "]");
-      Integer first = seen.putIfAbsent(l.collection() + "\u0000" + group, i);
+      Integer first = seen.putIfAbsent(l.target() + "\u0000" + group, i);
       if (first != null) {
         throw new ConfigException(source + ": listeners[" + first + "] and listeners[" + i + "]",
-            "both read collection '" + l.collection() + "' as consumer group '" + group + "': they would"
+            "both read " + (c.mongodb() != null ? "collection" : "table") + " '" + l.target() + "' as consumer group '" + group + "': they would"
                 + " share leases and checkpoints and each get only part of the changes. Give one of them"
                 + " another 'group' (each group gets every change)");
       }
+    }
+  }
+
+  private static void validateMongo(SluiceConfig.MongoSection m, String source) {
+    require(notBlank(m.uri()), source + ": mongodb.uri", "is required (mongodb://...)");
+    require(m.uri().startsWith("mongodb://") || m.uri().startsWith("mongodb+srv://"),
+        source + ": mongodb.uri", "must start with mongodb:// or mongodb+srv://, but was '"
+            + dev.sluice.app.cli.Secrets.mask(m.uri()) + "'");
+    require(notBlank(m.database()), source + ": mongodb.database", "is required");
+    require(m.database().matches("[^/\\\\. \"$*<>:|?\u0000]{1,63}"), source + ": mongodb.database",
+        "must be a MongoDB database name (at most 63 characters, none of / \\\\ . space \" $ * < > : | ?), but was '"
+            + m.database() + "'");
+  }
+
+  private static void validatePostgres(SluiceConfig.PostgresSection p, String source) {
+    require(notBlank(p.url()), source + ": postgres.url", "is required (jdbc:postgresql://host:5432/database)");
+    String url = p.url().trim();
+    boolean parses;
+    try {
+      parses = url.startsWith("jdbc:postgresql:") && org.postgresql.Driver.parseURL(url, null) != null;
+    } catch (RuntimeException e) {
+      parses = false;
+    }
+    require(parses, source + ": postgres.url", "must be a PostgreSQL JDBC URL such as"
+        + " jdbc:postgresql://db:5432/shop, but was '" + dev.sluice.app.cli.Secrets.mask(url) + "'");
+    require(notBlank(p.user()), source + ": postgres.user", "is required: a user with the REPLICATION attribute");
+    require(notBlank(p.publication()), source + ": postgres.publication",
+        "is required: the publication the listeners read (CREATE PUBLICATION name FOR TABLE ...)");
+    require(PG_IDENTIFIER.matcher(p.publication()).matches(), source + ": postgres.publication",
+        "must be a PostgreSQL identifier (letters, digits, '_', '$'; 63 characters at most), but was '"
+            + p.publication() + "'");
+    require(p.leaseTable() == null || p.leaseTable().matches("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?"),
+        source + ": postgres.leaseTable", "must be an unquoted SQL identifier, optionally schema-qualified, but was '"
+            + p.leaseTable() + "'");
+    require(p.deadLetterTable() == null || p.deadLetterTable().matches("[A-Za-z_][A-Za-z0-9_]{0,62}"),
+        source + ": postgres.deadLetterTable", "must be a plain SQL identifier (no schema), but was '"
+            + p.deadLetterTable() + "'");
+  }
+
+  /**
+   * The collection (MongoDB) or table (PostgreSQL) of entry {@code l}: the one the source needs,
+   * and not the other's.
+   */
+  private static void validateTarget(SluiceConfig c, ListenerSection l, String at) {
+    if (c.mongodb() != null) {
+      require(l.table() == null, at + ".table", "is for a postgres source; with mongodb name the collection"
+          + " (collection: orders)");
+      require(notBlank(l.collection()), at + ".collection", "is required");
+      return;
+    }
+    require(l.collection() == null, at + ".collection", "is for a mongodb source; with postgres name the table"
+        + " (table: schema.table, e.g. table: public.orders)");
+    require(notBlank(l.table()), at + ".table", "is required with postgres: the table relayed, as schema.table"
+        + " (e.g. public.orders)");
+    require(PG_TABLE.matcher(l.table()).matches(), at + ".table",
+        "must be schema.table (e.g. public.orders), unquoted identifiers, but was '" + l.table() + "'");
+    require(l.onInvalidate() == null, at + ".onInvalidate",
+        "is for a mongodb source (collection dropped or renamed); a postgres source has no such setting");
+  }
+
+  /** Whether the source can start where {@code bootstrap} says, with a message naming the choices. */
+  private static void validateBootstrap(SluiceConfig c, ListenerSection l, String at) {
+    StartPoint start = bootstrap(l, at).startPoint();
+    if (c.mongodb() != null) {
+      require(!(start instanceof StartPoint.Snapshot), at + ".bootstrap",
+          "snapshot is not supported by a mongodb source (a change stream has no consistent snapshot of the"
+              + " collection); use oldest, latest or an ISO-8601 instant");
+    } else {
+      require(!(start instanceof StartPoint.AtTime), at + ".bootstrap",
+          "a time ('" + l.bootstrap() + "') is not supported by a postgres source (the WAL is not indexed by time);"
+              + " use oldest, latest or snapshot");
     }
   }
 
@@ -357,11 +432,14 @@ public final class ConfigLoader {
     if (b.equalsIgnoreCase("latest")) {
       return BootstrapPolicy.latest();
     }
+    if (b.equalsIgnoreCase("snapshot")) {
+      return BootstrapPolicy.snapshot();
+    }
     try {
       return BootstrapPolicy.at(Instant.parse(b));
     } catch (DateTimeParseException e) {
-      throw new ConfigException(at + ".bootstrap",
-          "must be oldest, latest or an ISO-8601 instant such as 2026-01-01T00:00:00Z, but was '" + b + "'");
+      throw new ConfigException(at + ".bootstrap", "must be oldest, latest, snapshot (postgres only) or an ISO-8601"
+          + " instant such as 2026-01-01T00:00:00Z (mongodb only), but was '" + b + "'");
     }
   }
 

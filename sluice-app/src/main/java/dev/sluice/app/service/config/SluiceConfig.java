@@ -3,8 +3,9 @@ package dev.sluice.app.service.config;
 import java.util.List;
 
 /**
- * The service configuration ({@code sluice run --config sluice.yaml}): a MongoDB and the listeners
- * that relay its collections to a sink. Example:
+ * The service configuration ({@code sluice run --config sluice.yaml}): a source (a MongoDB, or a
+ * PostgreSQL publication) and the listeners that relay its collections or tables to a sink.
+ * Exactly one of {@code mongodb} and {@code postgres} is set. Example:
  *
  * <pre>
  * mongodb:
@@ -22,8 +23,13 @@ import java.util.List;
  *   address: 127.0.0.1           # loopback only; 0.0.0.0 to serve every interface
  *   port: 9464                   # 0: any free port (printed at start)
  * </pre>
+ *
+ * With PostgreSQL, {@code postgres: { url: jdbc:postgresql://db:5432/shop, user: sluice, password:
+ * ..., publication: shop_pub }} instead of {@code mongodb}, and {@code table: public.orders}
+ * instead of {@code collection} in each listener.
  */
-public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners, HttpSection http) {
+public record SluiceConfig(MongoSection mongodb, PostgresSection postgres, List<ListenerSection> listeners,
+    HttpSection http) {
 
   /** The HTTP endpoint: liveness, readiness, status and Prometheus metrics. */
   public record HttpSection(Boolean enabled, String address, Integer port) {
@@ -52,9 +58,25 @@ public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners
   /** Where the MongoDB is and which collections Sluice keeps its state in. */
   public record MongoSection(String uri, String database, String leaseCollection, String deadLetterCollection) {}
 
-  /** One relayed collection. */
+  /**
+   * A PostgreSQL database: the publication the listeners read (each through replication slots of
+   * its own) and the tables Sluice keeps its leases and parked changes in, in the same database.
+   */
+  public record PostgresSection(String url, String user, String password, String publication, String leaseTable,
+      String deadLetterTable) {
+    /** Without the password: a section printed in a message or log line does not show it. */
+    @Override
+    public String toString() {
+      return "PostgresSection[url=" + dev.sluice.app.cli.Secrets.mask(url) + ", user=" + user + ", password="
+          + (password == null ? null : "****") + ", publication=" + publication + ", leaseTable=" + leaseTable
+          + ", deadLetterTable=" + deadLetterTable + "]";
+    }
+  }
+
+  /** One relayed collection (MongoDB) or table (PostgreSQL). */
   public record ListenerSection(
       String collection,
+      String table,
       Integer partitions,
       String leaseDuration,
       CheckpointSection checkpoint,
@@ -65,7 +87,12 @@ public record SluiceConfig(MongoSection mongodb, List<ListenerSection> listeners
       SinkSection sink,
       String group,
       String legacyCheckpoints,
-      String onInvalidate) {}
+      String onInvalidate) {
+    /** The collection or, with PostgreSQL, the table ({@code schema.table}) this entry relays. */
+    public String target() {
+      return collection != null ? collection : table;
+    }
+  }
 
   /**
    * {@code every} changes or {@code maxDelay}; progress without changes (an idle or filtered

@@ -1,0 +1,63 @@
+package dev.sluice.app.service;
+
+import dev.sluice.app.service.config.SluiceConfig;
+import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
+import dev.sluice.deadletter.DeadLetterStore;
+import dev.sluice.feed.ChangeFeed;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.sink.DocumentMapper;
+import java.time.Duration;
+
+/**
+ * Where the service reads changes from and keeps its state: a MongoDB deployment ({@link
+ * MongoSource}) or a PostgreSQL database ({@link PostgresSource}). It gives the feed of a listener
+ * entry, the lease and dead-letter stores (in the same database), the document mapper of the sinks'
+ * envelope and a bounded reachability check for readiness; {@link Wiring} builds everything else
+ * the same way for either.
+ *
+ * @param <D> the source's document type
+ */
+interface Source<D> extends AutoCloseable {
+
+  /** The source of {@code config}: its {@code mongodb} or its {@code postgres} section. */
+  static Source<?> of(SluiceConfig config, boolean service) {
+    return config.postgres() != null ? new PostgresSource(config.postgres(), config.listeners())
+        : new MongoSource(config.mongodb(), service);
+  }
+
+  /** The server's name in messages: {@code MongoDB}, {@code PostgreSQL}. */
+  String name();
+
+  /** What a listener entry relays, in messages and the status JSON: {@code collection} or {@code table}. */
+  String targetKind();
+
+  /** The entry's collection or table with its database, for log lines ({@code shop.orders}). */
+  String describe(ListenerSection l);
+
+  /** The change feed of entry {@code l} ({@code at}: its path in the file, for messages). */
+  ChangeFeed<D> feed(ListenerSection l, String at);
+
+  /** The lease store; each call bounded by {@code bound}, or by the store's default when null. */
+  LeaseStore leaseStore(Duration bound);
+
+  /**
+   * The dead-letter store (its table or collection created when needed); each call bounded by
+   * {@code bound}, or by the default when null.
+   */
+  DeadLetterStore<D> deadLetters(Duration bound);
+
+  /** How many changes of {@code scope} ({@code group/stream}) {@code store} holds. */
+  long parked(DeadLetterStore<D> store, String scope);
+
+  /** The JSON form of documents in the sinks' envelope. */
+  DocumentMapper<D> mapper();
+
+  /**
+   * Null when the server answers a bounded request (at most {@link ServiceHealth#BOUND}), else
+   * the problem in one line naming the server.
+   */
+  String problem();
+
+  @Override
+  void close();
+}

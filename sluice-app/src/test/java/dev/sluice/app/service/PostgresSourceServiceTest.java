@@ -1,0 +1,364 @@
+package dev.sluice.app.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.app.Main;
+import dev.sluice.app.service.config.ConfigLoader;
+import dev.sluice.app.service.config.SluiceConfig;
+import dev.sluice.sink.Envelope;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.process.ChildJvm;
+import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Issue 13 item 5: {@code sluice run} with a {@code postgres} source, on a real PostgreSQL
+ * (embedded, logical replication) and Kafka. The existing rows of a table (snapshot bootstrap) and
+ * every later insert, update and delete arrive once, numerics exact; the configuration refuses
+ * what a postgres (or mongodb) source cannot do with one line naming the key; a PostgreSQL server
+ * stopped under the running service makes it not ready, the process stays up and nothing written
+ * before or after the outage is lost.
+ */
+class PostgresSourceServiceTest {
+  private static final AtomicInteger DATABASES = new AtomicInteger();
+  private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private static EmbeddedKafka kafka;
+
+  @TempDir Path dir;
+
+  @BeforeAll
+  static void startKafka() {
+    kafka = EmbeddedKafka.start();
+  }
+
+  @AfterAll
+  static void stopKafka() {
+    if (kafka != null) {
+      kafka.close();
+    }
+  }
+
+  private static void sql(String url, String... statements) throws Exception {
+    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
+      for (String statement : statements) {
+        s.execute(statement);
+      }
+    }
+  }
+
+  private static long count(String url, String query) throws Exception {
+    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(query)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  private static String config(String url, String topic, String bootstrap) {
+    return """
+        postgres:
+          url: "%s"
+          user: postgres
+          password: ""
+          publication: shop_pub
+        http: { port: 0 }
+        listeners:
+          - table: public.orders
+            bootstrap: %s
+            partitions: 2
+            leaseDuration: 3s
+            checkpoint: { every: 20, maxDelay: 200ms }
+            onFailure: park
+            sink:
+              kafka: { bootstrapServers: "%s", topic: %s }
+        """.formatted(url, bootstrap, kafka.bootstrapServers(), topic);
+  }
+
+  private static HttpResponse<String> get(String base, String path) throws Exception {
+    return HTTP.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(10)).GET().build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  /** The distinct envelopes of {@code topic} (by id), after {@code count} records arrived or 60 s. */
+  private static Map<String, Envelope> envelopes(String topic, int count) {
+    Map<String, Envelope> byId = new LinkedHashMap<>();
+    for (ConsumerRecord<byte[], byte[]> r : kafka.readAll(topic, count, Duration.ofSeconds(60))) {
+      Envelope e = Envelope.parse(r.value());
+      byId.putIfAbsent(e.id(), e);
+    }
+    return byId;
+  }
+
+  private static Set<String> keys(String topic, int count) {
+    Set<String> keys = new HashSet<>();
+    kafka.readAll(topic, count, Duration.ofSeconds(2)).forEach(r -> keys.add(new String(r.key(), StandardCharsets.UTF_8)));
+    return keys;
+  }
+
+  @Test
+  void existingRowsByASnapshotThenEveryChangeArriveOnceWithExactNumbersAndTheServiceIsReady() throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    String db = pg.createDatabase("svc" + DATABASES.incrementAndGet());
+    String url = pg.jdbcUrl(db);
+    try {
+      sql(url, "CREATE TABLE orders (id int PRIMARY KEY, amount numeric(30,10), note text)",
+          "CREATE PUBLICATION shop_pub FOR TABLE orders",
+          "INSERT INTO orders SELECT g, 12345678901234567890.0123456789 + g, 'existing' FROM generate_series(1, 50) g");
+      kafka.createTopic("pg-orders", 2);
+      Path file = dir.resolve("sluice.yaml");
+      Files.writeString(file, config(url, "pg-orders", "snapshot"));
+
+      try (SluiceService service = SluiceService.start(ConfigLoader.load(file), new SimpleMeterRegistry())) {
+        String base = "http://127.0.0.1:" + service.httpAddress().orElseThrow().getPort();
+        await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
+        assertThat(get(base, "/health/ready").body()).contains("\"status\" : \"UP\"");
+
+        sql(url, "INSERT INTO orders SELECT g, 0.1000000000000000055511151231257827, 'new' FROM generate_series(51, 60) g",
+            "UPDATE orders SET note = 'updated' WHERE id % 10 = 0",
+            "DELETE FROM orders WHERE id IN (3, 33, 55)");
+        int total = 50 + 10 + 6 + 3;
+        await().atMost(Duration.ofSeconds(60)).until(() -> envelopes("pg-orders", total).size() == total);
+
+        // Once each: no second copy of any change arrives after the last one (3 s more of reading).
+        List<ConsumerRecord<byte[], byte[]>> records = kafka.readAll("pg-orders", total + 1, Duration.ofSeconds(3));
+        assertThat(records).as("records on the topic").hasSize(total);
+        Map<String, List<String>> perKey = new LinkedHashMap<>();
+        Set<String> ids = new HashSet<>();
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+          Envelope e = Envelope.parse(r.value());
+          assertThat(ids.add(e.id())).as("envelope id %s distinct", e.id()).isTrue();
+          assertThat(e.stream()).isEqualTo("public.orders");
+          perKey.computeIfAbsent(e.key(), k -> new ArrayList<>())
+              .add(e.operation() + (e.document() == null ? "" : ":" + e.document().get("note").asText()));
+        }
+        assertThat(perKey).as("every row").hasSize(60);
+        assertThat(perKey.get("7")).containsExactly("SNAPSHOT:existing");
+        assertThat(perKey.get("10")).containsExactly("SNAPSHOT:existing", "UPDATE:updated");
+        assertThat(perKey.get("33")).containsExactly("SNAPSHOT:existing", "DELETE");
+        assertThat(perKey.get("55")).containsExactly("INSERT:new", "DELETE");
+        assertThat(perKey.get("60")).containsExactly("INSERT:new", "UPDATE:updated");
+        String seven = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("7"))
+            .map(r -> new String(r.value(), StandardCharsets.UTF_8)).findFirst().orElseThrow();
+        assertThat(seven).as("numeric(30,10) with every digit").contains("\"amount\":12345678901234567897.0123456789");
+        String fiftyOne = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("51"))
+            .map(r -> new String(r.value(), StandardCharsets.UTF_8)).findFirst().orElseThrow();
+        assertThat(fiftyOne).contains("\"amount\":0.1000000000");
+
+        // Leases and dead letters live in the same database; the status names the table.
+        assertThat(service.leases()).extracting(r -> r.name())
+            .contains("kafka-pg-orders/public.orders#0of2", "kafka-pg-orders/public.orders#1of2");
+        assertThat(count(url, "SELECT count(*) FROM sluice_deadletters")).isZero();
+        assertThat(get(base, "/status").body()).contains("\"table\" : \"public.orders\"").contains("\"parked\" : 0");
+      }
+
+      // The dead-letter command reads the same table through the same configuration.
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      PrintStream original = System.out;
+      int code;
+      try {
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        code = Main.commandLine().execute("dead-letters", "list", "--config", file.toString(), "--table", "public.orders");
+      } finally {
+        System.setOut(original);
+      }
+      assertThat(code).isZero();
+      assertThat(out.toString(StandardCharsets.UTF_8)).contains("0 parked change(s) in kafka-pg-orders/public.orders");
+    } finally {
+      pg.dropReplicationSlots(db);
+    }
+  }
+
+  private static final String PG_VALID = """
+      postgres:
+        url: jdbc:postgresql://127.0.0.1:1/shop
+        user: sluice
+        password: s3cret
+        publication: shop_pub
+      http: { enabled: false }
+      listeners:
+        - table: public.orders
+          bootstrap: snapshot
+          sink:
+            kafka: { bootstrapServers: "localhost:9092", topic: orders }
+      """;
+
+  private static final String MONGO_SECTION = """
+      mongodb:
+        uri: mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500
+        database: shop
+      """;
+
+  static Stream<Arguments> badConfigurations() {
+    String listeners = PG_VALID.substring(PG_VALID.indexOf("http:"));
+    String mongo = MONGO_SECTION + listeners.replace("- table: public.orders", "- collection: orders")
+        .replace("bootstrap: snapshot", "bootstrap: oldest");
+    return Stream.of(
+        Arguments.of("both sources", MONGO_SECTION + PG_VALID, new String[] {"mongodb and postgres", "exactly one"}),
+        Arguments.of("no source", listeners, new String[] {"mongodb or postgres", "is required", "exactly one"}),
+        Arguments.of("collection under postgres", PG_VALID.replace("- table: public.orders", "- collection: orders"),
+            new String[] {"listeners[0].collection", "is for a mongodb source", "table: public.orders"}),
+        Arguments.of("collection and table under postgres",
+            PG_VALID.replace("- table: public.orders", "- table: public.orders\n    collection: orders"),
+            new String[] {"listeners[0].collection", "is for a mongodb source"}),
+        Arguments.of("no table under postgres", PG_VALID.replace("- table: public.orders\n    bootstrap", "- bootstrap"),
+            new String[] {"listeners[0].table", "is required"}),
+        Arguments.of("a table without its schema", PG_VALID.replace("table: public.orders", "table: orders"),
+            new String[] {"listeners[0].table", "schema.table", "'orders'"}),
+        Arguments.of("a table under mongodb", mongo.replace("- collection: orders", "- table: public.orders"),
+            new String[] {"listeners[0].table", "is for a postgres source"}),
+        Arguments.of("a bootstrap time under postgres", PG_VALID.replace("bootstrap: snapshot",
+            "bootstrap: 2026-01-01T00:00:00Z"), new String[] {"listeners[0].bootstrap", "2026-01-01T00:00:00Z",
+                "not supported by a postgres source", "oldest, latest or snapshot"}),
+        Arguments.of("a bootstrap snapshot under mongodb", mongo.replace("bootstrap: oldest", "bootstrap: snapshot"),
+            new String[] {"listeners[0].bootstrap", "snapshot is not supported by a mongodb source"}),
+        Arguments.of("an unknown bootstrap", PG_VALID.replace("bootstrap: snapshot", "bootstrap: everything"),
+            new String[] {"listeners[0].bootstrap", "'everything'"}),
+        Arguments.of("a malformed JDBC URL with a password in it", PG_VALID.replace(
+            "jdbc:postgresql://127.0.0.1:1/shop", "\"jdbc:postgres://db/shop?user=app&password=s3cret\""),
+            new String[] {"postgres.url", "must be a PostgreSQL JDBC URL", "password=****"}),
+        Arguments.of("a connection string that is not JDBC", PG_VALID.replace(
+            "jdbc:postgresql://127.0.0.1:1/shop", "\"postgresql://app:s3cret@db/shop\""),
+            new String[] {"postgres.url", "must be a PostgreSQL JDBC URL", "app:****@"}),
+        Arguments.of("a JDBC URL with a bad port", PG_VALID.replace("127.0.0.1:1/", "127.0.0.1:port/"),
+            new String[] {"postgres.url", "must be a PostgreSQL JDBC URL"}),
+        Arguments.of("no url", PG_VALID.replace("  url: jdbc:postgresql://127.0.0.1:1/shop\n", ""),
+            new String[] {"postgres.url", "is required"}),
+        Arguments.of("no publication", PG_VALID.replace("  publication: shop_pub\n", ""),
+            new String[] {"postgres.publication", "is required"}),
+        Arguments.of("a misspelt publication key", PG_VALID.replace("publication:", "publicaton:"),
+            new String[] {"unknown key 'publicaton'", "did you mean 'publication'?"}),
+        Arguments.of("no user", PG_VALID.replace("  user: sluice\n", ""), new String[] {"postgres.user", "is required"}),
+        Arguments.of("onInvalidate under postgres", PG_VALID.replace("bootstrap: snapshot",
+            "bootstrap: snapshot\n    onInvalidate: stop"), new String[] {"listeners[0].onInvalidate", "mongodb"}));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("badConfigurations")
+  void aConfigurationAPostgresSourceCannotRunIsOneClearLineNamingTheKey(String name, String yaml, String[] says)
+      throws Exception {
+    Path file = dir.resolve("sluice.yaml");
+    Files.writeString(file, yaml);
+    StringWriter err = new StringWriter();
+    int exit = Main.commandLine().setErr(new PrintWriter(err)).setOut(new PrintWriter(new StringWriter()))
+        .execute("run", "--config", file.toString());
+    String text = err.toString();
+    assertThat(exit).as("exit code; stderr: %s", text).isEqualTo(Main.EXIT_CONFIGURATION);
+    assertThat(text).as("stderr").doesNotContain("s3cret").doesNotContain("\tat ").doesNotContain("Exception");
+    assertThat(text.strip().lines()).as("stderr").hasSize(1);
+    assertThat(text.strip()).startsWith("sluice run: configuration error: " + file).contains(says);
+  }
+
+  @Test
+  void replayRefusesAPostgresSourceWithOneLineAndThePasswordIsNeverPrinted() throws Exception {
+    Path file = dir.resolve("sluice.yaml");
+    Files.writeString(file, PG_VALID);
+    StringWriter err = new StringWriter();
+    int exit = Main.commandLine().setErr(new PrintWriter(err)).setOut(new PrintWriter(new StringWriter()))
+        .execute("replay", "--config", file.toString(), "--table", "public.orders", "--from", "oldest", "--to", "x");
+    assertThat(exit).as("stderr: %s", err).isEqualTo(Main.EXIT_CONFIGURATION);
+    assertThat(err.toString().strip().lines()).hasSize(1);
+    assertThat(err.toString()).contains("replay is not available for a postgres source").doesNotContain("Exception");
+
+    SluiceConfig config = ConfigLoader.load(file);
+    assertThat(config.postgres().password()).isEqualTo("s3cret");
+    assertThat(config.toString()).doesNotContain("s3cret").contains("password=****");
+  }
+
+  /**
+   * The PostgreSQL server stopped (fast shutdown: connections end, new ones are refused) under a
+   * running {@code sluice run} and started again with its data: readiness is DOWN naming
+   * PostgreSQL while it is away, the process stays up, and the rows written just before the stop
+   * and after the restart all arrive. A server that is down when the service starts is waited for.
+   */
+  @Test
+  void aPostgresStoppedUnderTheRunningServiceMakesItNotReadyAndNothingIsLostAfterItReturns() throws Exception {
+    try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {
+      String db = pg.createDatabase("outage");
+      String url = pg.jdbcUrl(db);
+      sql(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
+      kafka.createTopic("pg-outage", 1);
+      Path file = dir.resolve("sluice.yaml");
+      Files.writeString(file, config(url, "pg-outage", "oldest"));
+      stop(pg);
+      try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config", file.toString(),
+          "--status-every", "1")) {
+        String base = service.awaitLineStartingWith("http endpoint: ", Duration.ofSeconds(60))
+            .substring("http endpoint: ".length());
+        service.awaitLineStartingWith("waiting for PostgreSQL: ", Duration.ofSeconds(60));
+        assertThat(get(base, "/health/ready").statusCode()).isEqualTo(503);
+        pg.restart();
+        service.awaitLineStartingWith("running", Duration.ofSeconds(60));
+        await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
+        insert(url, 0, 20);
+        await().atMost(Duration.ofSeconds(60)).until(() -> keys("pg-outage", 20).size() == 20);
+        insert(url, 20, 40); // mid-stream: the service may or may not have read these when the server stops
+
+        stop(pg);
+        await().atMost(Duration.ofSeconds(30)).until(() -> get(base, "/health/ready").statusCode() == 503);
+        assertThat(get(base, "/health/ready").body()).contains("PostgreSQL does not answer");
+        await().during(Duration.ofSeconds(10)).atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofSeconds(1))
+            .until(() -> service.isAlive() && get(base, "/health/ready").statusCode() == 503);
+        pg.restart();
+
+        await().atMost(Duration.ofSeconds(90)).until(() -> get(base, "/health/ready").statusCode() == 200);
+        insert(url, 40, 60);
+        Set<String> expected = new HashSet<>();
+        for (int i = 0; i < 60; i++) {
+          expected.add("o" + i);
+        }
+        await().atMost(Duration.ofSeconds(90)).until(() -> keys("pg-outage", 60).containsAll(expected));
+        assertThat(keys("pg-outage", 60)).isEqualTo(expected);
+        assertThat(service.isAlive()).as("the outage did not end the process").isTrue();
+      }
+    }
+  }
+
+  private static void insert(String url, int from, int to) throws Exception {
+    sql(url, "INSERT INTO orders SELECT 'o' || g, g FROM generate_series(" + from + ", " + (to - 1) + ") g");
+  }
+
+  /**
+   * A fast shutdown of the server (SIGINT to the postmaster: sessions end, the data is kept);
+   * {@link EmbeddedPostgresServer#restart} starts it again on the same directory and port.
+   */
+  private static void stop(EmbeddedPostgresServer pg) throws Exception {
+    long pid = Long.parseLong(Files.readAllLines(pg.dataDirectory().resolve("postmaster.pid")).get(0).trim());
+    Process kill = new ProcessBuilder("kill", "-INT", Long.toString(pid)).inheritIO().start();
+    assertThat(kill.waitFor()).isZero();
+    await().atMost(Duration.ofSeconds(60))
+        .until(() -> ProcessHandle.of(pid).map(p -> !p.isAlive()).orElse(true));
+  }
+}
