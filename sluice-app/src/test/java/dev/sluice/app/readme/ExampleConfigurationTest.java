@@ -28,7 +28,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The distribution's {@code conf/sluice.example.yaml} is a valid configuration that shows every key
  * the service accepts, each set to its default where it has one, and the README's "Service
- * configuration reference" has a row for every key.
+ * configuration reference" has a row for every key. The PostgreSQL source is shown commented out
+ * (from {@code #postgres:} to the end of that comment): uncommented, it is a valid configuration too.
  */
 class ExampleConfigurationTest {
   private static final Path EXAMPLE = Path.of("src/dist/conf/sluice.example.yaml");
@@ -50,6 +51,29 @@ class ExampleConfigurationTest {
     assertThat(ConfigLoader.ignoreLegacyCheckpoints(l)).isFalse();
   }
 
+  /** The commented-out postgres example, uncommented: the comment lines from {@code #postgres:} on. */
+  private static String postgresExample() throws Exception {
+    List<String> lines = Files.readAllLines(EXAMPLE);
+    StringBuilder out = new StringBuilder();
+    for (int i = lines.indexOf("#postgres:"); i >= 0 && i < lines.size() && lines.get(i).startsWith("#"); i++) {
+      out.append(lines.get(i).substring(1)).append('\n');
+    }
+    assertThat(out).as("a commented postgres section in " + EXAMPLE).isNotEmpty();
+    return out.toString();
+  }
+
+  @Test
+  void theCommentedPostgresExampleIsValidAndShowsTheDefaults() throws Exception {
+    SluiceConfig c = ConfigLoader.parse(postgresExample(), EXAMPLE + " (postgres)", name -> null);
+    assertThat(c.mongodb()).isNull();
+    assertThat(c.postgres().url()).isEqualTo("jdbc:postgresql://localhost:5432/shop");
+    assertThat(c.postgres().leaseTable()).isEqualTo("sluice_lease");
+    assertThat(c.postgres().deadLetterTable()).isEqualTo("sluice_deadletters");
+    SluiceConfig.ListenerSection l = c.listeners().get(0);
+    assertThat(l.table()).isEqualTo("public.orders");
+    assertThat(ConfigLoader.bootstrap(l, "x")).isEqualTo(BootstrapPolicy.snapshot());
+  }
+
   @Test
   void theExampleAndTheReadmeShowEveryKey() throws Exception {
     TreeSet<String> accepted = new TreeSet<>();
@@ -57,6 +81,7 @@ class ExampleConfigurationTest {
 
     TreeSet<String> shown = new TreeSet<>();
     keys(new ObjectMapper(new YAMLFactory()).readTree(Files.readString(EXAMPLE)), "", shown);
+    keys(new ObjectMapper(new YAMLFactory()).readTree(postgresExample()), "", shown);
     assertThat(shown).as("keys in " + EXAMPLE).isEqualTo(accepted);
 
     String readme = Files.readString(Path.of("../README.md"));
