@@ -43,54 +43,52 @@ public final class DeadLettersCommand implements Callable<Integer> {
   }
 
   private <D> int run(ListenerOptions.Connected<D> c) {
-    {
-      Wiring<D> wiring = c.wiring();
-      ListenerSection section = c.section();
-      String stream = c.deadLetterScope();
-      DeadLetters<D> dead = DeadLetters.of(wiring.deadLetters());
-      switch (action) {
-        case "list" -> {
-          List<ParkedChange<D>> parked = key == null ? dead.list(stream, limit) : dead.listKey(stream, key);
-          System.out.printf("%d parked change(s) in %s%n", parked.size(), stream);
-          for (ParkedChange<D> p : parked) {
-            System.out.printf("%s key=%s op=%s at=%s attempts=%d parkedAt=%s%n    error: %s%n", p.event().id(),
-                p.event().key(), p.event().operation(), p.event().position(), p.attempts(), p.parkedAt(), p.error());
-          }
-          return 0;
+    Wiring<D> wiring = c.wiring();
+    ListenerSection section = c.section();
+    String stream = c.deadLetterScope();
+    DeadLetters<D> dead = DeadLetters.of(wiring.deadLetters());
+    switch (action) {
+      case "list" -> {
+        List<ParkedChange<D>> parked = key == null ? dead.list(stream, limit) : dead.listKey(stream, key);
+        System.out.printf("%d parked change(s) in %s%n", parked.size(), stream);
+        for (ParkedChange<D> p : parked) {
+          System.out.printf("%s key=%s op=%s at=%s attempts=%d parkedAt=%s%n    error: %s%n", p.event().id(),
+              p.event().key(), p.event().operation(), p.event().position(), p.attempts(), p.parkedAt(), p.error());
         }
-        case "replay" -> {
-          try (Wiring.SinkHandle<D> sink = wiring.sink(section, null)) {
-            ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
-            DeadLetters.ReplayResult r = key == null
-                ? dead.replayAll(stream, Math.max(limit, 10_000), sink.handler(), Replay.fence(stream),
-                    (replayed, keysDone, keys) -> progress.update("replaying parked changes: " + replayed
-                        + " replayed, " + keysDone + " of " + keys + " key(s) done"))
-                : dead.replayKey(stream, key, sink.handler(), Replay.fence(stream));
-            System.out.printf("replayed %d, remaining %d%s%n", r.replayed(), r.remaining(),
-                r.error() == null ? "" : "; stopped at " + r.failedEventId() + ": " + r.error());
-            LoggerFactory.getLogger("dev.sluice.lifecycle").atInfo().addKeyValue("stream", stream)
-                .addKeyValue("replayed", r.replayed()).addKeyValue("remaining", r.remaining())
-                .log("dead-letters-replayed");
-            return r.complete() ? 0 : 1;
-          }
+        return 0;
+      }
+      case "replay" -> {
+        try (Wiring.SinkHandle<D> sink = wiring.sink(section, null)) {
+          ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
+          DeadLetters.ReplayResult r = key == null
+              ? dead.replayAll(stream, Math.max(limit, 10_000), sink.handler(), Replay.fence(stream),
+                  (replayed, keysDone, keys) -> progress.update("replaying parked changes: " + replayed
+                      + " replayed, " + keysDone + " of " + keys + " key(s) done"))
+              : dead.replayKey(stream, key, sink.handler(), Replay.fence(stream));
+          System.out.printf("replayed %d, remaining %d%s%n", r.replayed(), r.remaining(),
+              r.error() == null ? "" : "; stopped at " + r.failedEventId() + ": " + r.error());
+          LoggerFactory.getLogger("dev.sluice.lifecycle").atInfo().addKeyValue("stream", stream)
+              .addKeyValue("replayed", r.replayed()).addKeyValue("remaining", r.remaining())
+              .log("dead-letters-replayed");
+          return r.complete() ? 0 : 1;
         }
-        case "discard" -> {
-          if (eventId != null) {
-            boolean removed = dead.discard(stream, eventId);
-            System.out.println(removed ? "discarded " + eventId : "no parked change " + eventId);
-            return removed ? 0 : 1;
-          }
-          if (key == null) {
-            System.err.println("discard needs --event or --key (refusing to discard everything)");
-            return 2;
-          }
-          System.out.printf("discarded %d change(s) of key %s%n", dead.discardKey(stream, key), key);
-          return 0;
+      }
+      case "discard" -> {
+        if (eventId != null) {
+          boolean removed = dead.discard(stream, eventId);
+          System.out.println(removed ? "discarded " + eventId : "no parked change " + eventId);
+          return removed ? 0 : 1;
         }
-        default -> {
-          System.err.println("unknown action '" + action + "': use list, replay or discard");
+        if (key == null) {
+          System.err.println("discard needs --event or --key (refusing to discard everything)");
           return 2;
         }
+        System.out.printf("discarded %d change(s) of key %s%n", dead.discardKey(stream, key), key);
+        return 0;
+      }
+      default -> {
+        System.err.println("unknown action '" + action + "': use list, replay or discard");
+        return 2;
       }
     }
   }

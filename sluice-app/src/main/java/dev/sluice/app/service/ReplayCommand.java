@@ -58,26 +58,24 @@ public final class ReplayCommand implements Callable<Integer> {
   }
 
   private <D> int replay(ListenerOptions.Connected<D> c, StartPoint start) {
-    {
-      Wiring<D> wiring = c.wiring();
-      ListenerSection section = c.section();
-      String live = section.sink().kafka() != null ? section.sink().kafka().topic() : section.sink().amqp().exchange();
-      if (live.equals(destination)) {
-        System.err.println("--to must differ from the live destination '" + live + "': replays go to a separate one");
-        return 2;
-      }
-      try (Wiring.SinkHandle<D> sink = wiring.sink(section, destination)) {
-        ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
-        Replay.Result r = Replay.range(wiring.feed(section), start, until, Duration.ofSeconds(2), 500, sink.handler(),
-            (changes, last) -> progress.update("replaying: " + changes + " change(s) so far, at "
-                + (last == null || last.time() == null ? "-" : last.time())
-                + (until == null ? " (until caught up)" : " (until " + until + ")")));
-        System.out.printf("replayed %d change(s) to %s; last position %s%n", r.changes(), sink.description(), r.last());
-        LoggerFactory.getLogger("dev.sluice.lifecycle").atInfo().addKeyValue("stream", c.wiring().feed(section).stream())
-            .addKeyValue("to", destination).addKeyValue("changes", r.changes())
-            .addKeyValue("last", r.last() == null ? "-" : r.last().token()).log("replayed");
-        return 0;
-      }
+    Wiring<D> wiring = c.wiring();
+    ListenerSection section = c.section();
+    String live = section.sink().kafka() != null ? section.sink().kafka().topic() : section.sink().amqp().exchange();
+    if (live.equals(destination)) {
+      System.err.println("--to must differ from the live destination '" + live + "': replays go to a separate one");
+      return 2;
+    }
+    try (Wiring.SinkHandle<D> sink = wiring.sink(section, destination)) {
+      ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
+      Replay.Result r = Replay.range(wiring.feed(section), start, until, Duration.ofSeconds(2), 500, sink.handler(),
+          (changes, last) -> progress.update("replaying: " + changes + " change(s) so far, at "
+              + (last == null || last.time() == null ? "-" : last.time())
+              + (until == null ? " (until caught up)" : " (until " + until + ")")));
+      System.out.printf("replayed %d change(s) to %s; last position %s%n", r.changes(), sink.description(), r.last());
+      LoggerFactory.getLogger("dev.sluice.lifecycle").atInfo().addKeyValue("stream", c.wiring().feed(section).stream())
+          .addKeyValue("to", destination).addKeyValue("changes", r.changes())
+          .addKeyValue("last", r.last() == null ? "-" : r.last().token()).log("replayed");
+      return 0;
     }
   }
 }

@@ -14,9 +14,13 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** {@code sluice run --config sluice.yaml}: relays every configured collection to its sink until stopped. */
+/**
+ * {@code sluice run --config sluice.yaml}: relays every configured collection (or PostgreSQL table)
+ * to its sink until stopped.
+ */
 @Command(name = "run", mixinStandardHelpOptions = true,
-    description = "Run the listeners of a configuration file (relay collections to Kafka or AMQP) until stopped.")
+    description = "Run the listeners of a configuration file (relay MongoDB collections or PostgreSQL tables to"
+        + " Kafka or AMQP) until stopped.")
 public final class RunCommand implements Callable<Integer> {
 
   @Option(names = "--config", required = true, description = "YAML configuration file")

@@ -261,6 +261,8 @@ class PostgresSourceServiceTest {
         Arguments.of("a misspelt publication key", PG_VALID.replace("publication:", "publicaton:"),
             new String[] {"unknown key 'publicaton'", "did you mean 'publication'?"}),
         Arguments.of("no user", PG_VALID.replace("  user: sluice\n", ""), new String[] {"postgres.user", "is required"}),
+        Arguments.of("a misspelt table key", PG_VALID.replace("- table:", "- tables:"),
+            new String[] {"listeners[0].tables", "unknown key 'tables'", "did you mean 'table'?"}),
         Arguments.of("onInvalidate under postgres", PG_VALID.replace("bootstrap: snapshot",
             "bootstrap: snapshot\n    onInvalidate: stop"), new String[] {"listeners[0].onInvalidate", "mongodb"}));
   }
@@ -279,6 +281,7 @@ class PostgresSourceServiceTest {
     assertThat(text).as("stderr").doesNotContain("s3cret").doesNotContain("\tat ").doesNotContain("Exception");
     assertThat(text.strip().lines()).as("stderr").hasSize(1);
     assertThat(text.strip()).startsWith("sluice run: configuration error: " + file).contains(says);
+    assertThat(text).as("known keys are the file's, not helper methods").doesNotContain("target");
   }
 
   @Test
@@ -295,6 +298,23 @@ class PostgresSourceServiceTest {
     SluiceConfig config = ConfigLoader.load(file);
     assertThat(config.postgres().password()).isEqualTo("s3cret");
     assertThat(config.toString()).doesNotContain("s3cret").contains("password=****");
+  }
+
+  /**
+   * {@code dead-letters} works on a postgres configuration; a PostgreSQL that cannot be reached is
+   * the documented exit code 4 with one line naming the server, and the password is not shown.
+   */
+  @Test
+  void deadLettersOnAnUnreachablePostgresIsOneLineWithExitCode4() throws Exception {
+    Path file = dir.resolve("sluice.yaml");
+    Files.writeString(file, PG_VALID);
+    StringWriter err = new StringWriter();
+    int exit = Main.commandLine().setErr(new PrintWriter(err)).setOut(new PrintWriter(new StringWriter()))
+        .execute("dead-letters", "list", "--config", file.toString(), "--table", "public.orders");
+    assertThat(exit).as("stderr: %s", err).isEqualTo(Main.EXIT_UNREACHABLE);
+    assertThat(err.toString().strip().lines()).hasSize(1);
+    assertThat(err.toString()).startsWith("sluice dead-letters: cannot reach a server: ").contains("127.0.0.1:1")
+        .doesNotContain("s3cret").doesNotContain("\tat ");
   }
 
   /**

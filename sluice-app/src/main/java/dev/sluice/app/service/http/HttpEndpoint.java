@@ -26,8 +26,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>{@code GET /health/live}: 200 while the process runs;
- *   <li>{@code GET /health/ready}: 200 when MongoDB answers and no partition this process runs is
- *       failed, blocked or ended; else 503 naming each problem;
+ *   <li>{@code GET /health/ready}: 200 when the source's database (MongoDB or PostgreSQL) answers
+ *       and no partition this process runs is failed, blocked or ended; else 503 naming each problem;
  *   <li>{@code GET /status}: JSON, per listener (stream and consumer group): its partitions as this
  *       process sees them, every partition's lease record (owner, epoch, checkpoint) and the
  *       parked-change count;
