@@ -42,6 +42,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+  /** How long a listener's cursor waits for the session it ended to let go of the slot. */
+  private static final long TAKE_OVER_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final PostgresChangeFeed feed;
   private final PartitionSpec partition;
@@ -108,6 +110,50 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   }
 
   private void openStream(long lsn) throws SQLException {
+    long deadline = System.nanoTime() + TAKE_OVER_NANOS;
+    boolean ended = false;
+    while (true) {
+      try {
+        startStream(lsn);
+        return;
+      } catch (SQLException e) {
+        closeStream();
+        String message = e.getMessage() == null ? "" : e.getMessage();
+        if (feed.group == null || !message.contains("is active for PID") || System.nanoTime() > deadline) {
+          throw e;
+        }
+        if (!ended) {
+          ended = endHolder();
+        }
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // the ended session lets go of the slot
+      }
+    }
+  }
+
+  /**
+   * Ends the session that still holds this partition's slot. The listener opens a cursor only
+   * while it holds the partition's lease, so the holder is a reader whose lease is gone: a process
+   * that froze (SIGSTOP, a long GC pause, a VM migration) or lost its network, whose replication
+   * connection the server would otherwise keep for {@code wal_sender_timeout} (60 s by default).
+   * Ending it is the slot's fence. Needs the same role, or pg_signal_backend.
+   */
+  private boolean endHolder() throws SQLException {
+    try (Connection c = feed.connect(false);
+        PreparedStatement s = c.prepareStatement("SELECT active_pid, pg_terminate_backend(active_pid)"
+            + " FROM pg_replication_slots WHERE slot_name = ? AND active_pid IS NOT NULL")) {
+      s.setString(1, slot);
+      try (ResultSet rs = s.executeQuery()) {
+        if (rs.next()) {
+          log.warn("PostgreSQL feed '{}': replication slot {} is still held by server process {}, a reader"
+              + " whose lease is gone (frozen or cut off); ending its session (terminated: {})", feed.stream(),
+              slot, rs.getInt(1), rs.getBoolean(2));
+        }
+        return true;
+      }
+    }
+  }
+
+  private void startStream(long lsn) throws SQLException {
     connection = feed.connect(true);
     stream = connection.unwrap(PGConnection.class).getReplicationAPI()
         .replicationStream()
@@ -125,6 +171,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   /** Where to stream from; creates the slot when the partition has none. */
   private PgPosition startPosition(StartPoint start) throws SQLException {
+    checkPublication();
     SlotState state = slotState();
     if (start instanceof StartPoint.After after) {
       PgPosition at;
@@ -201,6 +248,33 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       rs.next();
       long current = LogSequenceNumber.valueOf(rs.getString(1)).asLong();
       return PgPosition.boundary(Math.max(current, state == null ? created : state.confirmed()));
+    }
+  }
+
+  /**
+   * Refuses, naming what to create, a publication that does not exist or does not publish the
+   * feed's table: the stream would otherwise fail at the first read, or stay silent for ever.
+   */
+  private void checkPublication() throws SQLException {
+    try (Connection c = feed.connect(false);
+        PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = ?),"
+            + " EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = ? AND schemaname || '.' || tablename = ?)")) {
+      s.setString(1, feed.publication);
+      s.setString(2, feed.publication);
+      s.setString(3, feed.table == null ? "" : feed.table);
+      try (ResultSet rs = s.executeQuery()) {
+        rs.next();
+        if (!rs.getBoolean(1)) {
+          throw new FeedException("PostgreSQL feed '" + feed.stream() + "': publication " + feed.publication
+              + " does not exist in database " + feed.database + ": create it (CREATE PUBLICATION "
+              + feed.publication + " FOR TABLE ...)", null, false);
+        }
+        if (feed.table != null && !rs.getBoolean(2)) {
+          throw new FeedException("PostgreSQL feed '" + feed.stream() + "': publication " + feed.publication
+              + " does not publish " + feed.table + ", so no change of it would ever arrive: ALTER PUBLICATION "
+              + feed.publication + " ADD TABLE " + feed.table, null, false);
+        }
+      }
     }
   }
 
@@ -641,6 +715,11 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     if (message.contains("does not exist") && message.contains("publication")) {
       return new FeedException("PostgreSQL feed '" + feed.stream() + "': publication " + feed.publication
           + " does not exist: create it (CREATE PUBLICATION " + feed.publication + " FOR TABLE ...)", e, false);
+    }
+    if ("42501".equals(state) && message.toLowerCase(java.util.Locale.ROOT).contains("replication")) {
+      return new FeedException("PostgreSQL feed '" + feed.stream() + "': the user " + feed.user + " may not read"
+          + " replication slots: give it the REPLICATION attribute (ALTER ROLE " + feed.user + " REPLICATION): "
+          + message, e, false);
     }
     boolean retryable = state == null || state.startsWith("08") || state.startsWith("57") || state.equals("55006")
         || message.contains("is active for PID");

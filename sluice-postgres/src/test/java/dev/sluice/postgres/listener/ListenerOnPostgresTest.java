@@ -322,6 +322,49 @@ class ListenerOnPostgresTest {
     }
   }
 
+  /**
+   * SIGSTOP of the JVM that owns the partition: its replication connection stays open, so the
+   * server still counts its slot as in use (until wal_sender_timeout, 60 s by default). The next
+   * owner, holding the lease, ends the frozen reader's session and reads on within seconds; the
+   * frozen JVM, resumed, finds its lease and its slot gone and commits nothing.
+   */
+  @Test
+  void aFrozenOwnersSlotIsTakenOverByTheNextOwnerWithinSecondsNotAtTheWalSenderTimeout() throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    String db = sharedDatabase();
+    String url = pg.jdbcUrl(db);
+    DataSource ds = simple(url);
+    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
+        "CREATE TABLE deliveries (n int, node text)");
+    ChildJvm first = ChildJvm.start("first", PgRecordingNode.class, url, "first", "1");
+    children.add(first);
+    first.awaitLine(l -> l.contains("bootstrapped at"), Duration.ofSeconds(60));
+    for (int i = 0; i < 50; i++) {
+      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
+    }
+    await().atMost(Duration.ofSeconds(30)).until(() -> delivered(ds).keySet().containsAll(range(0, 50)));
+    first.pause();
+    ChildJvm second = ChildJvm.start("second", PgRecordingNode.class, url, "second", "1");
+    children.add(second);
+    second.awaitLine(l -> l.startsWith("ACQUIRED second"), Duration.ofSeconds(30));
+    for (int i = 50; i < 100; i++) {
+      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
+    }
+    await().atMost(Duration.ofSeconds(20)).until(() -> delivered(ds).keySet().containsAll(range(50, 100)));
+    first.resume();
+    for (int i = 100; i < 150; i++) {
+      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
+    }
+    await().atMost(Duration.ofSeconds(30)).until(() -> delivered(ds).keySet().equals(range(0, 150)));
+    Map<Integer, Integer> counts = delivered(ds);
+    assertThat(counts.values()).as("at most twice").allMatch(c -> c <= 2);
+    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT count(*) FROM deliveries WHERE node = 'first' AND n >= 50")) {
+      rs.next();
+      assertThat(rs.getInt(1)).as("the frozen owner delivered nothing written after it froze").isZero();
+    }
+  }
+
   @Test
   void killMinus9OfThePostgresServerMidStreamLosesNothing() throws Exception {
     try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {
