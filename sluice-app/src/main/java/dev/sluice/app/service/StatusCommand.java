@@ -3,6 +3,9 @@ package dev.sluice.app.service;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import dev.sluice.app.service.config.ConfigException;
+import dev.sluice.app.service.config.ConfigLoader;
+import dev.sluice.app.service.config.SluiceConfig;
+import dev.sluice.feed.ChangeFeed;
 import dev.sluice.app.service.config.Durations;
 import dev.sluice.feed.SourceHistory;
 import dev.sluice.lease.LeaseRecord;
@@ -17,30 +20,39 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.concurrent.Callable;
 import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.function.Supplier;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 
 /**
  * Prints the leases of a stream: owner, epoch, expiry and checkpoint of every partition, with how
  * far each checkpoint is behind the source (LAG) and how much source history is left before it
- * falls out of the oplog window (HISTORY LEFT).
+ * falls out of the oplog window (HISTORY LEFT). The leases are those of a MongoDB ({@code --mongo},
+ * {@code --database}) or of a configuration file's source ({@code --config}: MongoDB or
+ * PostgreSQL; PostgreSQL has no oplog window, so HISTORY LEFT is "-" there).
  */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Show who owns each partition of a stream, its epoch and checkpoint, how far the checkpoint"
         + " is behind the source and how much oplog history is left behind it.")
 public final class StatusCommand implements Callable<Integer> {
 
-  @Option(names = "--mongo", required = true, description = "MongoDB connection string")
+  @Option(names = "--mongo", description = "MongoDB connection string (with --database; or --config)")
   String mongo;
 
-  @Option(names = "--database", required = true, description = "database holding the lease collection")
+  @Option(names = "--database", description = "database holding the lease collection")
   String database;
 
   @Option(names = "--leases", defaultValue = MongoLeaseStore.DEFAULT_COLLECTION,
-      description = "lease collection (default: ${DEFAULT-VALUE})")
+      description = "lease collection, with --mongo (default: ${DEFAULT-VALUE})")
   String collection;
+
+  @Option(names = "--config", description = "a service configuration file instead of --mongo and --database:"
+      + " the leases of its source (MongoDB or PostgreSQL)")
+  Path config;
 
   @Option(names = "--stream", defaultValue = "",
       description = "only records whose stream (database.collection) or name starts with this, e.g. shop.orders")
@@ -61,31 +73,54 @@ public final class StatusCommand implements Callable<Integer> {
         throw new ConfigException("--watch", "must be at least 500ms, but was " + watch);
       }
     }
+    if (config != null) {
+      if (mongo != null || database != null) {
+        throw new ParameterException(spec.commandLine(), "--config replaces --mongo and --database: give one or the other");
+      }
+      SluiceConfig c = ConfigLoader.load(config);
+      try (Wiring<?> wiring = Wiring.connect(c, false)) {
+        // Every feed of a source reads the same server's clock: the first listener's tells the time.
+        ChangeFeed<?> server = wiring.feed(c.listeners().get(0));
+        return print(wiring.leaseStore(), server, every, () -> new ConfigException("--config",
+            "no lease records in the " + wiring.sourceName() + " source of " + config
+                + (stream.isEmpty() ? "" : " for streams starting with '" + stream + "'")
+                + ": has a listener of it run yet? check --stream"));
+      }
+    }
+    if (mongo == null || database == null) {
+      throw new ParameterException(spec.commandLine(), "give --mongo and --database, or --config");
+    }
     try (MongoClient client = MongoClients.create(mongo)) {
       LeaseStore store = MongoLeaseStore.builder(client.getDatabase(database)).collection(collection).build();
       MongoChangeFeed server = MongoChangeFeed.builder(client, database, collection).build();
-      while (true) {
-        List<LeaseRecord> records = store.list("").stream()
-            .filter(r -> r.name().startsWith(stream) || describe(r.name())[2].startsWith(stream)).toList();
-        if (records.isEmpty()) {
-          throw new ConfigException("--database", "no lease records in " + database + "." + collection
-              + (stream.isEmpty() ? "" : " for streams starting with '" + stream + "'")
-              + ": check --database, --leases and --stream" + elsewhere(client));
-        }
-        PrintWriter out = spec.commandLine().getOut();
-        out.print(format(records, history(server)));
-        out.flush();
-        if (every == null) {
-          return 0;
-        }
-        out.println();
-        Thread.sleep(every.toMillis());
-      }
+      return print(store, server, every, () -> new ConfigException("--database", "no lease records in " + database
+          + "." + collection + (stream.isEmpty() ? "" : " for streams starting with '" + stream + "'")
+          + ": check --database, --leases and --stream" + elsewhere(client)));
     }
   }
 
-  /** The source's history (server-wide: the oplog), or unknown if it cannot be read. */
-  private static SourceHistory history(MongoChangeFeed server) {
+  /** Prints the table once, or every {@code every} until interrupted; none found is {@code none}'s error. */
+  private int print(LeaseStore store, ChangeFeed<?> server, Duration every, Supplier<ConfigException> none)
+      throws InterruptedException {
+    while (true) {
+      List<LeaseRecord> records = store.list("").stream()
+          .filter(r -> r.name().startsWith(stream) || describe(r.name())[2].startsWith(stream)).toList();
+      if (records.isEmpty()) {
+        throw none.get();
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      out.print(format(records, history(server)));
+      out.flush();
+      if (every == null) {
+        return 0;
+      }
+      out.println();
+      Thread.sleep(every.toMillis());
+    }
+  }
+
+  /** The source's history (MongoDB: server-wide, the oplog), or unknown if it cannot be read. */
+  private static SourceHistory history(ChangeFeed<?> server) {
     try {
       return server.history();
     } catch (RuntimeException e) {

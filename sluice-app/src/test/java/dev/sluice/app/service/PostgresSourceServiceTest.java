@@ -196,6 +196,19 @@ class PostgresSourceServiceTest {
       }
       assertThat(code).isZero();
       assertThat(out.toString(StandardCharsets.UTF_8)).contains("0 parked change(s) in kafka-pg-orders/public.orders");
+
+      // The status command reads the leases of the configuration's source.
+      StringWriter status = new StringWriter();
+      StringWriter err = new StringWriter();
+      code = Main.commandLine().setOut(new PrintWriter(status)).setErr(new PrintWriter(err))
+          .execute("status", "--config", file.toString());
+      assertThat(code).as("stderr: %s", err).isZero();
+      assertThat(status.toString()).contains("kafka-pg-orders").contains("public.orders").contains("0/2")
+          .contains("1/2");
+      code = Main.commandLine().setOut(new PrintWriter(new StringWriter())).setErr(new PrintWriter(err))
+          .execute("status", "--config", file.toString(), "--mongo", "mongodb://localhost");
+      assertThat(code).isEqualTo(Main.EXIT_USAGE);
+      assertThat(err.toString()).contains("--config replaces --mongo and --database");
     } finally {
       pg.dropReplicationSlots(db);
     }
