@@ -300,7 +300,8 @@ public final class ConfigLoader {
       Integer first = seen.putIfAbsent(l.target() + "\u0000" + group, i);
       if (first != null) {
         throw new ConfigException(source + ": listeners[" + first + "] and listeners[" + i + "]",
-            "both read " + (c.mongodb() != null ? "collection" : "table") + " '" + l.target() + "' as consumer group '" + group + "': they would"
+            "both read " + (c.mongodb() != null ? "collection" : "table") + " '" + l.target() + "' as consumer group '"
+                + group + "': they would"
                 + " share leases and checkpoints and each get only part of the changes. Give one of them"
                 + " another 'group' (each group gets every change)");
       }
