@@ -11,7 +11,6 @@ import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
 import java.nio.ByteBuffer;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -48,6 +47,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private final PostgresChangeFeed feed;
   private final PartitionSpec partition;
   private final String slot;
+  private final PgSlot slots;
   private final Map<Integer, PgOutput.Relation> relations = new HashMap<>();
 
   private Connection connection;
@@ -86,6 +86,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     this.feed = feed;
     this.partition = partition;
     this.slot = slot;
+    this.slots = new PgSlot(feed, slot);
   }
 
   void start(StartPoint start) {
@@ -123,32 +124,9 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
           throw e;
         }
         if (!ended) {
-          ended = endHolder();
+          ended = slots.endHolder();
         }
         LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // the ended session lets go of the slot
-      }
-    }
-  }
-
-  /**
-   * Ends the session that still holds this partition's slot. The listener opens a cursor only
-   * while it holds the partition's lease, so the holder is a reader whose lease is gone: a process
-   * that froze (SIGSTOP, a long GC pause, a VM migration) or lost its network, whose replication
-   * connection the server would otherwise keep for {@code wal_sender_timeout} (60 s by default).
-   * Ending it is the slot's fence. Needs the same role, or pg_signal_backend.
-   */
-  private boolean endHolder() throws SQLException {
-    try (Connection c = feed.connect(false);
-        PreparedStatement s = c.prepareStatement("SELECT active_pid, pg_terminate_backend(active_pid)"
-            + " FROM pg_replication_slots WHERE slot_name = ? AND active_pid IS NOT NULL")) {
-      s.setString(1, slot);
-      try (ResultSet rs = s.executeQuery()) {
-        if (rs.next()) {
-          log.warn("PostgreSQL feed '{}': replication slot {} is still held by server process {}, a reader"
-              + " whose lease is gone (frozen or cut off); ending its session (terminated: {})", feed.stream(),
-              slot, rs.getInt(1), rs.getBoolean(2));
-        }
-        return true;
       }
     }
   }
@@ -171,8 +149,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   /** Where to stream from; creates the slot when the partition has none. */
   private PgPosition startPosition(StartPoint start) throws SQLException {
-    checkPublication();
-    SlotState state = slotState();
+    feed.checkPublication();
+    PgSlot.State state = slots.state();
     if (start instanceof StartPoint.After after) {
       PgPosition at;
       try {
@@ -182,7 +160,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
             + "; it was not written by this feed", e, false);
       }
       if (state == null) {
-        createSlot();
+        slots.create();
         throw new HistoryLostException(after.position(), null, "replication slot " + slot + " did not exist,"
             + " so the server kept no WAL for it: it was dropped, or the checkpoint is from another database."
             + " It was created again now", null);
@@ -217,7 +195,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         // its first commit, or a group started afresh. The snapshot needs a slot created with it.
         log.warn("PostgreSQL feed '{}': replication slot {} exists but the partition has no checkpoint;"
             + " dropping it to create it again with a snapshot", feed.stream(), slot);
-        dropSlot();
+        slots.drop();
       }
       snapshot = PgSnapshot.export(feed, slot, false);
       slotStart = snapshot.consistentPoint();
@@ -235,10 +213,10 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       // invalidated slot can never be read again; a new one starts now.
       log.warn("PostgreSQL feed '{}': replication slot {} was invalidated (wal_status lost); dropping it and"
           + " creating it again to start at {}", feed.stream(), slot, start);
-      dropSlot();
+      slots.drop();
       state = null;
     }
-    long created = state == null ? createSlot() : -1;
+    long created = state == null ? slots.create() : -1;
     if (start instanceof StartPoint.Oldest) {
       return PgPosition.boundary(state == null ? created : state.confirmed());
     }
@@ -251,88 +229,11 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
-  /**
-   * Refuses, naming what to create, a publication that does not exist or does not publish the
-   * feed's table: the stream would otherwise fail at the first read, or stay silent for ever.
-   */
-  private void checkPublication() throws SQLException {
-    try (Connection c = feed.connect(false);
-        PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = ?),"
-            + " EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = ? AND schemaname || '.' || tablename = ?)")) {
-      s.setString(1, feed.publication);
-      s.setString(2, feed.publication);
-      s.setString(3, feed.table == null ? "" : feed.table);
-      try (ResultSet rs = s.executeQuery()) {
-        rs.next();
-        if (!rs.getBoolean(1)) {
-          throw new FeedException("PostgreSQL feed '" + feed.stream() + "': publication " + feed.publication
-              + " does not exist in database " + feed.database + ": create it (CREATE PUBLICATION "
-              + feed.publication + " FOR TABLE ...)", null, false);
-        }
-        if (feed.table != null && !rs.getBoolean(2)) {
-          throw new FeedException("PostgreSQL feed '" + feed.stream() + "': publication " + feed.publication
-              + " does not publish " + feed.table + ", so no change of it would ever arrive: ALTER PUBLICATION "
-              + feed.publication + " ADD TABLE " + feed.table, null, false);
-        }
-      }
-    }
-  }
-
-  private HistoryLostException lost(Position from, SlotState state) {
+  private HistoryLostException lost(Position from, PgSlot.State state) {
     return new HistoryLostException(from == null ? new Position("0/0", null) : from, null,
         "replication slot " + slot + " was invalidated (wal_status " + state.walStatus() + "): it fell behind"
             + " max_slot_wal_keep_size and the server removed WAL it still needed; drop it"
             + " (SELECT pg_drop_replication_slot('" + slot + "')) for the feed to create it again", null);
-  }
-
-  private record SlotState(long confirmed, String walStatus) {
-    boolean lost() {
-      return "lost".equals(walStatus);
-    }
-  }
-
-  private SlotState slotState() throws SQLException {
-    try (Connection c = feed.connect(false);
-        PreparedStatement s = c.prepareStatement(
-            "SELECT confirmed_flush_lsn, wal_status, plugin, database = current_database()"
-                + " FROM pg_replication_slots WHERE slot_name = ?")) {
-      s.setString(1, slot);
-      try (ResultSet rs = s.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        if (!rs.getBoolean(4)) {
-          throw new FeedException("PostgreSQL feed '" + feed.stream() + "': replication slot " + slot
-              + " belongs to another database; choose another slotPrefix", null, false);
-        }
-        if (!"pgoutput".equals(rs.getString(3))) {
-          throw new FeedException("PostgreSQL feed '" + feed.stream() + "': replication slot " + slot
-              + " exists with plugin " + rs.getString(3) + ", not pgoutput; drop it or choose another slotPrefix", null, false);
-        }
-        String confirmed = rs.getString(1);
-        return new SlotState(confirmed == null ? 0 : LogSequenceNumber.valueOf(confirmed).asLong(), rs.getString(2));
-      }
-    }
-  }
-
-  private void dropSlot() throws SQLException {
-    try (Connection c = feed.connect(false);
-        PreparedStatement s = c.prepareStatement("SELECT pg_drop_replication_slot(?)")) {
-      s.setString(1, slot);
-      s.execute();
-    }
-  }
-
-  private long createSlot() throws SQLException {
-    try (Connection c = feed.connect(false);
-        PreparedStatement s = c.prepareStatement("SELECT lsn FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
-      s.setString(1, slot);
-      try (ResultSet rs = s.executeQuery()) {
-        rs.next();
-        log.info("PostgreSQL feed '{}': created replication slot {} at {}", feed.stream(), slot, rs.getString(1));
-        return LogSequenceNumber.valueOf(rs.getString(1)).asLong();
-      }
-    }
   }
 
   @Override

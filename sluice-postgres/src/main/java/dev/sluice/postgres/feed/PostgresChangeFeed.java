@@ -12,6 +12,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -295,6 +296,33 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       PGProperty.PREFER_QUERY_MODE.set(p, "simple");
     }
     return DriverManager.getConnection(url, p);
+  }
+
+  /**
+   * Refuses, naming what to create, a publication that does not exist or does not publish the
+   * feed's table: the stream would otherwise fail at the first read, or stay silent for ever.
+   */
+  void checkPublication() throws SQLException {
+    try (Connection c = connect(false);
+        PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = ?),"
+            + " EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = ? AND schemaname || '.' || tablename = ?)")) {
+      s.setString(1, publication);
+      s.setString(2, publication);
+      s.setString(3, table == null ? "" : table);
+      try (ResultSet rs = s.executeQuery()) {
+        rs.next();
+        if (!rs.getBoolean(1)) {
+          throw new FeedException("PostgreSQL feed '" + stream() + "': publication " + publication
+              + " does not exist in database " + database + ": create it (CREATE PUBLICATION "
+              + publication + " FOR TABLE ...)", null, false);
+        }
+        if (table != null && !rs.getBoolean(2)) {
+          throw new FeedException("PostgreSQL feed '" + stream() + "': publication " + publication
+              + " does not publish " + table + ", so no change of it would ever arrive: ALTER PUBLICATION "
+              + publication + " ADD TABLE " + table, null, false);
+        }
+      }
+    }
   }
 
   /**
