@@ -50,6 +50,18 @@ class ListenerOnPostgresTest {
     sharedDatabases.forEach(EmbeddedPostgresServer.shared()::dropReplicationSlots);
   }
 
+  /** A database with the {@code orders} table in publication {@code pub}. */
+  private record Orders(String name, String url, DataSource ds) {}
+
+  /** A new database on the shared server with {@code orders} published; its slots are dropped after the test. */
+  private Orders ordersDatabase() throws SQLException {
+    String db = sharedDatabase();
+    String url = EmbeddedPostgresServer.shared().jdbcUrl(db);
+    DataSource ds = simple(url);
+    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders");
+    return new Orders(db, url, ds);
+  }
+
   /** A new database on the shared server, whose slots are dropped after the test. */
   private String sharedDatabase() {
     String db = EmbeddedPostgresServer.shared().createDatabase("pglistener" + DATABASES.incrementAndGet());
@@ -115,11 +127,10 @@ class ListenerOnPostgresTest {
   @Test
   void twoPartitionsDeliverEveryChangeOnceAcrossACleanRestartAndTheSlotsConfirmNoMoreThanTheCheckpoints()
       throws Exception {
-    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
-    String db = sharedDatabase();
-    String url = pg.jdbcUrl(db);
-    DataSource ds = simple(url);
-    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders");
+    Orders orders = ordersDatabase();
+    String db = orders.name();
+    String url = orders.url();
+    DataSource ds = orders.ds();
     List<Integer> seen = new CopyOnWriteArrayList<>();
     Listener<Map<String, Object>> first = listener(url, "a", 2, seen);
     await().atMost(Duration.ofSeconds(30)).until(() -> first.status().stream()
@@ -159,11 +170,10 @@ class ListenerOnPostgresTest {
    */
   @Test
   void twoGroupsOnOneTableEachGetEveryChangeAndASnapshotBootstrapDeliversTheExistingRowsOnce() throws Exception {
-    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
-    String db = sharedDatabase();
-    String url = pg.jdbcUrl(db);
-    DataSource ds = simple(url);
-    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
+    Orders orders = ordersDatabase();
+    String url = orders.url();
+    DataSource ds = orders.ds();
+    sql(ds,
         "BEGIN; " + inserts(0, 300) + " COMMIT");
     List<Integer> search = new CopyOnWriteArrayList<>();
     List<Integer> audit = new CopyOnWriteArrayList<>();
@@ -196,11 +206,10 @@ class ListenerOnPostgresTest {
 
   @Test
   void afterSigkillOfTheListenerJvmNothingIsLostAndRedeliveryIsBoundedByTheBatch() throws Exception {
-    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
-    String db = sharedDatabase();
-    String url = pg.jdbcUrl(db);
-    DataSource ds = simple(url);
-    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
+    Orders orders = ordersDatabase();
+    String url = orders.url();
+    DataSource ds = orders.ds();
+    sql(ds,
         "CREATE TABLE deliveries (n int, node text)");
     int batch = 20;
     ChildJvm first = ChildJvm.start("first", PgRecordingNode.class, url, "first", Integer.toString(batch));
@@ -232,11 +241,10 @@ class ListenerOnPostgresTest {
    */
   @Test
   void afterSigkillInTheMiddleOfASnapshotTheNextJvmContinuesItWithoutGapsOrStaleRows() throws Exception {
-    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
-    String db = sharedDatabase();
-    String url = pg.jdbcUrl(db);
-    DataSource ds = simple(url);
-    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
+    Orders orders = ordersDatabase();
+    String url = orders.url();
+    DataSource ds = orders.ds();
+    sql(ds,
         "CREATE TABLE deliveries (n int, node text)",
         "INSERT INTO orders SELECT g, g FROM generate_series(0, 2999) g");
     int batch = 20;
@@ -276,11 +284,9 @@ class ListenerOnPostgresTest {
    */
   @Test
   void aTransactionOf100000RowsIsCheckpointedInsideItAndAHandOverResumesAtTheNextRow() throws Exception {
-    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
-    String db = sharedDatabase();
-    String url = pg.jdbcUrl(db);
-    DataSource ds = simple(url);
-    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders");
+    Orders orders = ordersDatabase();
+    String url = orders.url();
+    DataSource ds = orders.ds();
     int rows = 100_000;
     java.util.concurrent.atomic.AtomicIntegerArray counts = new java.util.concurrent.atomic.AtomicIntegerArray(rows);
     AtomicInteger delivered = new AtomicInteger();
@@ -330,11 +336,10 @@ class ListenerOnPostgresTest {
    */
   @Test
   void aFrozenOwnersSlotIsTakenOverByTheNextOwnerWithinSecondsNotAtTheWalSenderTimeout() throws Exception {
-    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
-    String db = sharedDatabase();
-    String url = pg.jdbcUrl(db);
-    DataSource ds = simple(url);
-    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
+    Orders orders = ordersDatabase();
+    String url = orders.url();
+    DataSource ds = orders.ds();
+    sql(ds,
         "CREATE TABLE deliveries (n int, node text)");
     ChildJvm first = ChildJvm.start("first", PgRecordingNode.class, url, "first", "1");
     children.add(first);
