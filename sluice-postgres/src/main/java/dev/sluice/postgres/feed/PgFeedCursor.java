@@ -143,8 +143,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
         .start();
     lastContact = System.nanoTime();
-    long every = feed.statusInterval.toNanos();
-    keepAlive = feed.keepAlives().scheduleWithFixedDelay(this::keepAlive, every, every, TimeUnit.NANOSECONDS);
+    keepAlive = feed.keepAlive(this::keepAlive, feed.statusInterval.toNanos());
   }
 
   /** Where to stream from; creates the slot when the partition has none. */
@@ -662,7 +661,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   @Override
   public void close() {
     if (keepAlive != null) {
-      keepAlive.cancel(false);
+      feed.keepAliveDone(keepAlive);
+      keepAlive = null;
     }
     streamLock.lock();
     try {

@@ -267,9 +267,14 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   }
 
   private java.util.concurrent.ScheduledExecutorService keepAlives;
+  private int keepAliveUsers;
 
-  /** The thread that keeps this feed's replication connections alive while nobody reads them. */
-  synchronized java.util.concurrent.ScheduledExecutorService keepAlives() {
+  /**
+   * Runs {@code task} every {@code everyNanos} on this feed's keep-alive thread (which keeps
+   * replication connections alive while nobody reads them), started for the first open stream and
+   * ended with the last ({@link #keepAliveDone}), so a feed whose cursors are closed holds no thread.
+   */
+  synchronized java.util.concurrent.ScheduledFuture<?> keepAlive(Runnable task, long everyNanos) {
     if (keepAlives == null) {
       keepAlives = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "sluice-pg-keepalive-" + stream);
@@ -277,7 +282,17 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
         return t;
       });
     }
-    return keepAlives;
+    keepAliveUsers++;
+    return keepAlives.scheduleWithFixedDelay(task, everyNanos, everyNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+  }
+
+  /** Cancels a task of {@link #keepAlive}; the thread ends with the last one. */
+  synchronized void keepAliveDone(java.util.concurrent.ScheduledFuture<?> task) {
+    task.cancel(false);
+    if (--keepAliveUsers == 0) {
+      keepAlives.shutdown();
+      keepAlives = null;
+    }
   }
 
   /** A new connection; for replication ({@code replication=database}) when asked. */

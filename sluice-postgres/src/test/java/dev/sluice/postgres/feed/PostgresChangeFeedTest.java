@@ -169,6 +169,9 @@ class PostgresChangeFeedTest {
           PgPosition.parse(events.get(0).position()).lsn()).asString();
       org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> confirmed(slot).equals(afterFirst));
     }
+    // A feed whose cursors are all closed keeps no thread.
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> Thread.getAllStackTraces().keySet()
+        .stream().noneMatch(t -> t.getName().equals("sluice-pg-keepalive-" + feed.stream())));
   }
 
   private String confirmed(String slot) throws SQLException {
