@@ -621,6 +621,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
           + " replication slots: give it the REPLICATION attribute (ALTER ROLE " + feed.user + " REPLICATION): "
           + message, e, false);
     }
+    if (message.contains("is active for PID")) {
+      return new FeedException("PostgreSQL feed '" + feed.stream() + "': replication slot " + slot + " is in use by"
+          + " another process (" + message.replaceAll("(?s).*(PID \\d+).*", "$1") + "), and a slot has one reader: "
+          + (feed.group == null ? "close the other reader, or give this feed another slotPrefix"
+              : "waiting for the session it ended to let go") + " (" + message + ")", e, true);
+    }
     boolean retryable = state == null || state.startsWith("08") || state.startsWith("57") || state.equals("55006")
         || message.contains("is active for PID");
     return new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot " + doing + " (SQLSTATE " + state

@@ -318,8 +318,53 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
    * feed's table: the stream would otherwise fail at the first read, or stay silent for ever.
    */
   void checkPublication() throws SQLException {
-    try (Connection c = connect(false);
-        PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = ?),"
+    try (Connection c = connect(false)) {
+      checkServer(c);
+      checkPublication(c);
+      checkTables(c);
+    }
+  }
+
+  /** Logical decoding needs {@code wal_level = logical}, which only a restart changes. */
+  private void checkServer(Connection c) throws SQLException {
+    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW wal_level")) {
+      rs.next();
+      if (!"logical".equals(rs.getString(1))) {
+        throw new FeedException("PostgreSQL feed '" + stream + "': the server's wal_level is " + rs.getString(1)
+            + ", so it writes no logical decoding information: set wal_level = logical (ALTER SYSTEM SET"
+            + " wal_level = logical) and restart the server", null, false);
+      }
+    }
+  }
+
+  /**
+   * A published table with neither a primary key nor another replica identity: the server refuses
+   * its updates and deletes ("cannot update table ... because it does not have a replica identity
+   * and publishes updates"), so the feed refuses it first, naming the fix.
+   */
+  private void checkTables(Connection c) throws SQLException {
+    try (PreparedStatement s = c.prepareStatement("SELECT p.schemaname || '.' || p.tablename, cl.relreplident"
+        + " FROM pg_publication_tables p JOIN pg_namespace n ON n.nspname = p.schemaname"
+        + " JOIN pg_class cl ON cl.relnamespace = n.oid AND cl.relname = p.tablename"
+        + " WHERE p.pubname = ? AND (cl.relreplident = 'n' OR (cl.relreplident = 'd'"
+        + " AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = cl.oid AND i.indisprimary)))")) {
+      s.setString(1, publication);
+      try (ResultSet rs = s.executeQuery()) {
+        while (rs.next()) {
+          String t = rs.getString(1);
+          if (table == null || table.equals(t)) {
+            throw new FeedException("PostgreSQL feed '" + stream + "': table " + t + " has no primary key and"
+                + " replica identity " + ("n".equals(rs.getString(2)) ? "NOTHING" : "DEFAULT")
+                + ", so its updates and deletes carry no key (the server refuses them while it is published):"
+                + " add a primary key, or ALTER TABLE " + t + " REPLICA IDENTITY FULL", null, false);
+          }
+        }
+      }
+    }
+  }
+
+  private void checkPublication(Connection c) throws SQLException {
+    try (PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = ?),"
             + " EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = ? AND schemaname || '.' || tablename = ?)")) {
       s.setString(1, publication);
       s.setString(2, publication);

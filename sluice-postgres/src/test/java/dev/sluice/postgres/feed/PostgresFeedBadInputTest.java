@@ -113,4 +113,59 @@ class PostgresFeedBadInputTest {
           assertThat(e.getMessage()).contains("nobody");
         });
   }
+
+  @Test
+  void aServerWithoutLogicalDecodingIsRefusedNamingWalLevel() {
+    try (EmbeddedPostgresServer replica = EmbeddedPostgresServer.start(java.util.Map.of("wal_level", "replica"))) {
+      String database = replica.createDatabase("walreplica");
+      try (Connection c = replica.dataSource(database).getConnection(); Statement s = c.createStatement()) {
+        s.execute("CREATE TABLE public.orders (id int PRIMARY KEY)");
+        s.execute("CREATE PUBLICATION pub FOR TABLE public.orders");
+      } catch (java.sql.SQLException e) {
+        throw new IllegalStateException(e);
+      }
+      PostgresChangeFeed feed = PostgresChangeFeed.builder(replica.jdbcUrl(database), EmbeddedPostgresServer.USER,
+          null, "pub").table("public.orders").build();
+      assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.latest()))
+          .isInstanceOfSatisfying(FeedException.class, e -> {
+            assertThat(e.retryable()).as("only a restart with another setting helps").isFalse();
+            assertThat(e.getMessage()).contains("wal_level is replica").contains("wal_level = logical");
+          });
+    }
+  }
+
+  @Test
+  void aTableWhoseChangesCarryNoKeyIsRefusedNamingTheFix() throws Exception {
+    try (Connection c = PG.dataSource(db).getConnection(); Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE IF NOT EXISTS public.keyless (v int)");
+      s.execute("DROP PUBLICATION IF EXISTS pub");
+      s.execute("CREATE PUBLICATION pub FOR TABLE public.keyless");
+    }
+    PostgresChangeFeed feed = builder().table("public.keyless").build();
+    assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.latest()))
+        .isInstanceOfSatisfying(FeedException.class, e -> {
+          assertThat(e.retryable()).isFalse();
+          assertThat(e.getMessage()).contains("public.keyless has no primary key and replica identity DEFAULT")
+              .contains("ALTER TABLE public.keyless REPLICA IDENTITY FULL");
+        });
+  }
+
+  @Test
+  void aSlotInUseByAnotherReaderIsNamedWithTheFix() throws Exception {
+    try (Connection c = PG.dataSource(db).getConnection(); Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE IF NOT EXISTS public.orders (id int PRIMARY KEY)");
+      s.execute("DROP PUBLICATION IF EXISTS pub");
+      s.execute("CREATE PUBLICATION pub FOR TABLE public.orders");
+    }
+    PostgresChangeFeed feed = builder().table("public.orders").build();
+    try (var first = feed.open(PartitionSpec.single(), StartPoint.latest())) {
+      assertThat(first.position()).isNotNull();
+      assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.latest()))
+          .isInstanceOfSatisfying(FeedException.class, e -> {
+            assertThat(e.retryable()).as("the other reader may go away").isTrue();
+            assertThat(e.getMessage()).contains("is in use by another process (PID ")
+                .contains("another slotPrefix");
+          });
+    }
+  }
 }

@@ -36,15 +36,27 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
   private volatile EmbeddedPostgres postgres;
   private int port;
 
-  private EmbeddedPostgresServer(Path dataDir) {
+  private final java.util.Map<String, String> settings;
+
+  private EmbeddedPostgresServer(Path dataDir, java.util.Map<String, String> settings) {
     this.dataDir = dataDir;
+    this.settings = java.util.Map.copyOf(settings);
   }
 
   /** Starts a new server in a fresh temporary data directory. */
   public static EmbeddedPostgresServer start() {
+    return start(java.util.Map.of());
+  }
+
+  /**
+   * Starts a new server whose configuration differs from the usual one by {@code settings}
+   * ({@code postgresql.conf} names and values), for tests of a server set up otherwise, e.g.
+   * {@code wal_level=replica}.
+   */
+  public static EmbeddedPostgresServer start(java.util.Map<String, String> settings) {
     try {
       EmbeddedPostgresServer server =
-          new EmbeddedPostgresServer(Files.createTempDirectory("sluice-pg-"));
+          new EmbeddedPostgresServer(Files.createTempDirectory("sluice-pg-"), settings);
       server.startOnDataDir();
       return server;
     } catch (IOException e) {
@@ -77,6 +89,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
           .setServerConfig("max_replication_slots", "32")
           .setServerConfig("max_wal_senders", "32")
           .setServerConfig("max_connections", "200");
+      settings.forEach(b::setServerConfig);
       if (port != 0) {
         b.setPort(port);
       }
