@@ -56,7 +56,7 @@ import org.postgresql.replication.PGReplicationStream;
  * Each reader's slot is created before the rows are inserted, so every reader reads the same
  * backlog; each time runs from the reader's start (connection, slot, engine start-up included) to
  * its {@code rows}-th insert; each round starts with another reader. The median of {@code rounds}
- * is reported. Then the heap retained while Sluice's feed and Debezium read one transaction of
+ * is reported, with the time from the reader's start to its first change. Then the heap retained while Sluice's feed and Debezium read one transaction of
  * {@code bigRows} rows (heap in use after a forced full collection every 250 ms, the largest seen,
  * minus before).
  */
@@ -112,6 +112,14 @@ public final class PostgresFeedBenchmark {
         System.out.printf("  %-46s %7.2f s  %,10.0f changes/s  time ratio to raw read %.2f%n", e.getKey(), s,
             rows / s, s / base);
       }
+      double dbz = median(seconds.get("Debezium embedded engine"));
+      System.out.printf("Throughput ratio to Debezium: feed %.2f, listener %.2f%n",
+          dbz / median(seconds.get("Sluice feed, batches of 500")),
+          dbz / median(seconds.get("Sluice listener, a handler call per change")));
+      System.out.printf("%nTime to the first change after the reader starts, median:%n");
+      for (Map.Entry<String, List<Double>> e : FIRST_MILLIS.entrySet()) {
+        System.out.printf("  %-46s %7.0f ms%n", e.getKey(), median(e.getValue()));
+      }
 
       // Memory: one transaction of bigRows rows.
       String bigRaw = "big_dbz";
@@ -129,17 +137,31 @@ public final class PostgresFeedBenchmark {
     System.exit(0);
   }
 
+  /** When the reader being timed counted its first change (System.nanoTime), 0 before. */
+  private static final AtomicLong FIRST = new AtomicLong();
+
+  private static void counted(long count) {
+    if (count == 1) {
+      FIRST.compareAndSet(0, System.nanoTime());
+    }
+  }
+
+  private static final Map<String, List<Double>> FIRST_MILLIS = new java.util.TreeMap<>();
+
   interface Run {
     void run() throws Exception;
   }
 
   private static void time(Map<String, List<Double>> out, String name, Run run) throws Exception {
     System.gc();
+    FIRST.set(0);
     long start = System.nanoTime();
     run.run();
     double s = (System.nanoTime() - start) / 1e9;
+    double first = (FIRST.get() - start) / 1e6;
     out.computeIfAbsent(name, k -> new ArrayList<>()).add(s);
-    System.out.printf("  %-46s %7.2f s%n", name, s);
+    FIRST_MILLIS.computeIfAbsent(name, k -> new ArrayList<>()).add(first);
+    System.out.printf("  %-46s %7.2f s, first change after %6.0f ms%n", name, s, first);
   }
 
   /**
@@ -201,7 +223,7 @@ public final class PostgresFeedBenchmark {
       while (inserts < rows) {
         ByteBuffer m = stream.read();
         if (m.get(m.position()) == (byte) 'I') {
-          inserts++;
+          counted(++inserts);
         }
       }
       stream.close();
@@ -214,7 +236,7 @@ public final class PostgresFeedBenchmark {
       while (seen < rows) {
         for (ChangeEvent<Map<String, Object>> e : c.poll(Duration.ofMillis(100))) {
           if (e.document() != null) {
-            seen++;
+            counted(++seen);
           }
         }
       }
@@ -232,7 +254,9 @@ public final class PostgresFeedBenchmark {
         .bootstrap(BootstrapPolicy.oldest())
         .checkpoint(CheckpointPolicy.every(1000, Duration.ofSeconds(1)))
         .handler((change, fence) -> {
-          if (seen.incrementAndGet() == rows) {
+          long n = seen.incrementAndGet();
+          counted(n);
+          if (n == rows) {
             done.countDown();
           }
         })
@@ -271,9 +295,12 @@ public final class PostgresFeedBenchmark {
             .using(p)
             .notifying((records, committer) -> {
               for (RecordChangeEvent<SourceRecord> r : records) {
-                if (r.record().value() instanceof Struct s && "c".equals(s.getString("op"))
-                    && seen.incrementAndGet() == rows) {
-                  done.countDown();
+                if (r.record().value() instanceof Struct s && "c".equals(s.getString("op"))) {
+                  long n = seen.incrementAndGet();
+                  counted(n);
+                  if (n == rows) {
+                    done.countDown();
+                  }
                 }
                 committer.markProcessed(r);
               }
