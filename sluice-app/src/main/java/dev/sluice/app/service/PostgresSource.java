@@ -97,6 +97,14 @@ final class PostgresSource implements Source<Map<String, Object>> {
         .build();
   }
 
+  /** {@code sluice.pg.slot.retained.bytes} and {@code sluice.pg.slot.safe.bytes} of the listener's slots. */
+  @Override
+  public void bindMeters(io.micrometer.core.instrument.MeterRegistry registry,
+      dev.sluice.listener.Listener<Map<String, Object>> listener) {
+    dev.sluice.postgres.feed.PostgresFeedMetrics.bind(registry, (PostgresChangeFeed) listener.config().feed(),
+        listener.config().partitions());
+  }
+
   @Override
   public LeaseStore leaseStore(Duration bound) {
     return SqlLeaseStore.builder(dataSource(bound)).dialect(SqlLeaseStore.Dialect.POSTGRESQL)

@@ -74,6 +74,7 @@ public final class SluiceService implements AutoCloseable {
           dev.sluice.app.service.config.ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]"));
       Listener<D> listener = wiring.listener(l, sink.handler(), ListenerObserver.composite(metrics));
       metrics.watch(listener);
+      wiring.bindSourceMeters(meters, listener);
       listeners.add(listener);
       entries.add(new ServiceHealth.Entry(l.target(), listener, sink.description(), sink.reach()));
       log.info("Relaying {} to {} as {}", wiring.describe(l), sink.description(), listener.owner());

@@ -49,6 +49,12 @@ interface Source<D> extends AutoCloseable {
   /** How many changes of {@code scope} ({@code group/stream}) {@code store} holds. */
   long parked(DeadLetterStore<D> store, String scope);
 
+  /**
+   * Registers the source's own meters for a started listener (PostgreSQL: the WAL its slots keep
+   * and how much more may be written before the server invalidates them); none by default.
+   */
+  default void bindMeters(io.micrometer.core.instrument.MeterRegistry registry, dev.sluice.listener.Listener<D> listener) {}
+
   /** The JSON form of documents in the sinks' envelope. */
   DocumentMapper<D> mapper();
 

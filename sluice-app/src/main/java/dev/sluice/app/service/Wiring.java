@@ -236,4 +236,9 @@ public final class Wiring<D> implements AutoCloseable {
   public void close() {
     source.close();
   }
+
+  /** Registers the source's own meters (if it has any) for a started listener. */
+  public void bindSourceMeters(io.micrometer.core.instrument.MeterRegistry registry, Listener<D> listener) {
+    source.bindMeters(registry, listener);
+  }
 }

@@ -182,6 +182,11 @@ class PostgresSourceServiceTest {
             .contains("kafka-pg-orders/public.orders#0of2", "kafka-pg-orders/public.orders#1of2");
         assertThat(count(url, "SELECT count(*) FROM sluice_deadletters")).isZero();
         assertThat(get(base, "/status").body()).contains("\"table\" : \"public.orders\"").contains("\"parked\" : 0");
+        // Operators see how much WAL each partition's slot keeps (issue 13 item 4).
+        String slot = "sluice_" + db + "_kafka_pg_orders_public_orders_0of2";
+        assertThat(get(base, "/metrics").body())
+            .containsPattern("sluice_pg_slot_retained_bytes\\{.*slot=\"" + slot + "\".*\\} [0-9.E]+")
+            .contains("sluice_pg_slot_safe_bytes");
       }
 
       // The dead-letter command reads the same table through the same configuration.
