@@ -55,6 +55,15 @@ final class MongoSource implements Source<BsonDocument> {
     return config.database() + "." + l.collection();
   }
 
+  /** Every document of the collection ({@code find()}), keyed by its {@code _id}. */
+  @Override
+  public dev.sluice.sink.Replay.Result replayCurrentState(ListenerSection l, String at, String replayId,
+      dev.sluice.listener.Handler<BsonDocument> handler) {
+    return dev.sluice.sink.Replay.currentState(feed(l, at).stream(), replayId,
+        database().getCollection(l.collection(), BsonDocument.class).find(),
+        doc -> MongoChangeFeed.keyOf(doc.get("_id")), doc -> new BsonDocument("_id", doc.get("_id")), 500, handler);
+  }
+
   @Override
   public ChangeFeed<BsonDocument> feed(ListenerSection l, String at) {
     return MongoChangeFeed.builder(client, config.database(), l.collection())

@@ -97,6 +97,34 @@ final class PostgresSource implements Source<Map<String, Object>> {
         .build();
   }
 
+  /** Every row of the table, in primary key order, read 500 at a time (no slot is used). */
+  @Override
+  public dev.sluice.sink.Replay.Result replayCurrentState(ListenerSection l, String at, String replayId,
+      dev.sluice.listener.Handler<Map<String, Object>> handler) {
+    PostgresChangeFeed feed = (PostgresChangeFeed) feed(l, at);
+    // Replay asks for each document's key right after taking it: the row just handed out has it.
+    java.util.concurrent.atomic.AtomicReference<PostgresChangeFeed.CurrentRow> current =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Iterable<Map<String, Object>> documents = () -> {
+      java.util.Iterator<PostgresChangeFeed.CurrentRow> rows = feed.currentRows(500).iterator();
+      return new java.util.Iterator<>() {
+        @Override
+        public boolean hasNext() {
+          return rows.hasNext();
+        }
+
+        @Override
+        public Map<String, Object> next() {
+          PostgresChangeFeed.CurrentRow row = rows.next();
+          current.set(row);
+          return row.document();
+        }
+      };
+    };
+    return dev.sluice.sink.Replay.currentState(feed.stream(), replayId, documents, doc -> current.get().key(),
+        doc -> current.get().documentKey(), 500, handler);
+  }
+
   /** {@code sluice.pg.slot.retained.bytes} and {@code sluice.pg.slot.safe.bytes} of the listener's slots. */
   @Override
   public void bindMeters(io.micrometer.core.instrument.MeterRegistry registry,

@@ -27,7 +27,8 @@ public final class ReplayCommand implements Callable<Integer> {
   @Option(names = "--to", required = true, description = "destination topic (Kafka) or exchange (AMQP); must differ from the live one")
   String destination;
 
-  @Option(names = "--from", required = true, description = "ISO-8601 instant, or 'oldest'")
+  @Option(names = "--from", required = true, description = "ISO-8601 instant, 'oldest', or 'current': every"
+      + " document or row as it is now, as SNAPSHOT changes (the only kind a postgres source has)")
   String from;
 
   @Option(names = "--until", description = "ISO-8601 instant (inclusive); default: until caught up")
@@ -38,19 +39,25 @@ public final class ReplayCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    StartPoint start;
+    boolean current = from.equalsIgnoreCase("current");
+    StartPoint start = null;
     try {
-      start = from.equalsIgnoreCase("oldest") ? StartPoint.oldest() : StartPoint.at(Instant.parse(from));
+      if (!current) {
+        start = from.equalsIgnoreCase("oldest") ? StartPoint.oldest() : StartPoint.at(Instant.parse(from));
+      }
     } catch (java.time.format.DateTimeParseException e) {
       throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-          "--from must be an ISO-8601 instant such as 2026-01-01T00:00:00Z, or 'oldest', but was '" + from + "'");
+          "--from must be an ISO-8601 instant such as 2026-01-01T00:00:00Z, 'oldest' or 'current', but was '" + from + "'");
     }
     SluiceConfig config = listener.config();
-    if (config.postgres() != null) {
+    if (config.postgres() != null && !current) {
       // A slot starts where it is created: PostgreSQL keeps no history a replay could read again.
       throw new ConfigException(listener.configFile + ": postgres",
-          "replay is not available for a postgres source (a replication slot starts where it is created, so there"
-              + " is no past range to read again); it works with a mongodb source");
+          "replay is not available for a postgres source from a time or 'oldest' (a replication slot starts where it"
+              + " is created, so there is no past range to read again); --from current publishes every row as it is now");
+    }
+    if (current && until != null) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--until does not apply to --from current");
     }
     try (ListenerOptions.Connected<?> c = listener.connect(config)) {
       return replay(c, start);
@@ -58,6 +65,10 @@ public final class ReplayCommand implements Callable<Integer> {
   }
 
   private <D> int replay(ListenerOptions.Connected<D> c, StartPoint start) {
+    return replay(c, start, start == null);
+  }
+
+  private <D> int replay(ListenerOptions.Connected<D> c, StartPoint start, boolean current) {
     Wiring<D> wiring = c.wiring();
     ListenerSection section = c.section();
     String live = section.sink().kafka() != null ? section.sink().kafka().topic() : section.sink().amqp().exchange();
@@ -66,6 +77,16 @@ public final class ReplayCommand implements Callable<Integer> {
       return 2;
     }
     try (Wiring.SinkHandle<D> sink = wiring.sink(section, destination)) {
+      if (current) {
+        String replayId = "current-" + Instant.now();
+        Replay.Result r = wiring.replayCurrentState(section, replayId, sink.handler());
+        System.out.printf("replayed the current state, %d document(s) or row(s), to %s as %s%n", r.changes(),
+            sink.description(), replayId);
+        LoggerFactory.getLogger("dev.sluice.lifecycle").atInfo().addKeyValue("stream", wiring.feed(section).stream())
+            .addKeyValue("to", destination).addKeyValue("changes", r.changes()).addKeyValue("replay", replayId)
+            .log("replayed");
+        return 0;
+      }
       ProgressLine progress = new ProgressLine(spec.commandLine().getErr(), 2000);
       Replay.Result r = Replay.range(wiring.feed(section), start, until, Duration.ofSeconds(2), 500, sink.handler(),
           (changes, last) -> progress.update("replaying: " + changes + " change(s) so far, at "

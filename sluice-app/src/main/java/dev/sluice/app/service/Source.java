@@ -55,6 +55,13 @@ interface Source<D> extends AutoCloseable {
    */
   default void bindMeters(io.micrometer.core.instrument.MeterRegistry registry, dev.sluice.listener.Listener<D> listener) {}
 
+  /**
+   * Publishes every document or row of entry {@code l} as it is now, as {@code SNAPSHOT} changes
+   * with ids {@code <replayId>:<key>}, to {@code handler} ({@code sluice replay --from current}).
+   */
+  dev.sluice.sink.Replay.Result replayCurrentState(ListenerSection l, String at, String replayId,
+      dev.sluice.listener.Handler<D> handler);
+
   /** The JSON form of documents in the sinks' envelope. */
   DocumentMapper<D> mapper();
 

@@ -241,4 +241,9 @@ public final class Wiring<D> implements AutoCloseable {
   public void bindSourceMeters(io.micrometer.core.instrument.MeterRegistry registry, Listener<D> listener) {
     source.bindMeters(registry, listener);
   }
+
+  /** Publishes every document or row of entry {@code l} as it is now ({@link Source#replayCurrentState}). */
+  public dev.sluice.sink.Replay.Result replayCurrentState(ListenerSection l, String replayId, dev.sluice.listener.Handler<D> handler) {
+    return source.replayCurrentState(l, "listeners[" + config.listeners().indexOf(l) + "]", replayId, handler);
+  }
 }

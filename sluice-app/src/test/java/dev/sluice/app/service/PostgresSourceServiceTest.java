@@ -214,6 +214,27 @@ class PostgresSourceServiceTest {
           .execute("status", "--config", file.toString(), "--mongo", "mongodb://localhost");
       assertThat(code).isEqualTo(Main.EXIT_USAGE);
       assertThat(err.toString()).contains("--config replaces --mongo and --database");
+
+      // A replay of the current rows to another topic: every row once, as SNAPSHOT, numbers exact.
+      kafka.createTopic("pg-orders-now", 1);
+      long rows = count(url, "SELECT count(*) FROM orders");
+      out.reset();
+      try {
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        code = Main.commandLine().execute("replay", "--config", file.toString(), "--table", "public.orders",
+            "--from", "current", "--to", "pg-orders-now");
+      } finally {
+        System.setOut(original);
+      }
+      assertThat(code).isZero();
+      assertThat(out.toString(StandardCharsets.UTF_8)).contains("replayed the current state, " + rows + " document(s) or row(s)");
+      Map<String, Envelope> now = envelopes("pg-orders-now", (int) rows);
+      assertThat(now).hasSize((int) rows);
+      assertThat(now.values()).allSatisfy(e -> assertThat(e.operation()).isEqualTo("SNAPSHOT"));
+      assertThat(now.values()).extracting(Envelope::key).doesNotHaveDuplicates();
+      assertThat(kafka.readAll("pg-orders-now", (int) rows, Duration.ofSeconds(5)).stream()
+          .map(r -> new String(r.value(), StandardCharsets.UTF_8)))
+          .anyMatch(body -> body.contains("\"amount\":12345678901234567891.0123456789"));
     } finally {
       pg.dropReplicationSlots(db);
     }

@@ -145,6 +145,27 @@ class SluiceServiceTest {
         assertThat(service.leases()).extracting(r -> r.name())
             .contains("kafka-indexer/" + shop + ".orders#0of1", "kafka-cache/" + shop + ".orders#0of1");
       }
+
+      // The current state of every document, replayed to another topic, names the entry by group.
+      kafka.createTopic("orders-now", 1);
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      PrintStream original = System.out;
+      int code;
+      try {
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        code = Main.commandLine().execute("replay", "--config", config.toString(), "--collection", "orders",
+            "--group", "kafka-indexer", "--from", "current", "--to", "orders-now");
+      } finally {
+        System.setOut(original);
+      }
+      assertThat(code).isZero();
+      assertThat(out.toString(StandardCharsets.UTF_8)).contains("replayed the current state, 300 document(s)");
+      List<ConsumerRecord<byte[], byte[]>> now = kafka.readAll("orders-now", 300, Duration.ofSeconds(30));
+      Set<String> replayed = new HashSet<>();
+      now.forEach(r -> replayed.add(new String(r.key(), StandardCharsets.UTF_8)));
+      assertThat(replayed).hasSize(300).contains("o0", "o299");
+      assertThat(now).allSatisfy(r -> assertThat(dev.sluice.sink.Envelope.parse(r.value()).operation())
+          .isEqualTo("SNAPSHOT"));
     }
   }
 

@@ -339,13 +339,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       for (PgSnapshot.Row row : chunk) {
         snapshotAt = new PgPosition.SnapshotAt(table.qualifiedName(), row.key());
         position = new PgPosition(slotStart, 0, 0, snapshotAt, covers).toPosition(null);
-        List<String> keyTexts = new ArrayList<>();
-        for (int i = 0; i < table.columns().size(); i++) {
-          if (table.columns().get(i).primaryKey()) {
-            keyTexts.add(row.texts().get(i));
-          }
-        }
-        String key = key(table.qualifiedName(), keyTexts);
+        String key = row.eventKey();
         if (partition.owns(key)) {
           out.add(new ChangeEvent<>("snapshot@" + at + ":" + table.qualifiedName() + ":" + key, feed.stream(),
               position, Operation.SNAPSHOT, key, row.documentKey(), row.document(), null,

@@ -71,6 +71,17 @@ final class PgSnapshot implements AutoCloseable {
       return Collections.unmodifiableMap(out);
     }
 
+    /** The change key, as the stream gives it ({@link PgFeedCursor#key}): primary key texts in column order. */
+    String eventKey() {
+      List<String> texts = new ArrayList<>();
+      for (int i = 0; i < table.columns().size(); i++) {
+        if (table.columns().get(i).primaryKey()) {
+          texts.add(this.texts.get(i));
+        }
+      }
+      return PgFeedCursor.key(table.qualifiedName(), texts);
+    }
+
     Map<String, Object> documentKey() {
       Map<String, Object> out = new LinkedHashMap<>();
       for (Column c : table.columns()) {
@@ -119,6 +130,20 @@ final class PgSnapshot implements AutoCloseable {
         }
         return new PgSnapshot(feed, tables, reader, info.getConsistentPoint().asLong());
       }
+    } catch (SQLException | RuntimeException e) {
+      reader.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Reads the tables as they are now, without a snapshot: each chunk its own statement (for a
+   * current-state replay, which needs no point in time).
+   */
+  static PgSnapshot current(PostgresChangeFeed feed) throws SQLException {
+    Connection reader = feed.connectForSnapshot();
+    try {
+      return new PgSnapshot(feed, tables(feed, reader), reader, -1);
     } catch (SQLException | RuntimeException e) {
       reader.close();
       throw e;

@@ -18,6 +18,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
@@ -208,6 +209,66 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     } catch (SQLException e) {
       throw new FeedException("PostgreSQL feed '" + stream + "': cannot read the server's clock: " + e.getMessage(), e, true);
     }
+  }
+
+  /** A row as it is now: its change key, its primary key columns and all its columns. */
+  public record CurrentRow(String table, String key, Map<String, Object> documentKey, Map<String, Object> document) {}
+
+  /**
+   * Every row of the feed's tables as it is now, table by table in primary key order, read
+   * {@code chunk} rows per statement while iterating (no snapshot, no slot): what a current-state
+   * replay publishes. Tables need a primary key. The iterator's connection closes at the end; a
+   * read error is a FeedException naming the table.
+   */
+  public Iterable<CurrentRow> currentRows(int chunk) {
+    ConfigurationException.require(chunk >= 1, "chunk", chunk, "must be >= 1");
+    return () -> new java.util.Iterator<>() {
+      private PgSnapshot reader;
+      private int table;
+      private List<String> after;
+      private final java.util.ArrayDeque<CurrentRow> buffer = new java.util.ArrayDeque<>();
+      private boolean done;
+
+      @Override
+      public boolean hasNext() {
+        try {
+          if (reader == null && !done) {
+            reader = PgSnapshot.current(PostgresChangeFeed.this);
+          }
+          while (buffer.isEmpty() && !done) {
+            PgSnapshot.Table t = reader.tables().get(table);
+            List<PgSnapshot.Row> rows = reader.read(t, after, chunk);
+            for (PgSnapshot.Row r : rows) {
+              buffer.add(new CurrentRow(t.qualifiedName(), r.eventKey(), r.documentKey(), r.document()));
+              after = r.key();
+            }
+            if (rows.size() < chunk) {
+              after = null;
+              if (++table == reader.tables().size()) {
+                done = true;
+                reader.close();
+              }
+            }
+          }
+          return !buffer.isEmpty();
+        } catch (SQLException e) {
+          done = true;
+          if (reader != null) {
+            reader.close();
+          }
+          throw new FeedException("PostgreSQL feed '" + stream + "': cannot read the current rows: " + e.getMessage(),
+              e, true);
+        }
+      }
+
+      @Override
+      public CurrentRow next() {
+        if (!hasNext()) {
+          throw new java.util.NoSuchElementException();
+        }
+        return buffer.poll();
+      }
+    };
   }
 
   /**
