@@ -9,6 +9,7 @@ import dev.sluice.feed.Position;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.postgresql.replication.LogSequenceNumber;
@@ -33,8 +34,10 @@ import org.postgresql.replication.LogSequenceNumber;
  * @param rows how many of that transaction's changes were processed
  * @param snapshot where the snapshot stands, or null when it is complete (or there was none)
  * @param covers the key ranges read in later snapshots, in key order
+ * @param truncated tables truncated while covers apply: their later changes are all delivered (the
+ *     consumer emptied the table, so what a later snapshot held must come again)
  */
-record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers) {
+record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers, Set<String> truncated) {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Pattern TOKEN =
       Pattern.compile("([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?: xid=(\\d+) rows=(\\d+))?(?: (\\{.*\\}))?");
@@ -53,6 +56,11 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
 
   PgPosition {
     covers = List.copyOf(covers);
+    truncated = Set.copyOf(truncated);
+  }
+
+  PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers) {
+    this(lsn, xid, rows, snapshot, covers, Set.of());
   }
 
   PgPosition(long lsn, long xid, long rows) {
@@ -88,6 +96,10 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
           keyTo(o, "after", c.after());
           o.put("lsn", LogSequenceNumber.valueOf(c.lsn()).asString());
         }
+      }
+      if (!truncated.isEmpty()) {
+        ArrayNode ts = extra.putArray("truncated");
+        new java.util.TreeSet<>(truncated).forEach(ts::add);
       }
       try {
         token.append(' ').append(JSON.writeValueAsString(extra));
@@ -134,7 +146,12 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
               LogSequenceNumber.valueOf(text(c, "lsn")).asLong()));
         }
       }
-      return new PgPosition(lsn, xid, rows, snapshot, covers);
+      Set<String> truncated = new java.util.HashSet<>();
+      JsonNode ts = extra.get("truncated");
+      if (ts != null) {
+        ts.forEach(t -> truncated.add(t.asText()));
+      }
+      return new PgPosition(lsn, xid, rows, snapshot, covers, truncated);
     } catch (JsonProcessingException | RuntimeException e) {
       throw new IllegalArgumentException("'" + position.token() + "' is not a PostgreSQL feed position: its"
           + " snapshot part cannot be read (" + e.getMessage() + ")");

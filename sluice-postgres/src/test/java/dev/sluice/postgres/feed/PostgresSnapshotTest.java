@@ -90,12 +90,26 @@ class PostgresSnapshotTest {
     final Map<String, Long> lastVersion = new HashMap<>();
     final Set<String> snapshotted = new HashSet<>();
     int snapshotEvents;
+    /** After a TRUNCATE or a key move in the window a row may come again in the same version (at least once). */
+    boolean allowRepeats;
 
     void apply(List<ChangeEvent<Map<String, Object>>> events) {
       for (ChangeEvent<Map<String, Object>> e : events) {
         @SuppressWarnings("unchecked")
-        String table = (String) ((Map<String, Object>) e.raw()).get("table");
+        Map<String, Object> raw = (Map<String, Object>) e.raw();
+        if (raw.containsKey("truncate")) {
+          String prefix = raw.get("truncate") + ":";
+          rows.keySet().removeIf(k -> k.startsWith(prefix));
+          continue;
+        }
+        String table = (String) raw.get("table");
         String id = table + ":" + e.key();
+        if (raw.get("oldKey") instanceof Map<?, ?> oldKey && oldKey.size() == 1) {
+          String was = table + ":" + oldKey.values().iterator().next();
+          if (!was.equals(id)) {
+            rows.remove(was); // the update moved the row's key
+          }
+        }
         if (e.operation() == Operation.SNAPSHOT) {
           snapshotEvents++;
           assertThat(snapshotted.add(id)).as("%s read once in the snapshot", id).isTrue();
@@ -106,7 +120,7 @@ class PostgresSnapshotTest {
         }
         long version = ((Number) e.document().get("version")).longValue();
         Long before = lastVersion.put(id, version);
-        assertThat(before == null || version > before)
+        assertThat(before == null || version > before || allowRepeats && version >= before)
             .as("%s: version %s delivered after %s (%s at %s)", id, version, before, e.operation(), e.position())
             .isTrue();
         rows.put(id, version);
@@ -231,6 +245,33 @@ class PostgresSnapshotTest {
     checkpoint = streamed.get(0).position();
     assertThat(checkpoint.token()).as("the covers travel with stream positions").contains("\"cover\"");
     try (FeedCursor<Map<String, Object>> c = feed.open(PartitionSpec.single(), StartPoint.after(checkpoint))) {
+      catchUp(c, replica);
+    }
+  }
+
+  /**
+   * In the window between the crashed snapshot and the one that resumes it, the covered table is
+   * truncated and filled again, and an update moves two rows' keys from the range read before the
+   * crash to the range read after: the replica still ends equal to the table (rows may come twice,
+   * never go missing).
+   */
+  @Test
+  void aTruncateAndAKeyMoveBetweenACrashAndTheResumedSnapshotLoseNoRow() throws Exception {
+    createTables(300, 10);
+    PostgresChangeFeed feed = feed();
+    Replica replica = new Replica();
+    replica.allowRepeats = true;
+    Position checkpoint;
+    try (FeedCursor<Map<String, Object>> c = feed.open(PartitionSpec.single(), StartPoint.snapshot())) {
+      checkpoint = read(c, replica, 2); // notes, then t up to 100
+    }
+    assertThat(checkpoint.token()).contains("public.t");
+    sql("TRUNCATE t",
+        "INSERT INTO t SELECT g, nextval('v'), 'again' FROM generate_series(1, 400) g",
+        "UPDATE t SET id = id + 10000, version = nextval('v') WHERE id IN (5, 6)");
+    try (FeedCursor<Map<String, Object>> c = feed.open(PartitionSpec.single(), StartPoint.after(checkpoint))) {
+      catchUp(c, replica);
+      sql("INSERT INTO t VALUES (20000, nextval('v'), 'after')", "DELETE FROM t WHERE id = 7");
       catchUp(c, replica);
     }
   }
