@@ -135,6 +135,37 @@ class RelayFromPostgresTest {
     String body = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("7"))
         .map(r -> new String(r.value(), StandardCharsets.UTF_8)).findFirst().orElseThrow();
     assertThat(body).as("numeric(30,10) with every digit").contains("\"amount\":12345678901234567897.0123456789");
+
+    // The consumer side: an inbox applies each message once, however often it is delivered.
+    sql(ds, "CREATE TABLE order_copy (id int PRIMARY KEY, v int)");
+    dev.sluice.jdbc.inbox.JdbcInbox inbox = dev.sluice.jdbc.inbox.JdbcInbox.builder(ds).consumerGroup("copier").build();
+    inbox.createTable();
+    int applied = 0;
+    for (int pass = 0; pass < 2; pass++) { // the second pass is a full redelivery
+      for (ConsumerRecord<byte[], byte[]> r : records) {
+        Envelope e = Envelope.parse(r.value());
+        boolean ran = inbox.processIfNew(e.id(), c -> {
+          try (java.sql.PreparedStatement st = c.prepareStatement(e.document() == null
+              ? "DELETE FROM order_copy WHERE id = ?"
+              : "INSERT INTO order_copy VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v")) {
+            st.setInt(1, Integer.parseInt(e.key()));
+            if (e.document() != null) {
+              st.setInt(2, e.document().get("v").asInt());
+            }
+            st.executeUpdate();
+          }
+        });
+        applied += ran ? 1 : 0;
+      }
+    }
+    assertThat(applied).as("each message applied once over two deliveries").isEqualTo(total);
+    try (java.sql.Connection c = ds.getConnection(); java.sql.Statement st = c.createStatement();
+        java.sql.ResultSet rs = st.executeQuery("SELECT (SELECT count(*) FROM order_copy),"
+            + " (SELECT count(*) FROM orders o JOIN order_copy k ON k.id = o.id AND k.v = o.v)")) {
+      rs.next();
+      assertThat(rs.getInt(1)).isEqualTo(99);
+      assertThat(rs.getInt(2)).as("the copy equals the source table").isEqualTo(99);
+    }
   }
 
   @Test
