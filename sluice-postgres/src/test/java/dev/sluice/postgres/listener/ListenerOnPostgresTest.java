@@ -136,9 +136,7 @@ class ListenerOnPostgresTest {
     await().atMost(Duration.ofSeconds(30)).until(() -> first.status().stream()
         .allMatch(s -> s.state() == PartitionState.ACTIVE && s.committed() != null));
     sql(ds, "BEGIN; " + inserts(0, 100) + " COMMIT");
-    for (int i = 100; i < 150; i++) {
-      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
-    }
+    insertEach(ds, 100, 150);
     await().atMost(Duration.ofSeconds(60)).until(() -> new HashSet<>(seen).equals(range(0, 150)));
     first.close();
     listeners.remove(first);
@@ -184,9 +182,7 @@ class ListenerOnPostgresTest {
     Listener<Map<String, Object>> auditor = listener(url, "audit", "a", 1, BootstrapPolicy.oldest(), audit);
     await().atMost(Duration.ofSeconds(60)).until(() -> auditor.status().get(0).committed() != null
         && searchers.stream().flatMap(l -> l.status().stream()).filter(s -> s.state() == PartitionState.ACTIVE).count() == 4);
-    for (int i = 300; i < 350; i++) {
-      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
-    }
+    insertEach(ds, 300, 350);
     await().atMost(Duration.ofSeconds(60)).until(() -> new HashSet<>(search).containsAll(range(280, 320)));
     searchers.get(1).close(); // its partitions move to the others
     sql(ds, "BEGIN; " + inserts(350, 400) + " COMMIT");
@@ -194,6 +190,13 @@ class ListenerOnPostgresTest {
         && new HashSet<>(audit).equals(range(300, 400)));
     assertThat(audit).as("the audit group starts at its slot's creation, each change once").hasSize(100);
     assertThat(search.size()).as("a clean hand-over repeats nothing").isEqualTo(400);
+  }
+
+  /** Inserts rows {@code from} until {@code to}, each in a transaction of its own. */
+  private static void insertEach(DataSource ds, int from, int to) throws SQLException {
+    for (int i = from; i < to; i++) {
+      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
+    }
   }
 
   private static String inserts(int from, int to) {
@@ -209,8 +212,7 @@ class ListenerOnPostgresTest {
     Orders orders = ordersDatabase();
     String url = orders.url();
     DataSource ds = orders.ds();
-    sql(ds,
-        "CREATE TABLE deliveries (n int, node text)");
+    sql(ds, "CREATE TABLE deliveries (n int, node text)");
     int batch = 20;
     ChildJvm first = ChildJvm.start("first", PgRecordingNode.class, url, "first", Integer.toString(batch));
     children.add(first);
@@ -220,9 +222,7 @@ class ListenerOnPostgresTest {
     sql(ds, "BEGIN; " + inserts(0, 300) + " COMMIT");
     first.awaitLine(l -> l.startsWith("DELIVERED 100"), Duration.ofSeconds(60));
     first.kill();
-    for (int i = 300; i < 400; i++) {
-      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
-    }
+    insertEach(ds, 300, 400);
     ChildJvm second = ChildJvm.start("second", PgRecordingNode.class, url, "second", Integer.toString(batch));
     children.add(second);
     await().atMost(Duration.ofSeconds(90)).until(() -> delivered(ds).keySet().equals(range(0, 400)));
@@ -339,27 +339,20 @@ class ListenerOnPostgresTest {
     Orders orders = ordersDatabase();
     String url = orders.url();
     DataSource ds = orders.ds();
-    sql(ds,
-        "CREATE TABLE deliveries (n int, node text)");
+    sql(ds, "CREATE TABLE deliveries (n int, node text)");
     ChildJvm first = ChildJvm.start("first", PgRecordingNode.class, url, "first", "1");
     children.add(first);
     first.awaitLine(l -> l.contains("bootstrapped at"), Duration.ofSeconds(60));
-    for (int i = 0; i < 50; i++) {
-      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
-    }
+    insertEach(ds, 0, 50);
     await().atMost(Duration.ofSeconds(30)).until(() -> delivered(ds).keySet().containsAll(range(0, 50)));
     first.pause();
     ChildJvm second = ChildJvm.start("second", PgRecordingNode.class, url, "second", "1");
     children.add(second);
     second.awaitLine(l -> l.startsWith("ACQUIRED second"), Duration.ofSeconds(30));
-    for (int i = 50; i < 100; i++) {
-      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
-    }
+    insertEach(ds, 50, 100);
     await().atMost(Duration.ofSeconds(20)).until(() -> delivered(ds).keySet().containsAll(range(50, 100)));
     first.resume();
-    for (int i = 100; i < 150; i++) {
-      sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
-    }
+    insertEach(ds, 100, 150);
     await().atMost(Duration.ofSeconds(30)).until(() -> delivered(ds).keySet().equals(range(0, 150)));
     Map<Integer, Integer> counts = delivered(ds);
     assertThat(counts.values()).as("at most twice").allMatch(c -> c <= 2);
@@ -380,9 +373,7 @@ class ListenerOnPostgresTest {
       List<Integer> seen = new CopyOnWriteArrayList<>();
       Listener<Map<String, Object>> l = listener(url, "a", 1, seen);
       await().atMost(Duration.ofSeconds(30)).until(() -> l.status().get(0).committed() != null);
-      for (int i = 0; i < 50; i++) {
-        sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
-      }
+      insertEach(ds, 0, 50);
       await().atMost(Duration.ofSeconds(60)).until(() -> new HashSet<>(seen).containsAll(range(0, 30)));
       pg.crashAndRestart();
       sql(ds, "BEGIN; " + inserts(50, 120) + " COMMIT");
