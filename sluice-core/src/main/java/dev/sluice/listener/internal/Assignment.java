@@ -64,6 +64,9 @@ final class Assignment {
   private final Map<Integer, List<String>> adopted = new HashMap<>();
   private final Map<String, Peer> peers = new HashMap<>();
   private final Map<Integer, Long> unheldSince = new HashMap<>();
+  /** Partitions being acquired within the quota, or as orphans (see {@link #reserve}). */
+  private final java.util.Set<Integer> reservedUnderQuota = new java.util.HashSet<>();
+  private final java.util.Set<Integer> reservedAsOrphan = new java.util.HashSet<>();
   private volatile int quota;
   private volatile int confirmedExcess;
   private volatile List<String> counted = List.of();
@@ -246,15 +249,38 @@ final class Assignment {
     return since != null && now - since >= duration.toNanos();
   }
 
-  /** Whether this instance may try to acquire {@code partition} now. */
-  synchronized boolean mayAcquire(int partition) {
-    return held.contains(partition) || held.size() - adopted.size() < quota
-        || orphaned(partition, ticker.nanos());
+  /**
+   * Whether this instance may try to acquire {@code partition} now; if so, the attempt holds a
+   * place in the quota until {@link #acquired} or {@link #unreserve}. Reserving, not just checking,
+   * matters: the partitions' workers decide at the same moment, and two of them both seeing room for
+   * one would both acquire, the second counted as an adopted orphan that is never handed back (three
+   * instances on four partitions then stayed at 2, 2 and 0).
+   */
+  synchronized boolean reserve(int partition) {
+    if (held.contains(partition)) {
+      return true;
+    }
+    if (held.size() - adopted.size() + reservedUnderQuota.size() < quota) {
+      reservedUnderQuota.add(partition);
+      return true;
+    }
+    if (orphaned(partition, ticker.nanos())) {
+      reservedAsOrphan.add(partition);
+      return true;
+    }
+    return false;
   }
 
-  /** The partition was acquired; one taken beyond the quota is an adopted orphan. */
+  /** The attempt after {@link #reserve} did not acquire the partition. */
+  synchronized void unreserve(int partition) {
+    reservedUnderQuota.remove(partition);
+    reservedAsOrphan.remove(partition);
+  }
+
+  /** The partition was acquired; one reserved as an orphan is adopted beyond the quota. */
   synchronized void acquired(int partition) {
-    if (held.size() - adopted.size() >= quota) {
+    boolean underQuota = reservedUnderQuota.remove(partition);
+    if (reservedAsOrphan.remove(partition) && !underQuota) {
       adopted.put(partition, counted);
       log.info("Listener {}: adopted partition {}, unheld for over {}", owner, partition, duration);
     }
@@ -266,6 +292,7 @@ final class Assignment {
   synchronized void released(int partition) {
     held.remove(partition);
     adopted.remove(partition);
+    unreserve(partition);
   }
 
   /** Whether this instance should hand {@code partition} back: its excess, highest first. */
@@ -281,6 +308,11 @@ final class Assignment {
       confirmedExcess = Math.max(0, confirmedExcess - 1);
     }
     return handBack;
+  }
+
+  /** Sets the quota as a refresh would; for tests of the acquisition rules. */
+  synchronized void quotaForTest(int q) {
+    quota = q;
   }
 
   /** The quota last computed; for status and tests. */

@@ -290,7 +290,7 @@ final class PartitionWorker<D> implements Runnable {
   /** One round: acquire if within the share, hold until the tenure ends. */
   private PartitionState competeOnce() {
     setState(PartitionState.ACQUIRING);
-    if (!assignment.mayAcquire(partition.index())) {
+    if (!assignment.reserve(partition.index())) {
       pauseBeforeNextAttempt(jitter(config.acquireInterval()));
       return null;
     }
@@ -300,6 +300,7 @@ final class PartitionWorker<D> implements Runnable {
       lease = config.leaseStore().tryAcquire(leaseName, config.owner(), config.leaseDuration());
     } catch (LeaseStoreException e) {
       if (!e.retryable()) {
+        assignment.unreserve(partition.index());
         fail("the lease store rejects acquiring '" + leaseName + "' (retrying cannot help): "
             + e.getMessage(), e);
         return PartitionState.FAILED;
@@ -311,6 +312,7 @@ final class PartitionWorker<D> implements Runnable {
       lease = Optional.empty();
     }
     if (lease.isEmpty()) {
+      assignment.unreserve(partition.index());
       pauseBeforeNextAttempt(jitter(config.acquireInterval()));
       return null;
     }
