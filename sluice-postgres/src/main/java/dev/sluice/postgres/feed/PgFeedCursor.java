@@ -144,6 +144,9 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         .withSlotOption("proto_version", "1")
         .withSlotOption("publication_names", feed.publication)
         .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
+        // pgjdbc would otherwise confirm the server's position on its own when idle, moving the
+        // slot past the engine's checkpoint; the slot moves only through acknowledge (ADR 0063).
+        .withAutomaticFlush(false)
         .start();
     lastContact = System.nanoTime();
     keepAlive = feed.keepAlive(this::keepAlive, feed.statusInterval.toNanos());
@@ -299,6 +302,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
       if (message == null) {
         caughtUp = true;
+        idleAdvance();
         long remaining = deadline - System.nanoTime();
         if (!out.isEmpty() || remaining <= 0) {
           return out;
@@ -378,6 +382,23 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** Gives the slot name of a temporary slot exporting a snapshot (dropped with its session). */
   private String temporarySlotName() {
     return "sluice_snapshot_" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong() >>> 1);
+  }
+
+  /**
+   * Between transactions with nothing pending, everything the server sent before its last
+   * keep-alive's position has been read: the position moves there, so the engine's heartbeat
+   * checkpoint (and then the slot) advances over WAL with no change for this feed (other tables,
+   * other databases) and an idle slot does not hold WAL for ever.
+   */
+  private void idleAdvance() {
+    if (xid != 0) {
+      return;
+    }
+    long sent = stream.getLastReceiveLSN().asLong();
+    if (sent > boundary) {
+      boundary = sent;
+      position = new PgPosition(boundary, 0, 0, null, covers, truncated).toPosition(position.time());
+    }
   }
 
   private void accept(PgOutput.Message m, List<ChangeEvent<Map<String, Object>>> out) {

@@ -382,6 +382,56 @@ class ListenerOnPostgresTest {
   }
 
   /**
+   * An idle partition on a busy server: its checkpoint follows the server's position through
+   * heartbeats, the slot confirms no more than the checkpoint, and the next owner takes it over
+   * without a false "history lost" (before, pgjdbc confirmed the server's position on its own while
+   * idle, the slot moved past the checkpoint, and the hand-over failed the partition).
+   */
+  @Test
+  void anIdlePartitionOnABusyServerAdvancesItsCheckpointAndHandsOverWithoutLostHistory() throws Exception {
+    try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start(Map.of("wal_sender_timeout", "2s"))) {
+      String db = pg.createDatabase("pgidle");
+      String url = pg.jdbcUrl(db);
+      DataSource ds = simple(url);
+      sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders",
+          "CREATE TABLE busy (id serial PRIMARY KEY, pad text)");
+      List<Integer> seen = new CopyOnWriteArrayList<>();
+      CheckpointPolicy heartbeats = CheckpointPolicy.every(10, Duration.ofMillis(200)).withHeartbeat(Duration.ofMillis(500));
+      Listener<Map<String, Object>> first = listener(url, "g", "a", 1, BootstrapPolicy.oldest(), heartbeats, seen);
+      await().atMost(Duration.ofSeconds(30)).until(() -> first.status().get(0).committed() != null);
+      String start = first.status().get(0).committed().token();
+      String slot = "sluice_pgidle_g_public_orders_0of1";
+      // Another, unpublished table keeps the server writing WAL; the server's keep-alives carry it.
+      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).until(() -> {
+        sql(ds, "INSERT INTO busy (pad) SELECT repeat('x', 100) FROM generate_series(1, 100)");
+        String now = first.status().get(0).committed().token();
+        return lsn(ds, "'" + now + "'::pg_lsn - '" + start + "'::pg_lsn") > 0;
+      });
+      assertThat(lsn(ds, "(SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '" + slot + "')"
+          + " - '" + first.status().get(0).committed().token() + "'::pg_lsn"))
+          .as("the slot confirms no more than the committed checkpoint").isLessThanOrEqualTo(0);
+      first.close();
+      listeners.remove(first);
+
+      Listener<Map<String, Object>> second = listener(url, "g", "b", 1, BootstrapPolicy.oldest(), heartbeats, seen);
+      await().atMost(Duration.ofSeconds(30)).until(() -> second.status().get(0).committed() != null
+          && second.status().get(0).state() == PartitionState.ACTIVE);
+      insertEach(ds, 0, 10);
+      await().atMost(Duration.ofSeconds(30)).until(() -> new HashSet<>(seen).equals(range(0, 10)));
+      assertThat(second.status().get(0).state()).isEqualTo(PartitionState.ACTIVE);
+      assertThat(second.status().get(0).error()).isNull();
+    }
+  }
+
+  private static long lsn(DataSource ds, String expression) throws SQLException {
+    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT (" + expression + ")::bigint")) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /**
    * A handler that takes longer than the server's wal_sender_timeout (2 s here) does not cost the
    * replication connection: the feed tells the server it is alive while nobody reads.
    */
