@@ -126,13 +126,20 @@ public final class PostgresFeedBenchmark {
       PostgresChangeFeed big = PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub")
           .table("public.bench").stream("big").build();
       big.open(PartitionSpec.single(), StartPoint.latest()).close();
-      sql(url, "SELECT pg_create_logical_replication_slot('" + bigRaw + "', 'pgoutput')");
+      PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.bench").stream("rss")
+          .build().open(PartitionSpec.single(), StartPoint.latest()).close();
+      sql(url, "SELECT pg_create_logical_replication_slot('" + bigRaw + "', 'pgoutput')",
+          "SELECT pg_create_logical_replication_slot('rss_dbz', 'pgoutput')");
       sql(url, "INSERT INTO bench SELECT g, g % 1000, (g % 100000) / 100.0, 'a note of some length, row ' || g"
           + " FROM generate_series(" + nextId + ", " + (nextId + bigRows - 1) + ") g");
       System.out.printf("%nOne transaction of %,d rows: heap retained by the reader (after forced full"
           + " collections):%n", bigRows);
       memory("Sluice feed", () -> feedRead(big, bigRows));
       memory("Debezium embedded engine", () -> debeziumRead(pg, db, bigRaw, bigRows, "public.bench"));
+      System.out.printf("%nThe same transaction read by each in a JVM of its own (-Xmx128m, serial GC):"
+          + " peak resident memory (VmHWM)%n");
+      ReaderProcess.measure("Sluice feed", "feed", url, pg.port(), db, "rss", bigRows);
+      ReaderProcess.measure("Debezium embedded engine", "debezium", url, pg.port(), db, "rss_dbz", bigRows);
     }
     System.exit(0);
   }
@@ -230,7 +237,7 @@ public final class PostgresFeedBenchmark {
     }
   }
 
-  private static void feedRead(PostgresChangeFeed feed, int rows) {
+  static void feedRead(PostgresChangeFeed feed, int rows) {
     try (FeedCursor<Map<String, Object>> c = feed.open(PartitionSpec.single(), StartPoint.oldest())) {
       int seen = 0;
       while (seen < rows) {
@@ -268,15 +275,19 @@ public final class PostgresFeedBenchmark {
     }
   }
 
-  private static void debeziumRead(EmbeddedPostgresServer pg, String db, String slot, int rows, String table)
+  static void debeziumRead(EmbeddedPostgresServer pg, String db, String slot, int rows, String table)
       throws Exception {
+    debeziumRead(pg.port(), db, slot, rows, table);
+  }
+
+  static void debeziumRead(int port, String db, String slot, int rows, String table) throws Exception {
     Properties p = new Properties();
     p.setProperty("name", "bench-" + slot);
     p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
     p.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
     p.setProperty("offset.flush.interval.ms", "1000");
     p.setProperty("database.hostname", "localhost");
-    p.setProperty("database.port", Integer.toString(pg.port()));
+    p.setProperty("database.port", Integer.toString(port));
     p.setProperty("database.user", EmbeddedPostgresServer.USER);
     p.setProperty("database.password", "");
     p.setProperty("database.dbname", db);
