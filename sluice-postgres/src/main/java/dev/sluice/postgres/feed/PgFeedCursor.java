@@ -67,8 +67,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private long slotStart;
   /** Key ranges read in a later snapshot after a restart: their earlier changes are left out. */
   private List<PgPosition.Cover> covers = List.of();
-  /** Tables truncated while covers apply: none of their later changes is left out. */
-  private final java.util.Set<String> truncated = new java.util.TreeSet<>();
+  /** Tables uncovered while covers apply: none of their later changes is left out. */
+  private final java.util.Set<String> uncovered = new java.util.TreeSet<>();
   /** A plain connection for the catalog and key comparisons, opened when first needed. */
   private Connection sql;
   /** Tables by qualified name, read from the catalog when first needed. */
@@ -98,7 +98,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       skipXid = from.xid();
       skipRows = from.rows();
       covers = from.covers();
-      truncated.addAll(from.truncated());
+      uncovered.addAll(from.uncovered());
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
       if (snapshotAt == null) {
         openStream(from.lsn());
@@ -190,7 +190,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         log.info("PostgreSQL feed '{}': slot {} resumes its snapshot after {} {} in a new snapshot consistent at {}",
             feed.stream(), slot, at.snapshot().table(), at.snapshot().after() == null ? "(start)" : at.snapshot().after(),
             PgSnapshot.lsn(snapshot.consistentPoint()));
-        return new PgPosition(at.lsn(), 0, 0, snapshotAt, more, at.truncated());
+        return new PgPosition(at.lsn(), 0, 0, snapshotAt, more, at.uncovered());
       }
       return at;
     }
@@ -345,7 +345,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       String at = PgSnapshot.lsn(slotStart);
       for (PgSnapshot.Row row : chunk) {
         snapshotAt = new PgPosition.SnapshotAt(table.qualifiedName(), row.key());
-        position = new PgPosition(slotStart, 0, 0, snapshotAt, covers, truncated).toPosition(null);
+        position = new PgPosition(slotStart, 0, 0, snapshotAt, covers, uncovered).toPosition(null);
         String key = row.eventKey();
         if (partition.owns(key)) {
           out.add(new ChangeEvent<>("snapshot@" + at + ":" + table.qualifiedName() + ":" + key, feed.stream(),
@@ -357,14 +357,14 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         PgSnapshot.Table next = snapshot.next(table.qualifiedName());
         if (next != null) {
           snapshotAt = new PgPosition.SnapshotAt(next.qualifiedName(), null);
-          position = new PgPosition(slotStart, 0, 0, snapshotAt, covers, truncated).toPosition(null);
+          position = new PgPosition(slotStart, 0, 0, snapshotAt, covers, uncovered).toPosition(null);
         } else {
           log.info("PostgreSQL feed '{}': snapshot of slot {} read; streaming from {}", feed.stream(), slot, at);
           snapshot.close();
           snapshot = null;
           snapshotAt = null;
           boundary = slotStart;
-          position = new PgPosition(slotStart, 0, 0, null, covers, truncated).toPosition(null);
+          position = new PgPosition(slotStart, 0, 0, null, covers, uncovered).toPosition(null);
           openStream(slotStart);
         }
       }
@@ -397,7 +397,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     long sent = stream.getLastReceiveLSN().asLong();
     if (sent > boundary) {
       boundary = sent;
-      position = new PgPosition(boundary, 0, 0, null, covers, truncated).toPosition(position.time());
+      position = new PgPosition(boundary, 0, 0, null, covers, uncovered).toPosition(position.time());
     }
   }
 
@@ -411,9 +411,9 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       boundary = c.endLsn();
       if (!covers.isEmpty() && covers.stream().allMatch(cover -> boundary >= cover.lsn())) {
         covers = List.of(); // every later transaction committed after every covering snapshot
-        truncated.clear();
+        uncovered.clear();
       }
-      position = new PgPosition(boundary, 0, 0, null, covers, truncated).toPosition(c.commitTime());
+      position = new PgPosition(boundary, 0, 0, null, covers, uncovered).toPosition(c.commitTime());
       xid = 0;
       skipXid = 0;
     } else if (m instanceof PgOutput.Relation r) {
@@ -431,7 +431,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         if (!covers.isEmpty()) {
           // The consumer empties the table: rows a later snapshot held, written again after this,
           // must then come through the stream too.
-          truncated.add(r.qualifiedName());
+          uncovered.add(r.qualifiedName());
         }
         if (!advance() || !wanted(r)) {
           continue;
@@ -448,7 +448,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** Counts one change of the transaction; false if it was processed before this cursor opened. */
   private boolean advance() {
     rows++;
-    position = new PgPosition(boundary, xid, rows, null, covers, truncated).toPosition(commitTime);
+    position = new PgPosition(boundary, xid, rows, null, covers, uncovered).toPosition(commitTime);
     return !(xid == skipXid && rows <= skipRows);
   }
 
@@ -474,11 +474,16 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
     }
     String key = key(r.qualifiedName(), keyTexts);
-    if (!covers.isEmpty() && !truncated.contains(r.qualifiedName()) && coveredBefore(r, keySource)
-        && (old == null || coveredBefore(r, old))) {
-      // The row was read, with this change, in a snapshot taken after it. (An update that moved
-      // the key out of a range read earlier is delivered: the consumer must drop the old key.)
-      return;
+    String rowId = r.qualifiedName() + "\t" + key;
+    if (!covers.isEmpty() && !uncovered.contains(r.qualifiedName()) && !uncovered.contains(rowId)
+        && coveredBefore(r, keySource)) {
+      if (old == null || coveredBefore(r, old)) {
+        return; // the row was read, with this change, in a snapshot taken after it
+      }
+      // An update moved the key out of a range read earlier: delivered, so the consumer drops the
+      // old key; the new key then holds this older state, so its later changes must come too.
+      uncovered.add(rowId);
+      position = new PgPosition(boundary, xid, rows, null, covers, uncovered).toPosition(commitTime);
     }
     Map<String, Object> raw = new LinkedHashMap<>();
     raw.put("table", r.qualifiedName());

@@ -34,10 +34,12 @@ import org.postgresql.replication.LogSequenceNumber;
  * @param rows how many of that transaction's changes were processed
  * @param snapshot where the snapshot stands, or null when it is complete (or there was none)
  * @param covers the key ranges read in later snapshots, in key order
- * @param truncated tables truncated while covers apply: their later changes are all delivered (the
- *     consumer emptied the table, so what a later snapshot held must come again)
+ * @param uncovered what no cover leaves out any more: a table truncated while covers apply (the
+ *     consumer emptied it, so what a later snapshot held must come again), or one row ({@code
+ *     table<TAB>key}) whose key an update moved into a covered range (the consumer got that older
+ *     state after the snapshot's newer one, so the row's later changes must come too)
  */
-record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers, Set<String> truncated) {
+record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers, Set<String> uncovered) {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Pattern TOKEN =
       Pattern.compile("([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?: xid=(\\d+) rows=(\\d+))?(?: (\\{.*\\}))?");
@@ -56,7 +58,7 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
 
   PgPosition {
     covers = List.copyOf(covers);
-    truncated = Set.copyOf(truncated);
+    uncovered = Set.copyOf(uncovered);
   }
 
   PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers) {
@@ -97,9 +99,9 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
           o.put("lsn", LogSequenceNumber.valueOf(c.lsn()).asString());
         }
       }
-      if (!truncated.isEmpty()) {
-        ArrayNode ts = extra.putArray("truncated");
-        new java.util.TreeSet<>(truncated).forEach(ts::add);
+      if (!uncovered.isEmpty()) {
+        ArrayNode ts = extra.putArray("uncovered");
+        new java.util.TreeSet<>(uncovered).forEach(ts::add);
       }
       try {
         token.append(' ').append(JSON.writeValueAsString(extra));
@@ -146,12 +148,12 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
               LogSequenceNumber.valueOf(text(c, "lsn")).asLong()));
         }
       }
-      Set<String> truncated = new java.util.HashSet<>();
-      JsonNode ts = extra.get("truncated");
+      Set<String> uncovered = new java.util.HashSet<>();
+      JsonNode ts = extra.get("uncovered");
       if (ts != null) {
-        ts.forEach(t -> truncated.add(t.asText()));
+        ts.forEach(t -> uncovered.add(t.asText()));
       }
-      return new PgPosition(lsn, xid, rows, snapshot, covers, truncated);
+      return new PgPosition(lsn, xid, rows, snapshot, covers, uncovered);
     } catch (JsonProcessingException | RuntimeException e) {
       throw new IllegalArgumentException("'" + position.token() + "' is not a PostgreSQL feed position: its"
           + " snapshot part cannot be read (" + e.getMessage() + ")");
