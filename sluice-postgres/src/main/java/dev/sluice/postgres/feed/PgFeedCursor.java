@@ -73,6 +73,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private Connection sql;
   /** Tables by qualified name, read from the catalog when first needed. */
   private final Map<String, PgSnapshot.Table> tables = new HashMap<>();
+  /** The key columns of each relation, until its next RELATION message. */
+  private final Map<Integer, boolean[]> keyColumns = new HashMap<>();
   /** Rows of the first transaction to skip: processed before the restart that opened this cursor. */
   private long skipXid;
   private long skipRows;
@@ -345,7 +347,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       String at = PgSnapshot.lsn(slotStart);
       for (PgSnapshot.Row row : chunk) {
         snapshotAt = new PgPosition.SnapshotAt(table.qualifiedName(), row.key());
-        position = new PgPosition(slotStart, 0, 0, snapshotAt, covers, uncovered).toPosition(null);
+        position = positionAt(slotStart, 0, 0, snapshotAt, null);
         String key = row.eventKey();
         if (partition.owns(key)) {
           out.add(new ChangeEvent<>("snapshot@" + at + ":" + table.qualifiedName() + ":" + key, feed.stream(),
@@ -357,14 +359,14 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         PgSnapshot.Table next = snapshot.next(table.qualifiedName());
         if (next != null) {
           snapshotAt = new PgPosition.SnapshotAt(next.qualifiedName(), null);
-          position = new PgPosition(slotStart, 0, 0, snapshotAt, covers, uncovered).toPosition(null);
+          position = positionAt(slotStart, 0, 0, snapshotAt, null);
         } else {
           log.info("PostgreSQL feed '{}': snapshot of slot {} read; streaming from {}", feed.stream(), slot, at);
           snapshot.close();
           snapshot = null;
           snapshotAt = null;
           boundary = slotStart;
-          position = new PgPosition(slotStart, 0, 0, null, covers, uncovered).toPosition(null);
+          position = positionAt(slotStart, 0, 0, null, null);
           openStream(slotStart);
         }
       }
@@ -397,7 +399,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     long sent = stream.getLastReceiveLSN().asLong();
     if (sent > boundary) {
       boundary = sent;
-      position = new PgPosition(boundary, 0, 0, null, covers, uncovered).toPosition(position.time());
+      position = positionAt(boundary, 0, 0, null, position.time());
     }
   }
 
@@ -413,12 +415,13 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         covers = List.of(); // every later transaction committed after every covering snapshot
         uncovered.clear();
       }
-      position = new PgPosition(boundary, 0, 0, null, covers, uncovered).toPosition(c.commitTime());
+      position = positionAt(boundary, 0, 0, null, c.commitTime());
       xid = 0;
       skipXid = 0;
     } else if (m instanceof PgOutput.Relation r) {
       relations.put(r.id(), r);
       tables.remove(r.qualifiedName());
+      keyColumns.remove(r.id());
     } else if (m instanceof PgOutput.Insert i) {
       row(i.relationId(), Operation.INSERT, i.row(), null, out);
     } else if (m instanceof PgOutput.Update u) {
@@ -445,10 +448,15 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     // TYPE, ORIGIN and MESSAGE carry nothing a change needs.
   }
 
+  /** A position of this cursor: at {@code lsn} (and inside transaction {@code xid}), with its snapshot state. */
+  private Position positionAt(long lsn, long xid, long rows, PgPosition.SnapshotAt at, Instant time) {
+    return new PgPosition(lsn, xid, rows, at, covers, uncovered).toPosition(time);
+  }
+
   /** Counts one change of the transaction; false if it was processed before this cursor opened. */
   private boolean advance() {
     rows++;
-    position = new PgPosition(boundary, xid, rows, null, covers, uncovered).toPosition(commitTime);
+    position = positionAt(boundary, xid, rows, null, commitTime);
     return !(xid == skipXid && rows <= skipRows);
   }
 
@@ -483,7 +491,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       // An update moved the key out of a range read earlier: delivered, so the consumer drops the
       // old key; the new key then holds this older state, so its later changes must come too.
       uncovered.add(rowId);
-      position = new PgPosition(boundary, xid, rows, null, covers, uncovered).toPosition(commitTime);
+      position = positionAt(boundary, xid, rows, null, commitTime);
     }
     Map<String, Object> raw = new LinkedHashMap<>();
     raw.put("table", r.qualifiedName());
@@ -504,6 +512,10 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
    * IDENTITY FULL it flags every column, and the primary key is the key.
    */
   private boolean[] keyColumns(PgOutput.Relation r) {
+    return keyColumns.computeIfAbsent(r.id(), id -> keyColumnsOf(r));
+  }
+
+  private boolean[] keyColumnsOf(PgOutput.Relation r) {
     boolean[] out = new boolean[r.columns().size()];
     PgSnapshot.Table table = r.replicaIdentity() == 'f' ? catalog(r) : null;
     for (int i = 0; i < out.length; i++) {
@@ -659,8 +671,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
           + (feed.group == null ? "close the other reader, or give this feed another slotPrefix"
               : "waiting for the session it ended to let go") + " (" + message + ")", e, true);
     }
-    boolean retryable = state == null || state.startsWith("08") || state.startsWith("57") || state.equals("55006")
-        || message.contains("is active for PID");
+    boolean retryable = state == null || state.startsWith("08") || state.startsWith("57") || state.equals("55006");
     return new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot " + doing + " (SQLSTATE " + state
         + "): " + message, e, retryable);
   }
@@ -708,9 +719,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     } finally {
       streamLock.unlock();
     }
-  }
-
-  private void closeStream() {
     if (snapshot != null) {
       snapshot.close();
       snapshot = null;
@@ -723,6 +731,9 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
       sql = null;
     }
+  }
+
+  private void closeStream() {
     if (stream != null) {
       try {
         stream.close();
