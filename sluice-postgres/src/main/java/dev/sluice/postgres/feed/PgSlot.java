@@ -10,8 +10,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One partition's replication slot, as a cursor looks after it: its state, creating and dropping
- * it, and ending the session that still holds it after its lease moved (ADR 0065).
+ * One partition's replication slot, the SQL about it in one place: its state and the WAL it keeps,
+ * creating and dropping it, and ending the session that still holds it after its lease moved
+ * (ADR 0065).
  */
 final class PgSlot {
   private static final Logger log = LoggerFactory.getLogger(PgSlot.class);
@@ -75,6 +76,24 @@ final class PgSlot {
         }
         String confirmed = rs.getString(1);
         return new State(confirmed == null ? 0 : LogSequenceNumber.valueOf(confirmed).asLong(), rs.getString(2));
+      }
+    }
+  }
+
+  /** What the slot keeps and how close it is to the limit, or empty if it does not exist. */
+  java.util.Optional<PostgresChangeFeed.SlotStats> stats() throws SQLException {
+    try (Connection c = feed.connect(false);
+        PreparedStatement s = c.prepareStatement("SELECT active, wal_status,"
+            + " coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, safe_wal_size"
+            + " FROM pg_replication_slots WHERE slot_name = ?")) {
+      s.setString(1, name);
+      try (ResultSet rs = s.executeQuery()) {
+        if (!rs.next()) {
+          return java.util.Optional.empty();
+        }
+        long safe = rs.getLong(4);
+        return java.util.Optional.of(new PostgresChangeFeed.SlotStats(name, rs.getBoolean(1), rs.getString(2),
+            rs.getLong(3), rs.wasNull() ? null : safe));
       }
     }
   }

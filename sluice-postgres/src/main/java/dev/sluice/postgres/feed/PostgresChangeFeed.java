@@ -282,22 +282,11 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
 
   /** The state of this feed's slot for {@code partition}, or empty if it does not exist (yet). */
   public java.util.Optional<SlotStats> slot(PartitionSpec partition) {
-    String name = slotName(partition);
-    try (Connection c = connect(false);
-        java.sql.PreparedStatement s = c.prepareStatement("SELECT active, wal_status,"
-            + " coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, safe_wal_size"
-            + " FROM pg_replication_slots WHERE slot_name = ?")) {
-      s.setString(1, name);
-      try (ResultSet rs = s.executeQuery()) {
-        if (!rs.next()) {
-          return java.util.Optional.empty();
-        }
-        long safe = rs.getLong(4);
-        return java.util.Optional.of(new SlotStats(name, rs.getBoolean(1), rs.getString(2), rs.getLong(3),
-            rs.wasNull() ? null : safe));
-      }
+    PgSlot slot = new PgSlot(this, slotName(partition));
+    try {
+      return slot.stats();
     } catch (SQLException e) {
-      throw new FeedException("PostgreSQL feed '" + stream + "': cannot read the state of slot " + name + ": "
+      throw new FeedException("PostgreSQL feed '" + stream + "': cannot read the state of slot " + slot.name + ": "
           + e.getMessage(), e, true);
     }
   }
@@ -358,14 +347,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
 
   /** A new connection; for replication ({@code replication=database}) when asked. */
   Connection connect(boolean replication) throws SQLException {
-    Properties p = new Properties();
-    PGProperty.USER.set(p, user);
-    if (password != null) {
-      PGProperty.PASSWORD.set(p, password);
-    }
-    PGProperty.CONNECT_TIMEOUT.set(p, 10);
-    PGProperty.SOCKET_TIMEOUT.set(p, 60);
-    PGProperty.APPLICATION_NAME.set(p, "sluice " + stream);
+    Properties p = properties(60, "sluice " + stream);
     if (replication) {
       PGProperty.REPLICATION.set(p, "database");
       PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
@@ -451,16 +433,22 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
    * pgoutput sends values: snapshot rows then convert exactly as streamed ones.
    */
   Connection connectForSnapshot() throws SQLException {
+    Properties p = properties(300, "sluice " + stream + " snapshot");
+    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
+    return DriverManager.getConnection(url, p);
+  }
+
+  /** The credentials, a 10 s connect timeout, {@code socketTimeoutSeconds} and the application name. */
+  private Properties properties(int socketTimeoutSeconds, String applicationName) {
     Properties p = new Properties();
     PGProperty.USER.set(p, user);
     if (password != null) {
       PGProperty.PASSWORD.set(p, password);
     }
     PGProperty.CONNECT_TIMEOUT.set(p, 10);
-    PGProperty.SOCKET_TIMEOUT.set(p, 300);
-    PGProperty.APPLICATION_NAME.set(p, "sluice " + stream + " snapshot");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    return DriverManager.getConnection(url, p);
+    PGProperty.SOCKET_TIMEOUT.set(p, socketTimeoutSeconds);
+    PGProperty.APPLICATION_NAME.set(p, applicationName);
+    return p;
   }
 
   @Override
