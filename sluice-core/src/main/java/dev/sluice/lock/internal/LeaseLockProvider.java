@@ -146,10 +146,13 @@ public final class LeaseLockProvider implements LockProvider {
       if (lock.isPresent()) {
         return lock.get();
       }
-      long left = TimeUnit.NANOSECONDS.toMillis(deadline - ticker.nanos());
-      if (left <= 0) {
+      // In nanoseconds: rounded down to milliseconds, 0.3 ms left would read as none left and
+      // the caller would be told it waited maxWait when it had not quite.
+      long leftNanos = deadline - ticker.nanos();
+      if (leftNanos <= 0) {
         throw timeout(name, leaseName, maxWait);
       }
+      long left = (leftNanos + 999_999) / 1_000_000; // rounded up: the last pause reaches it
       long pause = Math.min(left, ThreadLocalRandom.current().nextLong(backoff / 2, backoff + 1));
       try {
         Thread.sleep(Math.max(1, pause));
