@@ -14,12 +14,14 @@ import java.time.Duration;
  * @param splitLargeEvents whether fragments of split large events are put together
  * @param fullDocument the full-document mode: tells an update's post-image from a lookup
  * @param onInvalidate what a partition does when its collection is dropped or renamed
+ * @param snapshotChunkSize how many documents one read of a snapshot returns at most
  */
 record CursorSettings(String stream, int batchSize, Duration minBackoff, Duration maxBackoff,
-    Duration serverAwait, boolean splitLargeEvents, FullDocument fullDocument, MongoChangeFeed.OnInvalidate onInvalidate) {
+    Duration serverAwait, boolean splitLargeEvents, FullDocument fullDocument, MongoChangeFeed.OnInvalidate onInvalidate,
+    int snapshotChunkSize) {
 
   static CursorSettings of(MongoChangeFeed.Builder b) {
     return new CursorSettings(b.stream, b.batchSize, b.minBackoff, b.maxBackoff, b.serverAwait, b.splitLargeEvents,
-        b.fullDocument, b.onInvalidate);
+        b.fullDocument, b.onInvalidate, b.snapshotChunkSize);
   }
 }

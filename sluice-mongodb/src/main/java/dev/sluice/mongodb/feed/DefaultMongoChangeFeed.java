@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoException;
+import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
@@ -57,14 +58,36 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     return new SourceHistory(oldest, newest);
   }
 
+  /**
+   * Every start point; the snapshot ({@link SnapshotCursor}) only where updates carry their
+   * document: a document changed while its chunk was read is left to the stream, which must then
+   * deliver it whole.
+   */
+  @Override
+  public boolean supports(StartPoint start) {
+    return !(start instanceof StartPoint.Snapshot) || settings.fullDocument() != FullDocument.DEFAULT;
+  }
+
   @Override
   public FeedCursor<BsonDocument> open(PartitionSpec partition, StartPoint start) {
     Objects.requireNonNull(partition, "partition");
     Objects.requireNonNull(start, "start");
-    if (!supports(start)) {
+    if (start instanceof StartPoint.Snapshot && !supports(start)) {
       throw new FeedException("MongoDB change stream '" + settings.stream() + "': cannot start at " + start
-          + ": a change stream has no consistent snapshot of the existing documents; start at oldest, latest"
-          + " or a time", null, false);
+          + " with fullDocument default: a document changed while the snapshot reads it is delivered by its"
+          + " change, which must then carry the whole document. Use fullDocument updateLookup (the feed's"
+          + " default), whenAvailable or required", null, false);
+    }
+    if (start instanceof StartPoint.Snapshot) {
+      source.checkFullDocumentMode();
+      // The stream starts where the first read says: every change before it is in that read.
+      return new SnapshotCursor(settings, source, partition, new SnapshotProgress(null, null), null);
+    }
+    if (start instanceof StartPoint.After after && SnapshotProgress.isSnapshot(after.position())) {
+      source.checkFullDocumentMode();
+      SnapshotProgress progress = SnapshotProgress.fromPosition(after.position());
+      return new SnapshotCursor(settings, source, partition, progress,
+          progress.stream() == null ? null : progress.stream().toPosition(after.position().time()));
     }
     if (start instanceof StartPoint.Oldest) {
       try {
@@ -118,24 +141,28 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     } catch (ConfigurationException | FeedException e) {
       throw e; // says itself what happened and what to change
     } catch (RuntimeException e) {
-      boolean retryable =
-          e instanceof MongoException m
-              ? MongoFeedErrors.isRetryable(m)
-              : e.getCause() instanceof MongoException c && MongoFeedErrors.isRetryable(c);
-      throw new FeedException(
-          "MongoDB change stream '"
-              + settings.stream()
-              + "': cannot find the bootstrap point for "
-              + start
-              + (start instanceof StartPoint.Oldest
-                  ? " (reading the oldest entry of local.oplog.rs needs read access to the"
-                      + " 'local' database)"
-                  : "")
-              + ": "
-              + e.getMessage(),
-          e,
-          retryable);
+      throw bootstrapFailed(start, e);
     }
+  }
+
+  private FeedException bootstrapFailed(StartPoint start, RuntimeException e) {
+    boolean retryable =
+        e instanceof MongoException m
+            ? MongoFeedErrors.isRetryable(m)
+            : e.getCause() instanceof MongoException c && MongoFeedErrors.isRetryable(c);
+    return new FeedException(
+        "MongoDB change stream '"
+            + settings.stream()
+            + "': cannot find the bootstrap point for "
+            + start
+            + (start instanceof StartPoint.Oldest
+                ? " (reading the oldest entry of local.oplog.rs needs read access to the"
+                    + " 'local' database)"
+                : "")
+            + ": "
+            + e.getMessage(),
+        e,
+        retryable);
   }
 
   @Override

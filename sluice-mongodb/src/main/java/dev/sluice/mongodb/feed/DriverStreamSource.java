@@ -2,8 +2,10 @@ package dev.sluice.mongodb.feed;
 
 import static com.mongodb.client.model.Filters.ne;
 
+import com.mongodb.ClientSessionOptions;
 import com.mongodb.MongoClientException;
 import com.mongodb.MongoCommandException;
+import com.mongodb.ReadConcern;
 import com.mongodb.client.ChangeStreamIterable;
 import com.mongodb.client.ClientSession;
 import com.mongodb.client.MongoChangeStreamCursor;
@@ -22,7 +24,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import org.bson.BsonArray;
 import org.bson.BsonBoolean;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
@@ -46,6 +50,8 @@ final class DriverStreamSource implements StreamSource {
   private final long maxAwaitMillis;
   private final List<Bson> pipeline;
   private volatile boolean postImagesChecked;
+  /** Until the server showed it has none: snapshot chunks are read at one cluster time. */
+  private volatile boolean snapshotReads = true;
   private final MongoDatabase db;
 
   /** Copies what it needs: changing the builder later does not change this source. */
@@ -156,6 +162,34 @@ final class DriverStreamSource implements StreamSource {
           + " taken from the cluster, and a router's wall clock may run ahead of it and skip changes. Check"
           + " that the deployment supports sessions, or start at a time (StartPoint.at(...)).", null, true);
     }
+    return newestOplogEntry();
+  }
+
+  /**
+   * Just after the newest oplog entry the primary shows: oplog readers never see past a hole (a
+   * write given an earlier time and not yet committed), so every change before this bound is
+   * visible to a read started afterwards. Through mongos, or without read access to {@code local},
+   * the server's newest operation time a second back, for the same reason.
+   */
+  BsonTimestamp readBound() {
+    if (!MongoHello.isMongos(MongoHello.reply(db))) {
+      try {
+        Optional<BsonTimestamp> newest = newestOplogEntry();
+        if (newest.isPresent()) {
+          return new BsonTimestamp(newest.get().getTime(), newest.get().getInc() + 1);
+        }
+      } catch (MongoCommandException e) {
+        if (e.getErrorCode() != 13) { // Unauthorized: no read access to local
+          throw e;
+        }
+      }
+    }
+    return newestOperationTime()
+        .map(ts -> new BsonTimestamp(ts.getTime() - 1, 0))
+        .orElseGet(() -> new BsonTimestamp(StreamStart.timestampAtOrBefore(serverNow()).getTime() - 1, 0));
+  }
+
+  private Optional<BsonTimestamp> newestOplogEntry() {
     BsonDocument newest = oplog()
         .find()
         .projection(Projections.include("ts"))
@@ -214,6 +248,76 @@ final class DriverStreamSource implements StreamSource {
           + " changed fields, and the document is labelled CURRENT.");
     }
     postImagesChecked = true;
+  }
+
+  /**
+   * A snapshot read where the deployment has them (replica sets and sharded clusters, MongoDB 5.0+):
+   * the chunk is read at one cluster time, which the server names, so nothing is in doubt. Where
+   * it has none (a standalone server, majority reads turned off, the embedded test server: a
+   * capability found out once), the read is bracketed by the newest visible oplog entry before it
+   * and the newest operation time after it ({@code docs/adr/0066}).
+   */
+  @Override
+  public SnapshotChunk readChunk(BsonValue afterId, int limit) {
+    BsonDocument filter = afterId == null ? new BsonDocument() : after(afterId);
+    if (snapshotReads) {
+      try (ClientSession session = client.startSession(ClientSessionOptions.builder().snapshot(true).build())) {
+        List<RawBsonDocument> out = new ArrayList<>(limit);
+        chunkQuery(session, filter, limit).into(out);
+        BsonTimestamp at = session.getSnapshotTimestamp();
+        if (at != null) {
+          return new SnapshotChunk(out, new BsonTimestamp(at.getTime(), at.getInc() + 1), at);
+        }
+        noSnapshotReads("the server named no snapshot time");
+      } catch (MongoClientException e) {
+        noSnapshotReads(e.getMessage()); // no sessions
+      } catch (MongoCommandException e) {
+        if (!SNAPSHOT_READS_UNSUPPORTED.contains(e.getErrorCode())) {
+          throw e;
+        }
+        noSnapshotReads(e.getErrorCodeName() + ": " + e.getErrorMessage());
+      }
+    }
+    BsonTimestamp low = readBound();
+    List<RawBsonDocument> out = new ArrayList<>(limit);
+    chunkQuery(null, filter, limit).into(out);
+    return new SnapshotChunk(out, low, newestOperationTime().orElse(null));
+  }
+
+  /** Error codes of a server that cannot read at a snapshot: IllegalOperation, InvalidOptions, NotAReplicaSet, ReadConcernMajorityNotEnabled. */
+  private static final Set<Integer> SNAPSHOT_READS_UNSUPPORTED = Set.of(20, 72, 123, 148);
+
+  private void noSnapshotReads(String why) {
+    snapshotReads = false;
+    log.info("MongoDB {}.{}: no snapshot reads ({}); snapshot chunks are bracketed by operation times instead",
+        database, collection, why);
+  }
+
+  private com.mongodb.client.FindIterable<RawBsonDocument> chunkQuery(ClientSession session, BsonDocument filter, int limit) {
+    // Local, not majority: a bracketed read must hold every write before its low bound, and a
+    // majority snapshot may lag behind it. (A snapshot session reads at its own time.)
+    MongoCollection<RawBsonDocument> documents = MongoReads.primary(db.getCollection(collection, RawBsonDocument.class));
+    if (session == null) {
+      documents = documents.withReadConcern(ReadConcern.LOCAL);
+    }
+    var find = session == null ? documents.find(filter) : documents.find(session, filter);
+    return find.sort(new BsonDocument("_id", new BsonInt32(1))).limit(limit).batchSize(limit);
+  }
+
+  /**
+   * Every {@code _id} after {@code id} in sort order: {@code $gt} compares within the value's own
+   * type bracket only, so the brackets that sort after it are added by {@code $type}.
+   */
+  static BsonDocument after(BsonValue id) {
+    BsonDocument greater = new BsonDocument("_id", new BsonDocument("$gt", id));
+    List<Integer> later = BsonOrder.typesAfter(id.getBsonType());
+    if (later.isEmpty() || BsonOrder.bracket(id.getBsonType()) == 0) {
+      return greater;
+    }
+    BsonArray types = new BsonArray();
+    later.forEach(t -> types.add(new BsonInt32(t)));
+    BsonDocument ofLaterType = new BsonDocument("_id", new BsonDocument("$type", types));
+    return new BsonDocument("$or", new BsonArray(List.of(greater, ofLaterType)));
   }
 
   @Override

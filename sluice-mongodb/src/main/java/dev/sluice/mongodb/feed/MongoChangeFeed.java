@@ -19,6 +19,10 @@ import org.bson.conversions.Bson;
  *   <li>Positions are change stream resume tokens, or an operation time before the first change
  *       (so a bootstrap point can be committed and resumed from). {@code Position.time} is the
  *       change's cluster time.
+ *   <li>{@code Snapshot} reads every existing document in {@code _id} order as {@code SNAPSHOT}
+ *       changes, chunk by chunk, resumable after the last committed one, then streams from an
+ *       operation time taken before the first read, leaving out the changes the reads already
+ *       hold ({@code docs/adr/0066-mongodb-snapshot-bootstrap.md}).
  *   <li>{@code Oldest} starts at the oldest entry of {@code local.oplog.rs} (needs read access to
  *       the {@code local} database), so that no write made before the listener first started is
  *       missed (seed 000, figures 4a and 4b).
@@ -44,6 +48,9 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
 
   /** Default largest number of changes one poll returns, also the driver's batch size. */
   int DEFAULT_BATCH_SIZE = 500;
+
+  /** Default of {@link Builder#snapshotChunkSize}. */
+  int DEFAULT_SNAPSHOT_CHUNK_SIZE = 1000;
 
   /** Default of {@link Builder#serverAwait}, in milliseconds. */
   long DEFAULT_SERVER_AWAIT_MILLIS = 1000;
@@ -101,6 +108,7 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     Duration maxBackoff = Duration.ofMillis(200);
     Duration serverAwait = DEFAULT_SERVER_AWAIT;
     boolean splitLargeEvents;
+    int snapshotChunkSize = DEFAULT_SNAPSHOT_CHUNK_SIZE;
 
     private Builder(MongoClient client, String database, String collection) {
       this.client = ConfigurationException.requireNonNull(client, "client");
@@ -214,6 +222,18 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
      */
     public Builder splitLargeEvents(boolean split) {
       this.splitLargeEvents = split;
+      return this;
+    }
+
+    /**
+     * How many documents one read of a snapshot bootstrap ({@code StartPoint.snapshot()}) returns
+     * at most; the snapshot's progress is committed per document, so a restart reads at most the
+     * rest of one chunk again. Default {@value #DEFAULT_SNAPSHOT_CHUNK_SIZE}.
+     */
+    public Builder snapshotChunkSize(int size) {
+      ConfigurationException.require(
+          size >= 1 && size <= 100_000, "snapshotChunkSize", size, "must be in [1, 100000]");
+      this.snapshotChunkSize = size;
       return this;
     }
 

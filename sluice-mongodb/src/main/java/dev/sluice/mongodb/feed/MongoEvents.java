@@ -4,6 +4,7 @@ import dev.sluice.feed.Operation;
 import java.time.Instant;
 import java.util.Optional;
 import org.bson.BsonDocument;
+import org.bson.BsonTimestamp;
 import org.bson.BsonValue;
 import org.bson.json.JsonMode;
 import org.bson.json.JsonWriterSettings;
@@ -74,6 +75,11 @@ final class MongoEvents {
    * form (a 3.6 BinData token, or a format this code does not know): callers keep the time they had.
    */
   static Optional<Instant> clusterTime(BsonDocument resumeToken) {
+    return clusterTimestamp(resumeToken).map(ts -> Instant.ofEpochSecond(Integer.toUnsignedLong(ts.getTime())));
+  }
+
+  /** Like {@link #clusterTime}, the whole timestamp (seconds and increment). */
+  static Optional<BsonTimestamp> clusterTimestamp(BsonDocument resumeToken) {
     BsonValue data = resumeToken.get("_data");
     if (data == null || !data.isString()) {
       return Optional.empty();
@@ -83,8 +89,8 @@ final class MongoEvents {
       return Optional.empty();
     }
     try {
-      long seconds = Long.parseLong(hex.substring(2, 10), 16);
-      return Optional.of(Instant.ofEpochSecond(seconds));
+      return Optional.of(new BsonTimestamp((int) Long.parseLong(hex.substring(2, 10), 16),
+          (int) Long.parseLong(hex.substring(10, 18), 16)));
     } catch (NumberFormatException e) {
       return Optional.empty();
     }

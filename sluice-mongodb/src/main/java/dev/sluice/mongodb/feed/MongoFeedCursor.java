@@ -17,9 +17,12 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.function.BiConsumer;
 import java.util.concurrent.locks.LockSupport;
 import org.bson.BsonDocument;
 import org.bson.BsonInvalidOperationException;
+import org.bson.BsonTimestamp;
 import org.bson.BsonValue;
 import org.bson.RawBsonDocument;
 
@@ -43,6 +46,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   private String endReason;
 
   private MongoChangeStreamCursor<RawBsonDocument> driver;
+  private StreamStart startedAt;
   private Position position;
   private BsonDocument lastToken;
   private boolean ended;
@@ -50,6 +54,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   private boolean caughtUp;
   private FeedException failure;
   private final List<BsonDocument> fragments = new ArrayList<>();
+  /** Told of every change read, of every partition: the snapshot's window ({@link SnapshotCursor}). */
+  private BiConsumer<String, BsonTimestamp> everyChange = (key, time) -> { };
 
   MongoFeedCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, Position initial) {
     this.stream = settings.stream();
@@ -66,6 +72,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   }
 
   void start(StreamStart start) {
+    startedAt = start;
     try {
       driver = source.open(start);
     } catch (MongoException e) {
@@ -175,6 +182,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
       invalidated(resumeToken, time);
       return;
     }
+    everyChange.accept(change.key(),
+        clusterTime != null && clusterTime.isTimestamp() ? clusterTime.asTimestamp() : null);
     if (change.key().isEmpty() || partition.owns(change.key())) {
       out.add(change);
     }
@@ -394,6 +403,26 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
           .orElse(position.time());
       position = StreamStart.after(token).toPosition(time);
     }
+  }
+
+  /** Calls {@code listener} with the key and cluster time of every change read, of any partition. */
+  void onEveryChange(BiConsumer<String, BsonTimestamp> listener) {
+    this.everyChange = listener;
+  }
+
+  /**
+   * The stream has read every change with a cluster time before this: just after the last change
+   * read or the last post-batch resume token, or, before either, where it started.
+   */
+  Optional<BsonTimestamp> readBefore() {
+    if (lastToken != null) {
+      return MongoEvents.clusterTimestamp(lastToken).map(t -> new BsonTimestamp(t.getTime(), t.getInc() + 1));
+    }
+    if (startedAt.startAtOperationTime() != null) {
+      return Optional.of(startedAt.startAtOperationTime());
+    }
+    BsonDocument token = startedAt.resumeAfter() != null ? startedAt.resumeAfter() : startedAt.startAfter();
+    return MongoEvents.clusterTimestamp(token).map(t -> new BsonTimestamp(t.getTime(), t.getInc() + 1));
   }
 
   @Override

@@ -3,6 +3,7 @@ package dev.sluice.mongodb.feed;
 import com.mongodb.client.MongoChangeStreamCursor;
 import java.time.Instant;
 import java.util.Optional;
+import org.bson.BsonValue;
 import org.bson.BsonTimestamp;
 import org.bson.RawBsonDocument;
 
@@ -35,4 +36,13 @@ interface StreamSource {
    * collection keeps none), naming the collection and the command that fixes it.
    */
   default void checkFullDocumentMode() {}
+
+  /**
+   * Up to {@code limit} documents of the collection in {@code _id} order, those after {@code
+   * afterId} (from the first when null), read on the primary: a chunk of a snapshot, with the
+   * stream times that bracket the read.
+   */
+  default SnapshotChunk readChunk(BsonValue afterId, int limit) {
+    throw new UnsupportedOperationException("this stream source reads no snapshot");
+  }
 }

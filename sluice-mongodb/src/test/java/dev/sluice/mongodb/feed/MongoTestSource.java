@@ -45,7 +45,8 @@ final class MongoTestSource implements Source<BsonDocument> {
     this.own = own;
     String name = "c" + COLLECTIONS.incrementAndGet();
     this.collection = client.getDatabase(DB).getCollection(name, BsonDocument.class);
-    this.feed = MongoChangeFeed.builder(client, DB, name).batchSize(50).build();
+    // Chunks of 2: resuming a snapshot is tried inside chunks and across their ends.
+    this.feed = MongoChangeFeed.builder(client, DB, name).batchSize(50).snapshotChunkSize(2).build();
   }
 
   @Override

@@ -20,7 +20,7 @@ import org.bson.Document;
  * {@code report} deliveries, so the test can wait on it and kill the process mid-stream.
  *
  * <p>Arguments: connection string, database, collection, node name, lease ms, checkpoint every N,
- * bootstrap ({@code oldest} or {@code latest}).
+ * bootstrap ({@code oldest}, {@code latest} or {@code snapshot}).
  */
 public final class RecordingNode {
   private RecordingNode() {}
@@ -31,7 +31,11 @@ public final class RecordingNode {
     String name = args[3];
     Duration lease = Duration.ofMillis(Long.parseLong(args[4]));
     int every = Integer.parseInt(args[5]);
-    BootstrapPolicy bootstrap = args[6].equals("latest") ? BootstrapPolicy.latest() : BootstrapPolicy.oldest();
+    BootstrapPolicy bootstrap = switch (args[6]) {
+      case "latest" -> BootstrapPolicy.latest();
+      case "snapshot" -> BootstrapPolicy.snapshot();
+      default -> BootstrapPolicy.oldest();
+    };
     MongoCollection<Document> deliveries = client.getDatabase(db).getCollection("deliveries");
     int[] count = new int[1];
 

@@ -14,6 +14,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReadWriteLock;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -29,6 +31,13 @@ import java.util.function.BooleanSupplier;
  *       order, forwards or backwards (the stock server honours only a sort by {@code ts}, which on
  *       a real server scans the whole oplog). The test kit's oplog stores entries in {@code ts}
  *       order, so the two orders are the same here;
+ *   <li>a write and its oplog entry become visible together, as one transaction does on a real
+ *       server: the stock server applies a write to the collection before it adds the entry, so a
+ *       {@code find} could see a write that the oplog does not show yet. Writes hold the backend's
+ *       write lock until their entry is stored; {@code find}s hold its read lock;
+ *   <li>{@code $type} in a {@code find} filter may name the deprecated types undefined (6) and
+ *       symbol (14), as a real server allows; the stock server refuses them, and can store
+ *       neither, so they are taken out of a {@code $type} list (they would match nothing);
  *   <li>updates by pipeline and {@code $$NOW} read once per command from the server's clock
  *       ({@link PipelineUpdates}); {@link TrimmableMemoryBackend#pipelineUpdates} turns them off to
  *       answer as a server before 4.2 does.
@@ -41,9 +50,13 @@ final class FaithfulDatabase extends MemoryDatabase {
   private final BooleanSupplier pipelineUpdates;
   private final Map<String, List<String>> shardKeys;
 
+  private static final Set<String> WRITES = Set.of("insert", "update", "delete", "findandmodify");
+  private final ReadWriteLock visibility;
+
   FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages, Clock clock, BooleanSupplier pipelineUpdates,
-      Map<String, List<String>> shardKeys) {
+      Map<String, List<String>> shardKeys, ReadWriteLock visibility) {
     super(name, cursors);
+    this.visibility = visibility;
     this.withImages = withImages;
     this.clock = clock;
     this.pipelineUpdates = pipelineUpdates;
@@ -52,6 +65,20 @@ final class FaithfulDatabase extends MemoryDatabase {
 
   @Override
   public Document handleCommand(Channel channel, String command, Document originalQuery, DatabaseResolver resolver, Oplog oplog) {
+    String name = command.toLowerCase(java.util.Locale.ROOT);
+    Lock lock = WRITES.contains(name) ? visibility.writeLock() : "find".equals(name) ? visibility.readLock() : null;
+    if (lock == null) {
+      return handle(channel, command, originalQuery, resolver, oplog);
+    }
+    lock.lock();
+    try {
+      return handle(channel, command, originalQuery, resolver, oplog);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private Document handle(Channel channel, String command, Document originalQuery, DatabaseResolver resolver, Oplog oplog) {
     Document query = withNow(command, originalQuery, clock.instant());
     if (!shardKeys.isEmpty()) {
       Document refused = routeUpserts(command, query);
@@ -86,6 +113,10 @@ final class FaithfulDatabase extends MemoryDatabase {
       Document inOplogOrder = new Document(query);
       inOplogOrder.put("sort", new Document("ts", direction.intValue() < 0 ? -1 : 1));
       return super.handleCommand(channel, command, inOplogOrder, resolver, oplog);
+    }
+    if (command.equalsIgnoreCase("find") && query.get("filter") instanceof Document filter) {
+      query = new Document(query);
+      query.put("filter", withoutDeprecatedTypes(filter));
     }
     Document response = super.handleCommand(channel, command, query, resolver, oplog);
     if (command.equalsIgnoreCase("listCollections") && response.get("cursor") instanceof Document cursor
@@ -273,5 +304,20 @@ final class FaithfulDatabase extends MemoryDatabase {
     } else {
       withImages.remove(ns);
     }
+  }
+
+  /** {@code filter} with the types the stock server does not know (6, 14) out of {@code $type} lists. */
+  private static Object withoutDeprecatedTypes(Object value) {
+    if (value instanceof Document d) {
+      Document out = new Document();
+      d.forEach((k, v) -> out.put(k, "$type".equals(k) && v instanceof List<?> types
+          ? types.stream().filter(t -> !(t instanceof Number n && (n.intValue() == 6 || n.intValue() == 14))).toList()
+          : withoutDeprecatedTypes(v)));
+      return out;
+    }
+    if (value instanceof List<?> list) {
+      return list.stream().map(FaithfulDatabase::withoutDeprecatedTypes).toList();
+    }
+    return value;
   }
 }

@@ -23,6 +23,9 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   private final Set<String> withImages = ConcurrentHashMap.newKeySet();
 
   private final Clock clock;
+  /** Makes a write and its oplog entry visible together ({@link FaithfulDatabase}). */
+  private final java.util.concurrent.locks.ReadWriteLock visibility =
+      new java.util.concurrent.locks.ReentrantReadWriteLock();
 
   TrimmableMemoryBackend(Clock clock) {
     super(clock);
@@ -160,7 +163,8 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   @Override
   public MemoryDatabase openOrCreateDatabase(String databaseName) {
-    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates, shardKeys);
+    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates, shardKeys,
+        visibility);
   }
 
   @Override

@@ -1,0 +1,339 @@
+package dev.sluice.mongodb.feed;
+
+import com.mongodb.MongoException;
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.Operation;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.UndecodableChange;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import org.bson.BsonDocument;
+import org.bson.BsonTimestamp;
+import org.bson.BsonValue;
+import org.bson.RawBsonDocument;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A partition that reads the existing documents of its collection while it streams, with the
+ * watermark algorithm of Netflix's DBLog ({@code docs/adr/0066}). Used by one thread.
+ *
+ * <p>Chunk after chunk in {@code _id} order:
+ * <ol>
+ *   <li>the chunk is read, with its watermarks ({@link SnapshotChunk}): every change before the
+ *       low one is in the read, none after the high one. A snapshot read is at one cluster time, so
+ *       nothing is in doubt; otherwise a document changed between the two may have been read before
+ *       or after that change. The change stream starts at the first read's low watermark;
+ *   <li>the stream is read up to the high watermark; its changes are handed out in order, and the
+ *       keys changed from the low watermark on are noted;
+ *   <li>the chunk's documents are handed out as {@link Operation#SNAPSHOT} changes, except those
+ *       changed between the watermarks (the stream has delivered, or will deliver, that change and
+ *       every later one, each with its document); then the stream's changes after the window.
+ * </ol>
+ * A document whose state the stream has already handed out since it opened is not handed out
+ * again. Every document read is handed out at a point of the stream where it is current: no
+ * document goes back to an older state, and no state is delivered twice (beyond the redelivery of
+ * what was not yet committed after a restart, and {@code updateLookup}, whose document is the one
+ * current when the change is read). Each position names the stream's position and the last
+ * {@code _id} handed out ({@link SnapshotProgress}), so a restart goes on from the last committed
+ * document, not from the first. Once a read returns less than a chunk, the partition only streams.
+ */
+final class SnapshotCursor implements FeedCursor<BsonDocument> {
+  private static final Logger LOG = LoggerFactory.getLogger(SnapshotCursor.class);
+  private static final long PROGRESS_LOG_NANOS = Duration.ofSeconds(10).toNanos();
+  /** How long the stream may take to reach a chunk's high watermark. */
+  private static final Duration WINDOW_PATIENCE = Duration.ofSeconds(30);
+  private static final Duration WINDOW_POLL = Duration.ofMillis(100);
+
+  /** One thing to hand out: a change, or only a position (a document of another partition). */
+  private record Out(Position position, ChangeEvent<BsonDocument> change) {}
+
+  private final CursorSettings settings;
+  private final StreamSource source;
+  private final PartitionSpec partition;
+  private final int chunkSize;
+  /** Opened at the first read's low watermark, or at the position resumed from. */
+  private MongoFeedCursor stream;
+  private final ArrayDeque<Out> buffered = new ArrayDeque<>();
+  /** The last {@code _id} read (the chunks so far are buffered or handed out). */
+  private BsonValue after;
+  /** The last chunk was read: once {@link #buffered} is handed out, the partition only streams. */
+  private boolean done;
+  private Position position;
+  private FeedException failure;
+  private long documentsRead;
+  private long documentsLeftToStream;
+  private long lastProgressLog = System.nanoTime();
+  /** The window of the chunk being read, filled by the stream as it reads. */
+  private BsonTimestamp windowLow;
+  private BsonTimestamp windowHigh;
+  private final Set<String> changedInWindow = new HashSet<>();
+  private boolean pastWindow;
+  /**
+   * Keys of this partition whose state the stream has handed out since it was opened (a change
+   * that carries the document, or a delete): a later read of such a document would only repeat
+   * that state, or one the stream hands out after it. A key leaves when its chunk is read;
+   * bounded by {@link #DELIVERED_LIMIT}, past which it is cleared (the reads may then repeat
+   * states, never go back).
+   */
+  private final Set<String> delivered = new HashSet<>();
+  private static final int DELIVERED_LIMIT = 100_000;
+
+  SnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, SnapshotProgress start,
+      Position streamPosition) {
+    this.settings = settings;
+    this.source = source;
+    this.partition = partition;
+    this.chunkSize = settings.snapshotChunkSize();
+    this.after = start.after();
+    if (start.stream() == null) {
+      this.position = SnapshotProgress.NOT_STARTED;
+    } else {
+      this.position = start.after() == null ? SnapshotProgress.atStart(streamPosition)
+          : SnapshotProgress.after(streamPosition).apply(start.after());
+      openStream(start.stream(), streamPosition);
+    }
+  }
+
+  private void openStream(StreamStart start, Position at) {
+    MongoFeedCursor opened = new MongoFeedCursor(settings, source, partition, at);
+    opened.onEveryChange(this::seen);
+    opened.start(start);
+    stream = opened;
+  }
+
+  private void seen(String key, BsonTimestamp time) {
+    if (windowHigh == null || time == null) {
+      return;
+    }
+    if (time.compareTo(windowHigh) > 0) {
+      pastWindow = true;
+    } else if (time.compareTo(windowLow) >= 0) {
+      changedInWindow.add(key);
+    }
+  }
+
+  @Override
+  public List<ChangeEvent<BsonDocument>> poll(Duration maxWait) {
+    if (failure != null) {
+      throw failure;
+    }
+    if (buffered.isEmpty()) {
+      if (done) {
+        return stream.poll(maxWait);
+      }
+      try {
+        readNextChunk();
+      } catch (MongoException e) {
+        throw fail(e);
+      } catch (FeedException e) {
+        failure = e;
+        throw e;
+      }
+    }
+    List<ChangeEvent<BsonDocument>> out = new ArrayList<>();
+    while (!buffered.isEmpty() && out.size() < settings.batchSize()) {
+      Out next = buffered.poll();
+      position = next.position();
+      if (next.change() != null) {
+        out.add(next.change());
+      }
+    }
+    return out;
+  }
+
+  private void readNextChunk() {
+    SnapshotChunk chunk = source.readChunk(after, chunkSize);
+    List<RawBsonDocument> documents = chunk.documents();
+    BsonTimestamp low = chunk.low();
+    BsonTimestamp high = chunk.high();
+    boolean last = documents.size() < chunkSize;
+    if (stream == null) {
+      StreamStart start = StreamStart.at(low);
+      openStream(start, start.toPosition(Instant.ofEpochSecond(Integer.toUnsignedLong(low.getTime()))));
+    }
+
+    // The stream up to the high watermark, and what it changed from the low one on.
+    List<ChangeEvent<BsonDocument>> before = new ArrayList<>();
+    List<ChangeEvent<BsonDocument>> later = new ArrayList<>();
+    Position rowsAt = stream.position();
+    if (high != null) {
+      windowLow = low;
+      windowHigh = high;
+      changedInWindow.clear();
+      pastWindow = false;
+      try {
+        long deadline = System.nanoTime() + WINDOW_PATIENCE.toNanos();
+        while (!pastWindow && !stream.readBefore().map(t -> t.compareTo(high) > 0).orElse(false)) {
+          if (System.nanoTime() > deadline) {
+            throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": the"
+                + " snapshot's stream did not reach " + high + " (the newest operation time after reading a chunk)"
+                + " within " + WINDOW_PATIENCE + "; the chunk is read again", null, true);
+          }
+          // The documents go at the stream position before the first change after the window.
+          for (ChangeEvent<BsonDocument> change : stream.poll(WINDOW_POLL)) {
+            Optional<BsonTimestamp> time = clusterTime(change);
+            if (later.isEmpty() && time.isPresent() && time.get().compareTo(high) <= 0) {
+              before.add(change);
+              rowsAt = change.position();
+              noteDelivered(change);
+            } else {
+              later.add(change);
+            }
+          }
+          if (later.isEmpty() && !pastWindow) {
+            rowsAt = stream.position(); // also past changes of other partitions, and batch ends
+          }
+        }
+      } finally {
+        windowHigh = null;
+      }
+    }
+
+    // In stream order: the changes up to the window's end, the documents, the changes after it.
+    Function<Position, Position> withPrevious = progress(after);
+    before.forEach(c -> buffered.add(at(withPrevious.apply(c.position()), c)));
+    Function<BsonValue, Position> rowPositions = SnapshotProgress.after(rowsAt);
+    Instant readAt = Instant.ofEpochSecond(Integer.toUnsignedLong(low.getTime()));
+    for (RawBsonDocument document : documents) {
+      BsonValue id = document.get("_id");
+      String key = MongoEvents.keyOf(id);
+      Position at = rowPositions.apply(id);
+      boolean mine = partition.owns(key);
+      boolean streamed = changedInWindow.contains(key) || delivered.remove(key);
+      if (mine && streamed) {
+        documentsLeftToStream++;
+      }
+      buffered.add(new Out(at, mine && !streamed
+          ? new ChangeEvent<>(snapshotId(id, document), settings.stream(), at, Operation.SNAPSHOT, key,
+              new BsonDocument("_id", id), document, readAt, document)
+          : null));
+    }
+    if (!documents.isEmpty()) {
+      after = documents.get(documents.size() - 1).get("_id");
+    }
+    done = last;
+    Function<Position, Position> withLast = last ? p -> p : progress(after);
+    later.forEach(c -> buffered.add(at(withLast.apply(c.position()), c)));
+    later.forEach(this::noteDelivered);
+    if (last) {
+      delivered.clear();
+    }
+    if (last && later.isEmpty()) {
+      buffered.add(new Out(rowsAt, null)); // a plain stream position: the snapshot is complete
+    }
+    documentsRead += documents.size();
+    long now = System.nanoTime();
+    if (last || now - lastProgressLog >= PROGRESS_LOG_NANOS) {
+      lastProgressLog = now;
+      LOG.info("Snapshot of '{}' {}: {} documents read in this run{}, {} of them left to changes made while they were"
+          + " read{}", settings.stream(), partition, documentsRead,
+          after == null ? "" : ", up to _id " + SnapshotProgress.valueJson(after), documentsLeftToStream,
+          last ? "; the snapshot is complete" : "");
+    }
+  }
+
+  /**
+   * A change of the stream at {@code position}, the snapshot's: the engine commits a change's own
+   * position, which must keep the snapshot's progress while the snapshot is not complete.
+   */
+  private static Out at(Position position, ChangeEvent<BsonDocument> c) {
+    return new Out(position, new ChangeEvent<>(c.id(), c.stream(), position, c.operation(), c.key(), c.documentKey(),
+        c.document(), c.time(), c.raw(), c.documentState(), c.changedFields()));
+  }
+
+  private void noteDelivered(ChangeEvent<BsonDocument> change) {
+    boolean carriesState = change.operation() == Operation.DELETE
+        || (change.document() != null && change.operation() != Operation.OTHER);
+    if (!carriesState || change.raw() instanceof UndecodableChange) {
+      return;
+    }
+    if (delivered.size() >= DELIVERED_LIMIT) {
+      delivered.clear();
+    }
+    delivered.add(change.key());
+  }
+
+  /** Positions of the snapshot with {@code after} as its last document. */
+  private static Function<Position, Position> progress(BsonValue after) {
+    return after == null ? SnapshotProgress::atStart : p -> SnapshotProgress.after(p).apply(after);
+  }
+
+  /**
+   * The document's {@code _id} and a digest of its content: a re-read of the same state has the
+   * same id, whatever the stream position it was read at, and a different state another.
+   */
+  private static String snapshotId(BsonValue id, RawBsonDocument document) {
+    java.nio.ByteBuffer bytes = document.getByteBuffer().asNIO();
+    byte[] digest;
+    try {
+      java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
+      sha.update(bytes);
+      digest = sha.digest();
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+    }
+    return "snapshot:" + SnapshotProgress.valueJson(id) + ":" + java.util.HexFormat.of().formatHex(digest, 0, 16);
+  }
+
+  private static Optional<BsonTimestamp> clusterTime(ChangeEvent<BsonDocument> change) {
+    Object raw = change.raw() instanceof UndecodableChange u ? u.source() : change.raw();
+    if (raw instanceof BsonDocument event && event.get("clusterTime") instanceof org.bson.BsonTimestamp ts) {
+      return Optional.of(ts);
+    }
+    return Optional.empty();
+  }
+
+  private FeedException fail(MongoException e) {
+    failure = MongoFeedErrors.translate(e, settings.stream(), position, false,
+        () -> source.oldestOplogTime().map(ts -> Instant.ofEpochSecond(ts.getTime())).orElse(null));
+    return failure;
+  }
+
+  @Override
+  public Position position() {
+    return streaming() ? stream.position() : position;
+  }
+
+  /** The snapshot is read and handed out: the partition only streams. */
+  private boolean streaming() {
+    return done && buffered.isEmpty();
+  }
+
+  @Override
+  public boolean caughtUp() {
+    return streaming() && stream.caughtUp();
+  }
+
+  @Override
+  public boolean ended() {
+    return streaming() && stream.ended();
+  }
+
+  @Override
+  public String endReason() {
+    return stream != null ? stream.endReason() : FeedCursor.super.endReason();
+  }
+
+  @Override
+  public void close() {
+    if (stream != null) {
+      stream.close();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "SnapshotCursor[" + settings.stream() + " " + partition + " at " + position() + "]";
+  }
+}
