@@ -8,9 +8,18 @@ package dev.sluice.listener;
  *       decides (for example re-snapshot, or reset the checkpoint).
  *   <li>{@link #SKIP_TO_LATEST}: continue from the latest position, after reporting the gap to
  *       the {@link ListenerObserver} and the log at ERROR level, with the lost range.
+ *   <li>{@link #RESNAPSHOT}: repair the gap: report it as {@code SKIP_TO_LATEST} does, then start
+ *       the partition again with a snapshot of its keys ({@code StartPoint.snapshot()}), which
+ *       streams from the latest position while it reads every existing document as a {@code
+ *       SNAPSHOT} change. Consumers end equal to the source for every document that exists;
+ *       documents deleted during the gap are not reported (no change records them any more), so a
+ *       consumer that must forget them compares what it holds with the snapshot (see the
+ *       README's "History lost"). Only for feeds that read snapshots; the listener refuses it
+ *       otherwise when built.
  * </ul>
  */
 public enum HistoryLostPolicy {
   STOP,
-  SKIP_TO_LATEST
+  SKIP_TO_LATEST,
+  RESNAPSHOT
 }

@@ -2,6 +2,7 @@ package dev.sluice.listener;
 
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.ChangeFeed;
+import dev.sluice.feed.StartPoint;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.OwnerId;
 import dev.sluice.listener.internal.ListenerEngine;
@@ -179,6 +180,11 @@ public interface Listener<D> extends AutoCloseable {
         throw new ConfigurationException("bootstrap " + bootstrap.startPoint() + " is not supported by the"
             + " feed of stream '" + feed.stream() + "' (" + feed.getClass().getSimpleName() + "): it cannot read"
             + " a consistent snapshot of the existing data; bootstrap at oldest, latest or a time");
+      }
+      if (historyLost == HistoryLostPolicy.RESNAPSHOT && !feed.supports(StartPoint.snapshot())) {
+        throw new ConfigurationException("onHistoryLost RESNAPSHOT is not supported by the feed of stream '"
+            + feed.stream() + "' (" + feed.getClass().getSimpleName() + "): it cannot read a snapshot of the"
+            + " existing data to repair the gap with; use STOP or SKIP_TO_LATEST");
       }
       Duration renew = renewInterval != null ? renewInterval : leaseDuration.dividedBy(3);
       Duration acquire = acquireInterval != null ? acquireInterval : renew;

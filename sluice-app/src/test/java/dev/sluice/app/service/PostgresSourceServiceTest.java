@@ -281,8 +281,6 @@ class PostgresSourceServiceTest {
         Arguments.of("a bootstrap time under postgres", PG_VALID.replace("bootstrap: snapshot",
             "bootstrap: 2026-01-01T00:00:00Z"), new String[] {"listeners[0].bootstrap", "2026-01-01T00:00:00Z",
                 "not supported by a postgres source", "oldest, latest or snapshot"}),
-        Arguments.of("a bootstrap snapshot under mongodb", mongo.replace("bootstrap: oldest", "bootstrap: snapshot"),
-            new String[] {"listeners[0].bootstrap", "snapshot is not supported by a mongodb source"}),
         Arguments.of("an unknown bootstrap", PG_VALID.replace("bootstrap: snapshot", "bootstrap: everything"),
             new String[] {"listeners[0].bootstrap", "'everything'"}),
         Arguments.of("a malformed JDBC URL with a password in it", PG_VALID.replace(

@@ -248,20 +248,28 @@ final class Tenure<D> {
       }
       try {
         if (skipping != null) {
-          cursor = config.feed().open(worker.partition, StartPoint.latest());
+          boolean repair = config.historyLost() == HistoryLostPolicy.RESNAPSHOT;
+          cursor = config.feed().open(worker.partition, repair ? StartPoint.snapshot() : StartPoint.latest());
           Position resumedAt = cursor.position();
           // The status shows the gap before the checkpoint moves past it: whoever sees the new
           // checkpoint (an operator, a test) also sees why changes before it were skipped.
-          worker.recordError("history lost; skipped to latest at " + resumedAt + ": "
-              + skipping.getMessage());
+          worker.recordError("history lost; " + (repair ? "repairing by a snapshot of the partition's keys from "
+              : "skipped to latest at ") + resumedAt + ": " + skipping.getMessage());
           Step pinned = checkpointer.commit(resumedAt, 0);
           if (pinned != Step.CONTINUE) {
             return pinned;
           }
           worker.observer.historyLost(worker.leaseName, skipping, resumedAt);
-          log.error("GAP in partition {}: {} Policy SKIP_TO_LATEST: continuing at {}; changes"
-              + " between {} and {} were NOT delivered.", worker.leaseName, skipping.getMessage(),
-              resumedAt, skipping.lostFrom(), resumedAt);
+          if (repair) {
+            log.error("GAP in partition {}: {} Policy RESNAPSHOT: every document of the partition is read"
+                + " again as a SNAPSHOT change while the stream goes on from the latest position; changes"
+                + " from {} on are repaired by it, except documents deleted meanwhile, which no change"
+                + " reports any more.", worker.leaseName, skipping.getMessage(), skipping.lostFrom());
+          } else {
+            log.error("GAP in partition {}: {} Policy SKIP_TO_LATEST: continuing at {}; changes"
+                + " between {} and {} were NOT delivered.", worker.leaseName, skipping.getMessage(),
+                resumedAt, skipping.lostFrom(), resumedAt);
+          }
         } else if (lastProcessed != null) {
           cursor = config.feed().open(worker.partition, StartPoint.after(lastProcessed));
         } else {

@@ -198,10 +198,11 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
     if (start instanceof StartPoint.Snapshot) {
       if (state != null) {
-        // No checkpoint, so nothing was delivered from this slot: a bootstrap that crashed before
-        // its first commit, or a group started afresh. The snapshot needs a slot created with it.
-        log.warn("PostgreSQL feed '{}': replication slot {} exists but the partition has no checkpoint;"
-            + " dropping it to create it again with a snapshot", feed.stream(), slot);
+        // Nothing to resume from this slot: a bootstrap that crashed before its first commit, a
+        // group started afresh, or lost history repaired by a snapshot (HistoryLostPolicy
+        // RESNAPSHOT). The snapshot needs a slot created with it.
+        log.warn("PostgreSQL feed '{}': replication slot {} exists but a snapshot starts the partition (no"
+            + " checkpoint, or lost history repaired); dropping it to create it again with a snapshot", feed.stream(), slot);
         slots.drop();
       }
       snapshot = PgSnapshot.export(feed, slot, false);

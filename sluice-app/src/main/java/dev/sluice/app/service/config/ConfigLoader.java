@@ -368,11 +368,7 @@ public final class ConfigLoader {
   /** Whether the source can start where {@code bootstrap} says, with a message naming the choices. */
   private static void validateBootstrap(SluiceConfig c, ListenerSection l, String at) {
     StartPoint start = bootstrap(l, at).startPoint();
-    if (c.mongodb() != null) {
-      require(!(start instanceof StartPoint.Snapshot), at + ".bootstrap",
-          "snapshot is not supported by a mongodb source (a change stream has no consistent snapshot of the"
-              + " collection); use oldest, latest or an ISO-8601 instant");
-    } else {
+    if (c.mongodb() == null) {
       require(!(start instanceof StartPoint.AtTime), at + ".bootstrap",
           "a time ('" + l.bootstrap() + "') is not supported by a postgres source (the WAL is not indexed by time);"
               + " use oldest, latest or snapshot");
@@ -439,7 +435,7 @@ public final class ConfigLoader {
     try {
       return BootstrapPolicy.at(Instant.parse(b));
     } catch (DateTimeParseException e) {
-      throw new ConfigException(at + ".bootstrap", "must be oldest, latest, snapshot (postgres only) or an ISO-8601"
+      throw new ConfigException(at + ".bootstrap", "must be oldest, latest, snapshot or an ISO-8601"
           + " instant such as 2026-01-01T00:00:00Z (mongodb only), but was '" + b + "'");
     }
   }
@@ -452,7 +448,11 @@ public final class ConfigLoader {
     if (h.equals("skip-to-latest")) {
       return HistoryLostPolicy.SKIP_TO_LATEST;
     }
-    throw new ConfigException(at + ".onHistoryLost", "must be stop or skip-to-latest, but was '" + l.onHistoryLost() + "'");
+    if (h.equals("resnapshot")) {
+      return HistoryLostPolicy.RESNAPSHOT;
+    }
+    throw new ConfigException(at + ".onHistoryLost", "must be stop, skip-to-latest or resnapshot, but was '"
+        + l.onHistoryLost() + "'");
   }
 
   /**

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.ConfigurationException;
+import dev.sluice.feed.StartPoint;
 import dev.sluice.listener.HistoryLostPolicy;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,6 +36,10 @@ class ConfigLoaderTest {
     assertThat(ConfigLoader.leaseDuration(l, "x")).isEqualTo(Duration.ofSeconds(5));
     assertThat(ConfigLoader.historyLost(l, "x")).isEqualTo(HistoryLostPolicy.SKIP_TO_LATEST);
     assertThat(ConfigLoader.retry(l, "x").maxAttempts()).isEqualTo(3);
+    SluiceConfig.ListenerSection repairing = ConfigLoader.parse(VALID.replace("onHistoryLost: skip-to-latest",
+        "onHistoryLost: resnapshot\n    bootstrap: snapshot"), "sluice.yaml").listeners().get(0);
+    assertThat(ConfigLoader.historyLost(repairing, "x")).isEqualTo(HistoryLostPolicy.RESNAPSHOT);
+    assertThat(ConfigLoader.bootstrap(repairing, "x").startPoint()).isEqualTo(StartPoint.snapshot());
   }
 
   @Test
@@ -53,7 +58,8 @@ class ConfigLoaderTest {
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("500ms", "half a second"), "sluice.yaml"))
         .hasMessageContaining("listeners[0].checkpoint.maxDelay").hasMessageContaining("'half a second'");
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("skip-to-latest", "ignore"), "sluice.yaml"))
-        .hasMessageContaining("listeners[0].onHistoryLost").hasMessageContaining("'ignore'");
+        .hasMessageContaining("listeners[0].onHistoryLost").hasMessageContaining("'ignore'")
+        .hasMessageContaining("stop, skip-to-latest or resnapshot");
     String invalidate = VALID.replace("onFailure: park", "onFailure: park\n    onInvalidate: restart");
     assertThatThrownBy(() -> ConfigLoader.parse(invalidate, "sluice.yaml"))
         .hasMessageContaining("listeners[0].onInvalidate").hasMessageContaining("stop or start-after")
