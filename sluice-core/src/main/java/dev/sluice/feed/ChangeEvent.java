@@ -24,6 +24,9 @@ import java.util.Objects;
  * @param changedFields for an update whose backend reports it: the fields this change set, keyed
  *     by dotted path, each with the value this change gave it (MongoDB's
  *     {@code updateDescription.updatedFields}); otherwise {@code null}
+ * @param before the document as it was before this change (a pre-image: MongoDB's
+ *     {@code fullDocumentBeforeChange}, for updates, replacements and deletes), when the feed was
+ *     asked for it and the source had it; otherwise {@code null}
  */
 public record ChangeEvent<D>(
     String id,
@@ -36,7 +39,8 @@ public record ChangeEvent<D>(
     Instant time,
     Object raw,
     DocumentState documentState,
-    D changedFields) {
+    D changedFields,
+    D before) {
 
   public ChangeEvent {
     Objects.requireNonNull(id, "id");
@@ -50,6 +54,18 @@ public record ChangeEvent<D>(
     }
   }
 
+  /** A change without a pre-image. */
+  public ChangeEvent(String id, String stream, Position position, Operation operation, String key,
+      D documentKey, D document, Instant time, Object raw, DocumentState documentState, D changedFields) {
+    this(id, stream, position, operation, key, documentKey, document, time, raw, documentState, changedFields, null);
+  }
+
+  /** This change at another position (the same change, as a feed reports it from elsewhere). */
+  public ChangeEvent<D> at(Position newPosition) {
+    return new ChangeEvent<>(id, stream, newPosition, operation, key, documentKey, document, time, raw, documentState,
+        changedFields, before);
+  }
+
   /**
    * A change whose {@code document}, when present, is the document as this change left it (SQL
    * rows, inserts, snapshots, tests), and which reports no changed fields.
@@ -57,7 +73,7 @@ public record ChangeEvent<D>(
   public ChangeEvent(String id, String stream, Position position, Operation operation, String key,
       D documentKey, D document, Instant time, Object raw) {
     this(id, stream, position, operation, key, documentKey, document, time, raw,
-        document == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE, null);
+        document == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE, null, null);
   }
 
   @Override

@@ -20,6 +20,7 @@ import java.util.Objects;
  *  "documentKey": {...} | null, "document": {...} | null,   // kind = change
  *  "documentState": "AFTER_CHANGE" | "CURRENT" | "NONE",    // kind = change
  *  "changedFields": {...},                                  // kind = change, updates that report it
+ *  "before": {...},                                         // kind = change, with pre-images
  *  "event": {...}}                                          // kind = event
  * }</pre>
  *
@@ -41,6 +42,8 @@ import java.util.Objects;
  *     {@code CURRENT} (looked up when the change was read: may include later changes, null once
  *     deleted) or {@code NONE}; null for events and for envelopes written before it was added
  * @param changedFields kind change, updates: the fields this change set, by dotted path, or null
+ * @param before kind change: the document before the change (a pre-image, MongoDB
+ *     {@code fullDocumentBeforeChange}) when the feed was asked for it and had it, else null
  */
 public record Envelope(
     int version,
@@ -57,7 +60,8 @@ public record Envelope(
     JsonNode document,
     JsonNode event,
     String documentState,
-    JsonNode changedFields) {
+    JsonNode changedFields,
+    JsonNode before) {
 
   /** The current envelope version. */
   public static final int VERSION = 1;
@@ -128,7 +132,8 @@ public record Envelope(
         node(root, "document"),
         node(root, "event"),
         text(root, "documentState"),
-        node(root, "changedFields"));
+        node(root, "changedFields"),
+        node(root, "before"));
   }
 
   private static String text(JsonNode root, String field) {

@@ -189,6 +189,20 @@ class MessageEncoderTest {
   }
 
   @Test
+  void aPreImageIsPublishedAsBeforeAndAChangeWithoutOneHasNone() {
+    MessageEncoder<BsonDocument> enc = bson().build();
+    BsonDocument after = new BsonDocument("_id", new BsonString("k1")).append("v", new BsonInt64(2));
+    BsonDocument before = new BsonDocument("_id", new BsonString("k1")).append("v", new BsonInt64(1));
+    ChangeEvent<BsonDocument> update = new ChangeEvent<>("chg-2", "shop.orders", new Position("tok-10", T),
+        Operation.UPDATE, "k1", new BsonDocument("_id", new BsonString("k1")), after, T, null,
+        DocumentState.AFTER_CHANGE, new BsonDocument("v", new BsonInt64(2)), before);
+    Envelope e = Envelope.parse(enc.encode(update, FENCE).get(0).body());
+    assertThat(e.before().get("v").asLong()).isEqualTo(1);
+    assertThat(e.document().get("v").asLong()).isEqualTo(2);
+    assertThat(Envelope.parse(enc.encode(change(Operation.INSERT, after), FENCE).get(0).body()).before()).isNull();
+  }
+
+  @Test
   void badDomainEventsAndThrowingFiltersNameTheChangeAndPosition() {
     MessageEncoder<BsonDocument> enc = bson().publication(Publication.domainEvents("lastEvent", "id")).build();
     assertThatThrownBy(() -> enc.encode(change(Operation.UPDATE, new BsonDocument("lastEvent", new BsonString("oops"))), FENCE))

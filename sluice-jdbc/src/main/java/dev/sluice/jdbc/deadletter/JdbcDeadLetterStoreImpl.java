@@ -25,7 +25,8 @@ import javax.sql.DataSource;
 final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
   private static final String COLUMNS =
       "event_id, stream, event_key, partition_no, error, attempts, parked_at, position_token, "
-          + "position_time, operation, document_key, document, event_time, epoch, document_state, changed_fields";
+          + "position_time, operation, document_key, document, event_time, epoch, document_state, changed_fields, "
+          + "before_document";
 
   private final DataSource dataSource;
   private final String table;
@@ -56,13 +57,14 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
           + "parked_at TIMESTAMP NOT NULL, position_token " + text + " NOT NULL, position_time VARCHAR(40), "
           + "operation VARCHAR(20) NOT NULL, document_key " + text + ", document " + text + ", "
           + "event_time VARCHAR(40), epoch BIGINT NOT NULL DEFAULT 0, document_state VARCHAR(20), "
-          + "changed_fields " + text + ", "
+          + "changed_fields " + text + ", before_document " + text + ", "
           + "UNIQUE (stream, event_id))");
       // Tables created before epochs were recorded (ADR 0045): existing entries get epoch 0.
       s.execute("ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0");
       // Tables created before the document state was recorded: their rows read as before.
       s.execute("ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS document_state VARCHAR(20)");
       s.execute("ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS changed_fields " + text);
+      s.execute("ALTER TABLE " + table + " ADD COLUMN IF NOT EXISTS before_document " + text);
       // MariaDB limits index keys to 3072 bytes: index a prefix of the key there.
       s.execute("CREATE INDEX IF NOT EXISTS " + table + "_key ON " + table + " (stream, "
           + (postgres ? "event_key" : "event_key(255)") + ")");
@@ -146,7 +148,7 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
   private void insert(Connection c, ParkedChange<D> change) throws SQLException {
     ChangeEvent<D> e = change.event();
     try (PreparedStatement ps = c.prepareStatement(
-        "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
+        "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
       ps.setString(1, e.id());
       ps.setString(2, change.scope());
       ps.setString(3, e.key());
@@ -163,6 +165,7 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
       ps.setLong(14, change.epoch());
       ps.setString(15, e.documentState().name());
       ps.setString(16, e.changedFields() == null ? null : encode.apply(e.changedFields()));
+      ps.setString(17, e.before() == null ? null : encode.apply(e.before()));
       ps.executeUpdate();
     }
   }
@@ -262,6 +265,7 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
     String scope = rs.getString("stream");
     String state = rs.getString("document_state");
     String changed = rs.getString("changed_fields");
+    String before = rs.getString("before_document");
     D decodedDocument = document == null ? null : decode.apply(document);
     ChangeEvent<D> event = new ChangeEvent<>(
         rs.getString("event_id"),
@@ -275,7 +279,8 @@ final class JdbcDeadLetterStoreImpl<D> implements JdbcDeadLetterStore<D> {
         null,
         state != null ? DocumentState.valueOf(state)
             : decodedDocument == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE,
-        changed == null ? null : decode.apply(changed));
+        changed == null ? null : decode.apply(changed),
+        before == null ? null : decode.apply(before));
     return new ParkedChange<>(event, rs.getInt("partition_no"), rs.getString("error"), rs.getInt("attempts"),
         rs.getTimestamp("parked_at").toInstant(), rs.getLong("epoch"), scope);
   }

@@ -309,7 +309,8 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
         .append("time", time(e.time()))
         .append("raw", e.raw() instanceof BsonDocument raw ? raw : BsonNull.VALUE)
         .append("documentState", new BsonString(e.documentState().name()))
-        .append("changedFields", orNull(e.changedFields()));
+        .append("changedFields", orNull(e.changedFields()))
+        .append("before", orNull(e.before()));
   }
 
   private static ChangeEvent<BsonDocument> decode(BsonDocument d) {
@@ -342,7 +343,8 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
         instant(d.get("time")),
         raw,
         state,
-        changed);
+        changed,
+        doc(d.get("before"))); // absent in what was parked before pre-images were kept
   }
 
   private static BsonValue time(Instant t) {

@@ -15,6 +15,7 @@ import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.MongoCursor;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.changestream.FullDocument;
+import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.FeedException;
 import dev.sluice.mongodb.internal.MongoHello;
@@ -47,9 +48,10 @@ final class DriverStreamSource implements StreamSource {
   private final String collection;
   private final int batchSize;
   private final FullDocument fullDocument;
+  private final FullDocumentBeforeChange fullDocumentBeforeChange;
   private final long maxAwaitMillis;
   private final List<Bson> pipeline;
-  private volatile boolean postImagesChecked;
+  private volatile boolean imagesChecked;
   /** Until the server showed it has none: snapshot chunks are read at one cluster time. */
   private volatile boolean snapshotReads = true;
   private final MongoDatabase db;
@@ -62,6 +64,7 @@ final class DriverStreamSource implements StreamSource {
     this.collection = settings.collection;
     this.batchSize = settings.batchSize;
     this.fullDocument = settings.fullDocument;
+    this.fullDocumentBeforeChange = settings.fullDocumentBeforeChange;
     this.maxAwaitMillis = settings.serverAwait.toMillis();
     List<Bson> stages = new ArrayList<>(settings.pipeline);
     if (settings.splitLargeEvents) {
@@ -80,6 +83,7 @@ final class DriverStreamSource implements StreamSource {
             .watch(pipeline, BsonDocument.class)
             .batchSize(batchSize)
             .fullDocument(fullDocument)
+            .fullDocumentBeforeChange(fullDocumentBeforeChange)
             // Each tryNext is one getMore; a real server holds an idle one this long and
             // answers as soon as a change arrives (MongoFeedCursor backs off only when the
             // server answered at once without waiting).
@@ -211,12 +215,15 @@ final class DriverStreamSource implements StreamSource {
 
   @Override
   public void checkFullDocumentMode() {
-    if (fullDocument != FullDocument.REQUIRED && fullDocument != FullDocument.WHEN_AVAILABLE) {
+    boolean postImages = fullDocument == FullDocument.REQUIRED || fullDocument == FullDocument.WHEN_AVAILABLE;
+    boolean preImages = fullDocumentBeforeChange != FullDocumentBeforeChange.OFF;
+    if ((!postImages && !preImages) || imagesChecked) {
       return;
     }
-    if (postImagesChecked) {
-      return;
-    }
+    String wanted = (postImages ? "post-images, which fullDocument " + fullDocument.getValue() + " reads" : "")
+        + (postImages && preImages ? ", and " : "")
+        + (preImages ? "pre-images, which fullDocumentBeforeChange " + fullDocumentBeforeChange.getValue() + " reads"
+            : "");
     BsonDocument listed = null;
     try {
       for (BsonDocument d : db.listCollections(BsonDocument.class)
@@ -227,9 +234,8 @@ final class DriverStreamSource implements StreamSource {
       }
     } catch (MongoCommandException e) {
       if (e.getErrorCode() == 13) { // Unauthorized: the server refuses such a stream on its own
-        log.warn("Cannot check that collection {}.{} keeps post-images for fullDocument {} (listCollections"
-            + " not permitted: {}); the change stream will fail if it does not", database, collection,
-            fullDocument.getValue(), e.getErrorMessage());
+        log.warn("Cannot check that collection {}.{} keeps the {} (listCollections not permitted: {}); the"
+            + " change stream will fail if it does not", database, collection, wanted, e.getErrorMessage());
         return;
       }
       throw e;
@@ -240,14 +246,15 @@ final class DriverStreamSource implements StreamSource {
         && option.asDocument().getBoolean("enabled", BsonBoolean.FALSE).getValue();
     if (!enabled) {
       throw new ConfigurationException("MongoDB collection " + database + "." + collection
-          + (listed == null ? " does not exist, so it keeps no post-images" : " does not keep post-images")
-          + ", which fullDocument " + fullDocument.getValue() + " reads. Enable them (MongoDB 6.0+) with"
+          + (listed == null ? " does not exist, so it keeps no images" : " does not keep images")
+          + ": it was asked for " + wanted + ". Enable them (MongoDB 6.0+) with"
           + " db.runCommand({collMod: \"" + collection + "\", changeStreamPreAndPostImages: {enabled: true}})"
           + (listed == null ? " after creating it, or create it with that option" : "")
-          + ", or read with fullDocument updateLookup: domain events then still come from each update's own"
-          + " changed fields, and the document is labelled CURRENT.");
+          + (postImages ? ", or read with fullDocument updateLookup: domain events then still come from each"
+              + " update's own changed fields, and the document is labelled CURRENT" : "")
+          + (preImages ? (postImages ? "; or" : ", or") + " leave fullDocumentBeforeChange off" : "") + ".");
     }
-    postImagesChecked = true;
+    imagesChecked = true;
   }
 
   /**

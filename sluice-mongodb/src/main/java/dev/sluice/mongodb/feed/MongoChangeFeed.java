@@ -2,6 +2,7 @@ package dev.sluice.mongodb.feed;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.model.changestream.FullDocument;
+import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.ChangeFeed;
 import java.time.Duration;
@@ -102,6 +103,7 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     String stream;
     int batchSize = DEFAULT_BATCH_SIZE;
     FullDocument fullDocument = FullDocument.UPDATE_LOOKUP;
+    FullDocumentBeforeChange fullDocumentBeforeChange = FullDocumentBeforeChange.OFF;
     OnInvalidate onInvalidate = OnInvalidate.STOP;
     final List<Bson> pipeline = new ArrayList<>();
     Duration minBackoff = Duration.ofMillis(10);
@@ -153,6 +155,23 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
      */
     public Builder fullDocument(FullDocument mode) {
       this.fullDocument = ConfigurationException.requireNonNull(mode, "fullDocument");
+      return this;
+    }
+
+    /**
+     * Pre-images (MongoDB 6.0+): with {@link FullDocumentBeforeChange#WHEN_AVAILABLE} or {@link
+     * FullDocumentBeforeChange#REQUIRED}, updates, replacements and deletes carry the document as
+     * it was before them in {@code ChangeEvent.before()} (and the sinks' envelope in {@code
+     * before}). Default {@link FullDocumentBeforeChange#OFF}. Opening refuses a collection without
+     * {@code changeStreamPreAndPostImages}, naming the {@code collMod} command that enables it;
+     * with {@code REQUIRED}, a change whose pre-image the server no longer has (expired, or written
+     * before images were enabled) stops the cursor with the server's error, naming the position.
+     */
+    public Builder fullDocumentBeforeChange(FullDocumentBeforeChange mode) {
+      ConfigurationException.requireNonNull(mode, "fullDocumentBeforeChange");
+      ConfigurationException.require(mode != FullDocumentBeforeChange.DEFAULT, "fullDocumentBeforeChange", mode,
+          "must be OFF, WHEN_AVAILABLE or REQUIRED");
+      this.fullDocumentBeforeChange = mode;
       return this;
     }
 

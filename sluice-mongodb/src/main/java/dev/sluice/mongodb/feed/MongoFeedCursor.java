@@ -278,6 +278,11 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
       }
       changedFields = description.asDocument().getDocument("updatedFields");
     }
+    BsonValue beforeValue = event.get("fullDocumentBeforeChange");
+    if (beforeValue != null && !beforeValue.isDocument() && !beforeValue.isNull()) {
+      throw new Malformed("its fullDocumentBeforeChange is a " + beforeValue.getBsonType() + ", not a document");
+    }
+    BsonDocument before = beforeValue != null && beforeValue.isDocument() ? beforeValue.asDocument() : null;
     BsonValue documentKey = event.get("documentKey");
     BsonDocument keyDoc =
         documentKey != null
@@ -296,7 +301,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
         time,
         event,
         state,
-        changedFields);
+        changedFields,
+        before);
   }
 
   private ChangeEvent<BsonDocument> undecodableChange(

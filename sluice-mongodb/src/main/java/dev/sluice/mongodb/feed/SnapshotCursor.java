@@ -248,8 +248,7 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
    * position, which must keep the snapshot's progress while the snapshot is not complete.
    */
   private static Out at(Position position, ChangeEvent<BsonDocument> c) {
-    return new Out(position, new ChangeEvent<>(c.id(), c.stream(), position, c.operation(), c.key(), c.documentKey(),
-        c.document(), c.time(), c.raw(), c.documentState(), c.changedFields()));
+    return new Out(position, c.at(position));
   }
 
   private void noteDelivered(ChangeEvent<BsonDocument> change) {

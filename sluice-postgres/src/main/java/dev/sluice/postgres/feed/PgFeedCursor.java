@@ -2,6 +2,7 @@ package dev.sluice.postgres.feed;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
 import dev.sluice.feed.HistoryLostException;
@@ -497,12 +498,17 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     Map<String, Object> raw = new LinkedHashMap<>();
     raw.put("table", r.qualifiedName());
     raw.put("xid", xid);
+    Map<String, Object> before = null;
     if (old != null) {
-      raw.put(old.size() == r.columns().size() && oldIsWholeRow(r) ? "before" : "oldKey", values(r, old, true));
+      boolean wholeRow = old.size() == r.columns().size() && oldIsWholeRow(r);
+      Map<String, Object> oldValues = Collections.unmodifiableMap(values(r, old, true));
+      raw.put(wholeRow ? "before" : "oldKey", oldValues);
+      before = wholeRow ? oldValues : null; // REPLICA IDENTITY FULL: the whole row before the change
     }
     ChangeEvent<Map<String, Object>> event = new ChangeEvent<>(eventId(), feed.stream(), position, op, key,
         Collections.unmodifiableMap(documentKey), document == null ? null : Collections.unmodifiableMap(document),
-        commitTime, Collections.unmodifiableMap(raw));
+        commitTime, Collections.unmodifiableMap(raw),
+        document == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE, null, before);
     if (key.isEmpty() || partition.owns(key)) {
       out.add(event);
     }

@@ -122,6 +122,25 @@ class PostgresChangeFeedTest {
   }
 
   @Test
+  void withReplicaIdentityFullUpdatesAndDeletesCarryTheWholeRowBeforeThem() throws Exception {
+    sql("CREATE TABLE public.full_rows (id int PRIMARY KEY, note text)", "ALTER TABLE full_rows REPLICA IDENTITY FULL",
+        "CREATE TABLE public.key_rows (id int PRIMARY KEY, note text)",
+        "CREATE PUBLICATION pub FOR TABLE public.full_rows, public.key_rows");
+    try (FeedCursor<Map<String, Object>> c = feed("public.full_rows").open(PartitionSpec.single(), StartPoint.latest())) {
+      sql("INSERT INTO full_rows VALUES (1, 'a')", "UPDATE full_rows SET note = 'b' WHERE id = 1",
+          "DELETE FROM full_rows WHERE id = 1");
+      List<ChangeEvent<Map<String, Object>>> events = read(c, 3);
+      assertThat(events).extracting(ChangeEvent::before)
+          .containsExactly(null, Map.of("id", 1, "note", "a"), Map.of("id", 1, "note", "b"));
+    }
+    try (FeedCursor<Map<String, Object>> c = feed("public.key_rows").open(PartitionSpec.single(), StartPoint.latest())) {
+      sql("INSERT INTO key_rows VALUES (1, 'a')", "DELETE FROM key_rows WHERE id = 1");
+      assertThat(read(c, 2)).extracting(ChangeEvent::before).as("only the key is known before: no pre-image")
+          .containsOnlyNulls();
+    }
+  }
+
+  @Test
   void resumingAtEveryPositionInsideAndBetweenTransactionsDeliversExactlyTheRest() throws Exception {
     sql("CREATE TABLE public.t (id int PRIMARY KEY, v text)", "CREATE TABLE public.other (id int PRIMARY KEY)",
         "CREATE PUBLICATION pub FOR TABLE public.t, public.other");

@@ -72,6 +72,9 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
     if (event.changedFields() != null) {
       root.set("changedFields", toJson(event, event.changedFields(), "changedFields"));
     }
+    if (event.before() != null) {
+      root.set("before", toJson(event, event.before(), "before"));
+    }
     return List.of(message(event, fence, "change", event.id(), document, root));
   }
 

@@ -30,7 +30,8 @@ import java.util.function.BooleanSupplier;
  *   <li>{@code find} on {@code local.oplog.rs} sorted by {@code $natural} returns entries in oplog
  *       order, forwards or backwards (the stock server honours only a sort by {@code ts}, which on
  *       a real server scans the whole oplog). The test kit's oplog stores entries in {@code ts}
- *       order, so the two orders are the same here;
+ *       order, so the two orders are the same here. The newest entry ({@code $natural: -1},
+ *       limit 1, no filter) is read from the end, as a real server does, not by sorting the oplog;
  *   <li>a write and its oplog entry become visible together, as one transaction does on a real
  *       server: the stock server applies a write to the collection before it adds the entry, so a
  *       {@code find} could see a write that the oplog does not show yet. Writes hold the backend's
@@ -50,7 +51,7 @@ final class FaithfulDatabase extends MemoryDatabase {
   private final BooleanSupplier pipelineUpdates;
   private final Map<String, List<String>> shardKeys;
 
-  private static final Set<String> WRITES = Set.of("insert", "update", "delete", "findandmodify");
+  private static final Set<String> WRITES = Set.of("insert", "update", "delete", "findandmodify", "collmod");
   private final ReadWriteLock visibility;
 
   FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages, Clock clock, BooleanSupplier pipelineUpdates,
@@ -99,6 +100,10 @@ final class FaithfulDatabase extends MemoryDatabase {
         throw new MongoServerError(26, "NamespaceNotFound", "ns does not exist: " + getDatabaseName() + "." + collection);
       }
       record(collection, query.get(OPTION));
+      if (withImages.contains(getDatabaseName() + "." + collection) && oplog instanceof FaithfulOplog faithful) {
+        faithful.imagesEnabled(getDatabaseName() + "." + collection,
+            resolveCollection(collection, false).handleQuery(new Document()));
+      }
       return new Document("ok", 1.0);
     }
     if (command.equalsIgnoreCase("create") && query.get(OPTION) != null) {
@@ -107,6 +112,26 @@ final class FaithfulDatabase extends MemoryDatabase {
       Document response = super.handleCommand(channel, command, plain, resolver, oplog);
       record(String.valueOf(query.get(command)), option);
       return response;
+    }
+    if (command.equalsIgnoreCase("find") && "local".equals(getDatabaseName()) && "oplog.rs".equals(query.get(command))
+        && query.get("sort") instanceof Document sort && sort.get("$natural") instanceof Number direction
+        && direction.intValue() < 0 && query.get("limit") instanceof Number limit && limit.intValue() == 1
+        && (!(query.get("filter") instanceof Document filter) || filter.isEmpty())
+        && oplog instanceof FaithfulOplog faithful) {
+      // The newest entry, as a real server reads it: from the end of the oplog, not by sorting it.
+      Document newest = faithful.newestEntry();
+      if (newest != null && query.get("projection") instanceof Document projection && !projection.isEmpty()) {
+        Document projected = new Document();
+        projection.forEach((k, v) -> {
+          if (Utils.isTrue(v) && newest.containsKey(k)) {
+            projected.put(k, newest.get(k));
+          }
+        });
+        newest.clear();
+        newest.putAll(projected);
+      }
+      return new Document("cursor", new Document("id", 0L).append("ns", "local.oplog.rs")
+          .append("firstBatch", newest == null ? List.of() : List.of(newest))).append("ok", 1.0);
     }
     if (command.equalsIgnoreCase("find") && "local".equals(getDatabaseName()) && "oplog.rs".equals(query.get(command))
         && query.get("sort") instanceof Document sort && sort.get("$natural") instanceof Number direction) {

@@ -16,6 +16,7 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -40,6 +41,9 @@ import java.util.stream.Stream;
  *   <li>{@code fullDocument: whenAvailable} / {@code required} return the post-image recorded with
  *       the entry when the collection had {@code changeStreamPreAndPostImages} enabled at the write
  *       ({@link FaithfulDatabase}); without it, whenAvailable returns none and required fails;
+ *       {@code fullDocumentBeforeChange} likewise returns the pre-image of updates, replacements
+ *       and deletes: the document as the previous write left it, kept per document while images
+ *       are enabled (from the moment they are, as a real server records them);
  *   <li>dropping a collection shows in that collection's streams only: a {@code drop} event, then
  *       {@code invalidate}, after which the cursor returns nothing more; {@code resumeAfter} the
  *       drop returns the invalidate again, {@code resumeAfter} the invalidate fails with error
@@ -61,6 +65,7 @@ import java.util.stream.Stream;
 final class FaithfulOplog implements Oplog {
   private static final String UPDATE_DESCRIPTION = "sluiceUpdateDescription";
   private static final String POST_IMAGE = "sluicePostImage";
+  private static final String PRE_IMAGE = "sluicePreImage";
   private static final String REPLACE = "sluiceReplace";
   /** The op of the entry standing for the invalidate event that follows a drop. */
   private static final String INVALIDATE = "sluiceInvalidate";
@@ -72,10 +77,13 @@ final class FaithfulOplog implements Oplog {
   private final CursorRegistry cursors;
   private final Clock clock;
   private final AtomicInteger increment = new AtomicInteger();
-  /** The newest timestamp given to an entry; guarded by this object's lock. */
+  /** The newest timestamp given to an entry, and that entry; guarded by this object's lock. */
   private BsonTimestamp latest;
+  private Document newest;
   private volatile BsonTimestamp trimmedThrough;
   private final Set<String> withImages;
+  /** Per document of a collection with images: its current state, the next change's pre-image. */
+  private final Map<String, Document> images = new HashMap<>();
 
   FaithfulOplog(MongoBackend backend, MongoCollection<Document> entries, CursorRegistry cursors,
       Set<String> withImages) {
@@ -94,15 +102,18 @@ final class FaithfulOplog implements Oplog {
         old.add(entry);
       }
     }
-    BsonTimestamp newest = trimmedThrough;
+    BsonTimestamp through = trimmedThrough;
     for (Document entry : old) {
       entries.removeDocument(entry);
       BsonTimestamp t = timestamp(entry);
-      if (newest == null || t.compareTo(newest) > 0) {
-        newest = t;
+      if (through == null || t.compareTo(through) > 0) {
+        through = t;
       }
     }
-    trimmedThrough = newest;
+    trimmedThrough = through;
+    if (newest != null && timestamp(newest).compareTo(ts) < 0) {
+      newest = null; // trimmed too
+    }
     return old.size();
   }
 
@@ -113,6 +124,11 @@ final class FaithfulOplog implements Oplog {
    */
   synchronized BsonTimestamp storedThrough() {
     return latest;
+  }
+
+  /** The newest entry stored (a copy), or null when none is. */
+  synchronized Document newestEntry() {
+    return newest == null ? null : newest.cloneDeeply();
   }
 
   /**
@@ -145,6 +161,27 @@ final class FaithfulOplog implements Oplog {
       return;
     }
     entries.addDocuments(documents.stream().map(d -> entry("i", namespace).append("o", d.cloneDeeply())));
+    if (withImages.contains(namespace)) {
+      documents.forEach(d -> images.put(imageKey(namespace, d.get("_id")), d.cloneDeeply()));
+    }
+  }
+
+  /** Images were enabled on {@code namespace}: from now on each change's pre-image is recorded. */
+  synchronized void imagesEnabled(String namespace, Iterable<Document> current) {
+    current.forEach(d -> images.put(imageKey(namespace, d.get("_id")), d.cloneDeeply()));
+  }
+
+  private static String imageKey(String namespace, Object id) {
+    return namespace + "|" + (id == null ? "null" : id.getClass().getName() + ":" + id);
+  }
+
+  /** The pre-image of a change of {@code id}, and {@code after} as the next one's. */
+  private Document preImage(String namespace, Object id, Document after) {
+    if (!withImages.contains(namespace)) {
+      return null;
+    }
+    String key = imageKey(namespace, id);
+    return after == null ? images.remove(key) : images.put(key, after.cloneDeeply());
   }
 
   @Override
@@ -157,6 +194,10 @@ final class FaithfulOplog implements Oplog {
     for (Object id : modifiedIds) {
       Document after = current(namespace, id);
       Document e = entry("u", namespace).append("o2", new Document("_id", id));
+      Document pre = preImage(namespace, id, after);
+      if (pre != null) {
+        e.append(PRE_IMAGE, pre);
+      }
       if (replacement) {
         e.append("o", after == null ? update.cloneDeeply() : after).append(REPLACE, true);
       } else {
@@ -175,7 +216,11 @@ final class FaithfulOplog implements Oplog {
     if (isOplog(namespace)) {
       return;
     }
-    entries.addDocuments(deletedIds.stream().map(id -> entry("d", namespace).append("o", new Document("_id", id))));
+    entries.addDocuments(deletedIds.stream().map(id -> {
+      Document e = entry("d", namespace).append("o", new Document("_id", id));
+      Document pre = preImage(namespace, id, null);
+      return pre == null ? e : e.append(PRE_IMAGE, pre);
+    }));
   }
 
   @Override
@@ -184,6 +229,7 @@ final class FaithfulOplog implements Oplog {
       return;
     }
     withImages.remove(namespace);
+    images.keySet().removeIf(k -> k.startsWith(namespace + "|"));
     // As on a real server: the drop, then the invalidate that ends every stream on the collection
     // (an entry of its own, so that it has a resume token of its own).
     entries.addDocument(entry("c", namespace).append("o", new Document("drop", Utils.getCollectionNameFromFullName(namespace))));
@@ -193,7 +239,8 @@ final class FaithfulOplog implements Oplog {
   private Document entry(String op, String namespace) {
     BsonTimestamp ts = new BsonTimestamp(clock.instant(), increment.incrementAndGet());
     latest = ts; // callers hold this object's lock until the entry is stored
-    return new Document()
+    newest = new Document();
+    return newest
         .append("ts", ts)
         .append("t", 1L)
         .append("v", 2L)
@@ -304,8 +351,9 @@ final class FaithfulOplog implements Oplog {
       start = new OplogPosition(new BsonTimestamp(clock.instant(), increment.get()));
     }
     String fullDocument = String.valueOf(changeStream.getOrDefault("fullDocument", "default"));
+    String before = String.valueOf(changeStream.getOrDefault("fullDocumentBeforeChange", "off"));
     ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(),
-        position -> aggregation.runStagesAsStream(stream(namespace, position, fullDocument)), start,
+        position -> aggregation.runStagesAsStream(stream(namespace, position, fullDocument, before)), start,
         this::storedThrough);
     cursors.add(cursor);
     return cursor;
@@ -316,7 +364,7 @@ final class FaithfulOplog implements Oplog {
         && INVALIDATE.equals(e.get("op")) && namespace.equals(e.get("ns")));
   }
 
-  private Stream<Document> stream(String namespace, OplogPosition position, String fullDocument) {
+  private Stream<Document> stream(String namespace, OplogPosition position, String fullDocument, String preImages) {
     // Only this collection's entries; nothing after its invalidate (a real server closes the cursor).
     boolean[] invalidated = {false};
     return entries.queryAllAsStream()
@@ -328,7 +376,21 @@ final class FaithfulOplog implements Oplog {
           invalidated[0] |= INVALIDATE.equals(e.get("op"));
           return before;
         })
-        .map(e -> toEvent(e, fullDocument));
+        .map(e -> withPreImage(toEvent(e, fullDocument), e, preImages));
+  }
+
+  /** Adds {@code fullDocumentBeforeChange} to an update, replace or delete event, as asked. */
+  private static Document withPreImage(Document event, Document entry, String mode) {
+    String op = (String) entry.get("op");
+    if ("off".equals(mode) || !("u".equals(op) || "d".equals(op))) {
+      return event;
+    }
+    Object pre = entry.get(PRE_IMAGE);
+    if (pre == null && "required".equals(mode)) {
+      throw new MongoServerError(280, "ChangeStreamFatalError", "Change stream was configured to require a"
+          + " pre-image for all update, delete and replace events, but the pre-image was not found");
+    }
+    return event.append("fullDocumentBeforeChange", pre);
   }
 
   private Document toEvent(Document entry, String fullDocument) {

@@ -199,6 +199,8 @@ public abstract class DeadLetterStoreContract {
         t,
         new BsonDocument("operationType", new BsonString("update")),
         DocumentState.CURRENT,
-        new BsonDocument("v", new BsonInt32(v)));
+        new BsonDocument("v", new BsonInt32(v)),
+        // A pre-image: it must come back from the store too.
+        new BsonDocument("_id", new BsonString(key)).append("v", new BsonInt32(v - 1)));
   }
 }
