@@ -174,7 +174,8 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
       pastWindow = false;
       try {
         long deadline = System.nanoTime() + WINDOW_PATIENCE.toNanos();
-        while (!pastWindow && !stream.readBefore().map(t -> t.compareTo(high) > 0).orElse(false)) {
+        // A stream that ended (the collection dropped or renamed) reaches nothing more.
+        while (!pastWindow && !stream.ended() && !stream.readBefore().map(t -> t.compareTo(high) > 0).orElse(false)) {
           if (System.nanoTime() > deadline) {
             throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": the"
                 + " snapshot's stream did not reach " + high + " (the newest operation time after reading a chunk)"

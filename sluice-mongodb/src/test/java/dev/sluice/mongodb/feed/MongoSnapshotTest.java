@@ -268,6 +268,26 @@ class MongoSnapshotTest {
   }
 
   @Test
+  void aCollectionDroppedInTheMiddleOfItsSnapshotEndsThePartitionSayingSo() {
+    List<BsonDocument> docs = new ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      docs.add(new BsonDocument("_id", new BsonInt32(i)).append("version", new BsonInt64(1)));
+    }
+    collection.insertMany(docs);
+    FeedCursor<BsonDocument> cursor = open(feed(100), PartitionSpec.single());
+    assertThat(cursor.poll(Duration.ofMillis(100))).hasSize(100);
+    collection.drop();
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    List<ChangeEvent<BsonDocument>> after = new ArrayList<>();
+    while (!cursor.ended() && System.nanoTime() < deadline) {
+      after.addAll(cursor.poll(Duration.ofMillis(100)));
+    }
+    assertThat(cursor.ended()).as("ended after the drop").isTrue();
+    assertThat(cursor.endReason()).contains("dropped");
+    assertThat(after).extracting(ChangeEvent::operation).containsExactly(Operation.OTHER);
+  }
+
+  @Test
   void aSnapshotNeedsUpdatesThatCarryTheirDocument() {
     MongoChangeFeed feed = MongoChangeFeed.builder(MONGO.client(), "snapshots", name)
         .fullDocument(FullDocument.DEFAULT).build();
