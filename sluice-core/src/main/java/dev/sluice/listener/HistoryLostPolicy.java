@@ -14,8 +14,8 @@ package dev.sluice.listener;
  *       SNAPSHOT} change. Consumers end equal to the source for every document that exists;
  *       documents deleted during the gap are not reported (no change records them any more), so a
  *       consumer that must forget them compares what it holds with the snapshot (see the
- *       README's "History lost"). Only for feeds that read snapshots; the listener refuses it
- *       otherwise when built.
+ *       README's "Snapshots of a MongoDB collection"). Only for feeds that read snapshots; the
+ *       listener refuses it otherwise when built.
  * </ul>
  */
 public enum HistoryLostPolicy {

@@ -73,6 +73,15 @@ class MongoSnapshotTest {
     return MongoChangeFeed.builder(MONGO.client(), "snapshots", name).snapshotChunkSize(chunk).build();
   }
 
+  /** Documents with {@code _id} 0 .. count-1, each at version 1. */
+  private void insertVersioned(int count) {
+    List<BsonDocument> docs = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      docs.add(new BsonDocument("_id", new BsonInt32(i)).append("version", new BsonInt64(1)));
+    }
+    collection.insertMany(docs);
+  }
+
   /** Polls until {@code count} changes arrived, then checks that no more come. */
   private static List<ChangeEvent<BsonDocument>> readAll(FeedCursor<BsonDocument> c, int count) {
     List<ChangeEvent<BsonDocument>> out = new ArrayList<>();
@@ -130,11 +139,7 @@ class MongoSnapshotTest {
   @Test
   void documentsWrittenWhileTheSnapshotReadsThemEndAsTheSourceAndNeverGoBack() throws Exception {
     int documents = 5_000;
-    List<BsonDocument> docs = new ArrayList<>();
-    for (int i = 0; i < documents; i++) {
-      docs.add(new BsonDocument("_id", new BsonInt32(i)).append("version", new BsonInt64(1)));
-    }
-    collection.insertMany(docs);
+    insertVersioned(documents);
     FeedCursor<BsonDocument> cursor = open(feed(100), PartitionSpec.single());
 
     // Updates (each a higher version), inserts and deletes, while the snapshot is read.
@@ -192,11 +197,7 @@ class MongoSnapshotTest {
   @Test
   void aSnapshotResumedAfterAChangeStreamedWhileItWasReadGoesOnWithTheSnapshot() throws Exception {
     int documents = 3_000;
-    List<BsonDocument> docs = new ArrayList<>();
-    for (int i = 0; i < documents; i++) {
-      docs.add(new BsonDocument("_id", new BsonInt32(i)).append("version", new BsonInt64(1)));
-    }
-    collection.insertMany(docs);
+    insertVersioned(documents);
     MongoChangeFeed feed = feed(100);
     FeedCursor<BsonDocument> first = open(feed, PartitionSpec.single());
     Map<String, Long> state = new HashMap<>();
@@ -269,11 +270,7 @@ class MongoSnapshotTest {
 
   @Test
   void aCollectionDroppedInTheMiddleOfItsSnapshotEndsThePartitionSayingSo() {
-    List<BsonDocument> docs = new ArrayList<>();
-    for (int i = 0; i < 300; i++) {
-      docs.add(new BsonDocument("_id", new BsonInt32(i)).append("version", new BsonInt64(1)));
-    }
-    collection.insertMany(docs);
+    insertVersioned(300);
     FeedCursor<BsonDocument> cursor = open(feed(100), PartitionSpec.single());
     assertThat(cursor.poll(Duration.ofMillis(100))).hasSize(100);
     collection.drop();

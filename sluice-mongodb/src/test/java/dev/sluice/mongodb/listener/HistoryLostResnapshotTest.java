@@ -55,29 +55,7 @@ class HistoryLostResnapshotTest {
     server.close();
   }
 
-  /** Each key's latest version; records any key that goes back. */
-  private static final class Sink {
-    final Map<String, Long> state = new ConcurrentHashMap<>();
-    final List<String> wentBack = new CopyOnWriteArrayList<>();
-    final AtomicInteger snapshots = new AtomicInteger();
-
-    void apply(ChangeEvent<BsonDocument> change) {
-      if (change.operation() == Operation.SNAPSHOT) {
-        snapshots.incrementAndGet();
-      }
-      if (change.operation() == Operation.DELETE) {
-        state.remove(change.key());
-      } else if (change.document() != null) {
-        long version = change.document().getInt64("version").getValue();
-        Long before = state.put(change.key(), version);
-        if (before != null && before > version) {
-          wentBack.add(change + ": " + version + " after " + before);
-        }
-      }
-    }
-  }
-
-  private Listener<BsonDocument> listener(String owner, Sink sink, HistoryLostPolicy policy) {
+  private Listener<BsonDocument> listener(String owner, VersionedSink sink, HistoryLostPolicy policy) {
     Listener<BsonDocument> l = Listener.builder(MongoChangeFeed.builder(client, "shop", "orders").build(),
             MongoLeaseStore.builder(client.getDatabase("shop")).build()).group("repair")
         .owner(owner)
@@ -105,7 +83,7 @@ class HistoryLostResnapshotTest {
     for (int i = 0; i < 500; i++) {
       orders.insertOne(new Document("_id", i).append("version", 1L));
     }
-    Sink sink = new Sink();
+    VersionedSink sink = new VersionedSink();
     Listener<BsonDocument> first = listener("a", sink, HistoryLostPolicy.RESNAPSHOT);
     await().atMost(Duration.ofSeconds(60)).until(() -> sink.state.equals(source()));
     first.close();
