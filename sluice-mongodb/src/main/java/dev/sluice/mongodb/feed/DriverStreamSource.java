@@ -277,7 +277,13 @@ final class DriverStreamSource implements StreamSource {
         }
         noSnapshotReads("the server named no snapshot time");
       } catch (MongoClientException e) {
-        noSnapshotReads(e.getMessage()); // no sessions
+        // Sessions refused by the client because the deployment has none; anything else (a
+        // timeout) is not a missing capability and goes to the caller.
+        if (e instanceof com.mongodb.MongoTimeoutException
+            || client.getClusterDescription().getLogicalSessionTimeoutMinutes() != null) {
+          throw e;
+        }
+        noSnapshotReads(e.getMessage());
       } catch (MongoCommandException e) {
         if (!SNAPSHOT_READS_UNSUPPORTED.contains(e.getErrorCode())) {
           throw e;
