@@ -83,6 +83,25 @@ public interface MaterializedView {
     };
   }
 
+  /**
+   * An observer for the listeners that maintain {@code views}: when one reports lost history
+   * ({@code HistoryLostPolicy.SKIP_TO_LATEST} or {@code RESNAPSHOT}), every view is rebuilt on a
+   * thread of its own, while the listeners go on. A document deleted during the gap is reported by
+   * no change, so only a rebuild removes the targets that came from it (RESNAPSHOT repairs every
+   * document that still exists). Reports from several partitions coalesce into one rebuild, and one
+   * that comes while a rebuild runs gets another after it.
+   *
+   * <pre>{@code
+   * Listener.builder(ordersFeed, leases).group("views").onHistoryLost(HistoryLostPolicy.RESNAPSHOT)
+   *     .observer(MaterializedView.rebuildOnHistoryLost(views))
+   *     .handler(MaterializedView.handler("orders", views)).build().start();
+   * }</pre>
+   */
+  static dev.sluice.listener.ListenerObserver rebuildOnHistoryLost(java.util.List<MaterializedView> views) {
+    ConfigurationException.requireNonNull(views, "views");
+    return new HistoryLostRebuild(views);
+  }
+
   ViewDefinition definition();
 
   /** The target collection. */
