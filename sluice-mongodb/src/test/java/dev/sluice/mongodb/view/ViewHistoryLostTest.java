@@ -93,7 +93,7 @@ class ViewHistoryLostTest {
       }
     };
     start("second", views, ListenerObserver.composite(counting, MaterializedView.rebuildOnHistoryLost(views)));
-    await().atMost(Duration.ofSeconds(30)).until(() -> gaps.get() == 4); // two partitions of two sources
+    await().atMost(Duration.ofSeconds(30)).until(() -> gaps.get() >= 4); // two partitions of two sources
     writer.write(100); // while the repair runs
     ViewListenerEndToEndTest.awaitConvergence(views);
   }

@@ -109,7 +109,8 @@ class PostgresResnapshotTest {
     expected.put(5, 5); // deleted in the gap: no change reports it any more (documented)
     expected.put(6, 6);
     await().atMost(Duration.ofSeconds(30)).until(() -> sink.equals(expected));
-    assertThat(snapshots.get()).as("rows read again by the repair").isEqualTo(23);
+    // Every row that exists (at least once: a retried open reads them again).
+    assertThat(snapshots.get()).as("rows read again by the repair").isGreaterThanOrEqualTo(23);
     assertThat(second.status().get(0).state()).isEqualTo(PartitionState.ACTIVE);
     second.close();
   }
