@@ -5,11 +5,9 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.changestream.ChangeStreamDocument;
 import com.mongodb.client.model.changestream.FullDocument;
-import dev.sluice.feed.Position;
 import dev.sluice.kafka.KafkaSink;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
-import dev.sluice.listener.ListenerObserver;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.sink.DocumentMapper;
@@ -19,9 +17,6 @@ import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.bson.BsonDocument;
 import org.bson.BsonTimestamp;
 import org.bson.Document;
@@ -120,8 +115,7 @@ public final class KafkaRelayBenchmark {
     kafka.createTopic(topic, 3);
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
       prewrite(client, changes);
-      CountDownLatch done = new CountDownLatch(1);
-      AtomicLong committed = new AtomicLong();
+      CommitCounter committed = new CommitCounter(changes);
       try (KafkaSink<BsonDocument> sink = KafkaSink.builder(kafka.bootstrapServers(), topic,
                   MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build())
               .producerProperty("linger.ms", lingerMs)
@@ -132,18 +126,9 @@ public final class KafkaRelayBenchmark {
                 MongoLeaseStore.builder(client.getDatabase("bench")).build()).group("relay")
             .checkpoint(policy)
             .handler(sink)
-            .observer(new ListenerObserver() {
-              @Override
-              public void committed(String lease, long epoch, Position position, int n) {
-                if (committed.addAndGet(n) >= changes) {
-                  done.countDown();
-                }
-              }
-            })
+            .observer(committed)
             .build().start()) {
-          if (!done.await(10, TimeUnit.MINUTES)) {
-            throw new IllegalStateException("relay did not finish: " + committed.get() + " of " + changes);
-          }
+          committed.awaitAll();
           return changes / ((System.nanoTime() - start) / 1e9);
         }
       }

@@ -1,12 +1,10 @@
 package dev.sluice.benchmarks.sink;
 
-import dev.sluice.feed.Position;
 import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.kafka.KafkaSink;
 import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
-import dev.sluice.listener.ListenerObserver;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.postgres.feed.PostgresDocuments;
 import dev.sluice.sink.MessageEncoder;
@@ -20,9 +18,6 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.postgresql.PGConnection;
 import org.postgresql.PGProperty;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -134,8 +129,7 @@ public final class PostgresKafkaRelayBenchmark {
     kafka.createTopic(topic, 3);
     PGSimpleDataSource ds = new PGSimpleDataSource();
     ds.setUrl(url);
-    CountDownLatch done = new CountDownLatch(1);
-    AtomicLong committed = new AtomicLong();
+    CommitCounter committed = new CommitCounter(changes);
     try (KafkaSink<Map<String, Object>> sink = KafkaSink.builder(kafka.bootstrapServers(), topic,
         MessageEncoder.builder(PostgresDocuments.mapper()).build()).build()) {
       long start = System.nanoTime();
@@ -144,18 +138,9 @@ public final class PostgresKafkaRelayBenchmark {
           .bootstrap(BootstrapPolicy.oldest())
           .checkpoint(policy)
           .handler(sink)
-          .observer(new ListenerObserver() {
-            @Override
-            public void committed(String lease, long epoch, Position position, int n) {
-              if (committed.addAndGet(n) >= changes) {
-                done.countDown();
-              }
-            }
-          })
+          .observer(committed)
           .build().start()) {
-        if (!done.await(10, TimeUnit.MINUTES)) {
-          throw new IllegalStateException("relay did not finish: " + committed.get() + " of " + changes);
-        }
+        committed.awaitAll();
         return changes / ((System.nanoTime() - start) / 1e9);
       }
     }
