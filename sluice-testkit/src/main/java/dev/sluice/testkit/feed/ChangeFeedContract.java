@@ -25,7 +25,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Predicate;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -40,7 +39,7 @@ import org.junit.jupiter.api.Test;
  *
  * @param <D> the feed's document type
  */
-public abstract class ChangeFeedContract<D> {
+public abstract class ChangeFeedContract<D> extends SourceContract<D> {
   private static final Duration POLL = Duration.ofMillis(100);
   private static final Duration PATIENCE = Duration.ofSeconds(30);
 
@@ -79,9 +78,6 @@ public abstract class ChangeFeedContract<D> {
     void close();
   }
 
-  /** A fresh stream for one test; closed after it. */
-  protected abstract Source<D> newSource();
-
   /**
    * A fresh stream whose history {@link Source#forgetThrough} can cut (it may need a server of its
    * own, as an oplog is trimmed for every stream on it).
@@ -90,24 +86,9 @@ public abstract class ChangeFeedContract<D> {
     return newSource();
   }
 
-  private final List<AutoCloseable> toClose = new ArrayList<>();
-
-  @AfterEach
-  void closeAll() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
-  }
-
-  private Source<D> source() {
-    Source<D> s = newSource();
-    toClose.add(s);
-    return s;
-  }
-
   private FeedCursor<D> open(Source<D> s, PartitionSpec partition, StartPoint start) {
     FeedCursor<D> c = s.feed().open(partition, start);
-    toClose.add(c);
+    closeAfter(c);
     return c;
   }
 
@@ -308,8 +289,7 @@ public abstract class ChangeFeedContract<D> {
 
   @Test
   public void aCheckpointWhoseHistoryIsGoneIsLostHistoryNotASilentGap() {
-    Source<D> s = newSourceWithForgettableHistory();
-    toClose.add(s);
+    Source<D> s = closeAfter(newSourceWithForgettableHistory());
     List<ChangeEvent<D>> events;
     try (FeedCursor<D> c = s.feed().open(PartitionSpec.single(), StartPoint.latest())) {
       for (int i = 1; i <= 4; i++) {

@@ -20,7 +20,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,24 +30,7 @@ import org.junit.jupiter.api.Test;
  *
  * @param <D> the feed's document type
  */
-public abstract class ListenerContract<D> {
-  private final List<AutoCloseable> toClose = new ArrayList<>();
-
-  /** A fresh stream for one test, with a lease store on the same server; closed after it. */
-  protected abstract Source<D> newSource();
-
-  @AfterEach
-  void closeAll() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
-  }
-
-  private Source<D> source() {
-    Source<D> s = newSource();
-    toClose.add(s);
-    return s;
-  }
+public abstract class ListenerContract<D> extends SourceContract<D> {
 
   /** Versions delivered per key, in delivery order. */
   private static final class Deliveries {
@@ -82,7 +64,7 @@ public abstract class ListenerContract<D> {
         .handler(handler)
         .build()
         .start();
-    toClose.add(l);
+    closeAfter(l);
     return l;
   }
 
