@@ -39,12 +39,23 @@ final class BsonOrder {
    * Numbers, not aliases: they name the deprecated types (undefined, symbol) too.
    */
   static List<Integer> typesAfter(BsonType type) {
-    int[][] codes = {
-      {-1}, {10, 6}, {16, 18, 1, 19}, {2, 14}, {3}, {4}, {5}, {7}, {8}, {9}, {17}, {11}, {127},
-    };
+    return types(bracket(type) + 1, CODES.length);
+  }
+
+  /** The {@code $type} numbers of every bracket before {@code type}'s (for {@code $lte}). */
+  static List<Integer> typesBefore(BsonType type) {
+    return types(1, bracket(type) - 1);
+  }
+
+  /** {@code $type} numbers by bracket. */
+  private static final int[][] CODES = {
+    {-1}, {10, 6}, {16, 18, 1, 19}, {2, 14}, {3}, {4}, {5}, {7}, {8}, {9}, {17}, {11}, {127},
+  };
+
+  private static List<Integer> types(int firstBracket, int lastBracket) {
     List<Integer> out = new ArrayList<>();
-    for (int b = bracket(type) + 1; b <= codes.length; b++) {
-      for (int code : codes[b - 1]) {
+    for (int b = firstBracket; b <= lastBracket; b++) {
+      for (int code : CODES[b - 1]) {
         out.add(code);
       }
     }

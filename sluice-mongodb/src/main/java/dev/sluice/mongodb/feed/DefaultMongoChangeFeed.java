@@ -10,24 +10,79 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.SourceHistory;
 import dev.sluice.feed.StartPoint;
+import com.mongodb.client.MongoDatabase;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import org.bson.BsonDocument;
 import org.bson.BsonTimestamp;
+import org.bson.BsonValue;
 
 final class DefaultMongoChangeFeed implements MongoChangeFeed {
 
   private final CursorSettings settings;
   private final StreamSource source;
+  /** Where re-snapshot requests are kept ({@code docs/adr/0067}); null: none are read. */
+  private final MongoDatabase requestsDatabase;
+  private final String requestsCollection;
+  private final Duration requestInterval;
+  /** The consumer group's requests ({@link #forGroup}); null until a group reads this feed. */
+  private final SnapshotRequests requests;
 
   DefaultMongoChangeFeed(CursorSettings settings, StreamSource source) {
+    this(settings, source, null, null, null, null);
+  }
+
+  private DefaultMongoChangeFeed(CursorSettings settings, StreamSource source, MongoDatabase requestsDatabase,
+      String requestsCollection, Duration requestInterval, String group) {
     this.settings = settings;
     this.source = source;
+    this.requestsDatabase = requestsDatabase;
+    this.requestsCollection = requestsCollection;
+    this.requestInterval = requestInterval;
+    this.requests = group == null || requestsDatabase == null ? null
+        : new SnapshotRequests(requestsDatabase, requestsCollection, settings.stream(), group, requestInterval);
   }
 
   static DefaultMongoChangeFeed create(MongoChangeFeed.Builder b) {
-    return new DefaultMongoChangeFeed(CursorSettings.of(b), new DriverStreamSource(b));
+    return new DefaultMongoChangeFeed(CursorSettings.of(b), new DriverStreamSource(b), b.client.getDatabase(b.database),
+        b.snapshotRequests, b.snapshotRequestInterval, null);
+  }
+
+  /** The feed as {@code group} reads it: its cursors take up the group's re-snapshot requests. */
+  @Override
+  public MongoChangeFeed forGroup(String group) {
+    ConfigurationException.require(group != null && !group.isBlank(), "group", group, "must not be blank");
+    return new DefaultMongoChangeFeed(settings, source, requestsDatabase, requestsCollection, requestInterval, group);
+  }
+
+  @Override
+  public SnapshotRequest requestSnapshot(String group, BsonValue fromId, BsonValue toId) {
+    if (requestsDatabase == null) {
+      throw new IllegalStateException("this feed keeps no re-snapshot requests");
+    }
+    if (settings.fullDocument() == FullDocument.DEFAULT) {
+      throw new ConfigurationException("MongoDB change stream '" + settings.stream() + "': cannot re-snapshot with"
+          + " fullDocument default: a document changed while the snapshot reads it is delivered by its change,"
+          + " which must then carry the whole document. Use fullDocument updateLookup (the feed's default),"
+          + " whenAvailable or required");
+    }
+    SnapshotRequest request = new SnapshotRequest("-", group, settings.stream(), fromId, toId, null, java.util.Map.of());
+    String invalid = SnapshotRequests.invalid(request);
+    if (invalid != null) {
+      throw new ConfigurationException("Re-snapshot of '" + settings.stream() + "': " + invalid);
+    }
+    return SnapshotRequests.insert(requestsDatabase, requestsCollection, settings.stream(), group, fromId, toId);
+  }
+
+  @Override
+  public List<SnapshotRequest> snapshotRequests(String group) {
+    if (requestsDatabase == null) {
+      return List.of();
+    }
+    return SnapshotRequests.list(requestsDatabase, requestsCollection, settings.stream(), group);
   }
 
   @Override
@@ -70,6 +125,12 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
 
   @Override
   public FeedCursor<BsonDocument> open(PartitionSpec partition, StartPoint start) {
+    FeedCursor<BsonDocument> cursor = openCursor(partition, start);
+    return requests == null ? cursor
+        : new RequestedSnapshotCursor(settings, source, partition, requests, requestInterval, cursor);
+  }
+
+  private FeedCursor<BsonDocument> openCursor(PartitionSpec partition, StartPoint start) {
     Objects.requireNonNull(partition, "partition");
     Objects.requireNonNull(start, "start");
     if (start instanceof StartPoint.Snapshot && !supports(start)) {
@@ -81,7 +142,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     if (start instanceof StartPoint.Snapshot) {
       source.checkFullDocumentMode();
       // The stream starts where the first read says: every change before it is in that read.
-      return new SnapshotCursor(settings, source, partition, new SnapshotProgress(null, null), null);
+      return new SnapshotCursor(settings, source, partition, new SnapshotProgress(null, null, SnapshotScope.ALL), null);
     }
     if (start instanceof StartPoint.After after && SnapshotProgress.isSnapshot(after.position())) {
       source.checkFullDocumentMode();

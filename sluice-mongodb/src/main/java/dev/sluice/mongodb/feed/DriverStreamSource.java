@@ -265,8 +265,8 @@ final class DriverStreamSource implements StreamSource {
    * and the newest operation time after it ({@code docs/adr/0066}).
    */
   @Override
-  public SnapshotChunk readChunk(BsonValue afterId, int limit) {
-    BsonDocument filter = afterId == null ? new BsonDocument() : after(afterId);
+  public SnapshotChunk readChunk(BsonValue afterId, SnapshotScope scope, int limit) {
+    BsonDocument filter = chunkFilter(afterId, scope);
     if (snapshotReads) {
       try (ClientSession session = client.startSession(ClientSessionOptions.builder().snapshot(true).build())) {
         List<RawBsonDocument> out = new ArrayList<>(limit);
@@ -317,20 +317,42 @@ final class DriverStreamSource implements StreamSource {
     return find.sort(new BsonDocument("_id", new BsonInt32(1))).limit(limit).batchSize(limit);
   }
 
+  /** The {@code _id}s after {@code afterId} (or from the scope's first) through the scope's last. */
+  static BsonDocument chunkFilter(BsonValue afterId, SnapshotScope scope) {
+    List<BsonDocument> bounds = new ArrayList<>(2);
+    if (afterId != null) {
+      bounds.add(after(afterId));
+    } else if (scope.from() != null) {
+      bounds.add(bound("$gte", scope.from(), BsonOrder.typesAfter(scope.from().getBsonType())));
+    }
+    if (scope.to() != null) {
+      bounds.add(bound("$lte", scope.to(), BsonOrder.typesBefore(scope.to().getBsonType())));
+    }
+    return switch (bounds.size()) {
+      case 0 -> new BsonDocument();
+      case 1 -> bounds.get(0);
+      default -> new BsonDocument("$and", new BsonArray(bounds));
+    };
+  }
+
   /**
    * Every {@code _id} after {@code id} in sort order: {@code $gt} compares within the value's own
    * type bracket only, so the brackets that sort after it are added by {@code $type}.
    */
   static BsonDocument after(BsonValue id) {
-    BsonDocument greater = new BsonDocument("_id", new BsonDocument("$gt", id));
-    List<Integer> later = BsonOrder.typesAfter(id.getBsonType());
-    if (later.isEmpty() || BsonOrder.bracket(id.getBsonType()) == 0) {
-      return greater;
+    return bound("$gt", id, BsonOrder.typesAfter(id.getBsonType()));
+  }
+
+  /** {@code _id} compared by {@code op} within {@code id}'s bracket, or of one of {@code otherBrackets}. */
+  private static BsonDocument bound(String op, BsonValue id, List<Integer> otherBrackets) {
+    BsonDocument within = new BsonDocument("_id", new BsonDocument(op, id));
+    if (otherBrackets.isEmpty() || BsonOrder.bracket(id.getBsonType()) == 0) {
+      return within;
     }
     BsonArray types = new BsonArray();
-    later.forEach(t -> types.add(new BsonInt32(t)));
-    BsonDocument ofLaterType = new BsonDocument("_id", new BsonDocument("$type", types));
-    return new BsonDocument("$or", new BsonArray(List.of(greater, ofLaterType)));
+    otherBrackets.forEach(t -> types.add(new BsonInt32(t)));
+    BsonDocument ofOtherType = new BsonDocument("_id", new BsonDocument("$type", types));
+    return new BsonDocument("$or", new BsonArray(List.of(within, ofOtherType)));
   }
 
   @Override

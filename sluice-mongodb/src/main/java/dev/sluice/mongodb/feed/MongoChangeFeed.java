@@ -53,6 +53,12 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
   /** Default of {@link Builder#snapshotChunkSize}. */
   int DEFAULT_SNAPSHOT_CHUNK_SIZE = 1000;
 
+  /** Default of {@link Builder#snapshotRequests}: the collection of re-snapshot requests. */
+  String DEFAULT_SNAPSHOT_REQUESTS = "sluice_snapshot_requests";
+
+  /** Default of {@link Builder#snapshotRequestInterval}. */
+  Duration DEFAULT_SNAPSHOT_REQUEST_INTERVAL = Duration.ofSeconds(5);
+
   /** Default of {@link Builder#serverAwait}, in milliseconds. */
   long DEFAULT_SERVER_AWAIT_MILLIS = 1000;
 
@@ -63,6 +69,28 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
   static Builder builder(MongoClient client, String database, String collection) {
     return new Builder(client, database, collection);
   }
+
+  /** The feed as consumer group {@code group} reads it: its cursors take up the group's re-snapshot requests. */
+  @Override
+  MongoChangeFeed forGroup(String group);
+
+  /**
+   * Asks consumer group {@code group}'s partitions of this stream to read again, while they stream
+   * on, the documents with {@code _id} from {@code fromId} through {@code toId} (inclusive, in
+   * MongoDB's sort order; null: unbounded) as {@code SNAPSHOT} changes ({@code docs/adr/0067}):
+   * DBLog's watermark algorithm, as in the snapshot bootstrap, so that no key goes back to an older
+   * state. Writes a request document ({@link Builder#snapshotRequests}); each partition takes it up
+   * within {@link Builder#snapshotRequestInterval} once it streams (after any snapshot under way,
+   * and the group's earlier requests), resumes it after a restart from the last committed
+   * document, and records in it when it has read its last chunk ({@link #snapshotRequests}).
+   *
+   * @throws dev.sluice.ConfigurationException if the feed cannot snapshot (fullDocument default)
+   *     or a bound is not an {@code _id} value
+   */
+  SnapshotRequest requestSnapshot(String group, BsonValue fromId, BsonValue toId);
+
+  /** The re-snapshot requests of {@code group} on this stream, oldest first, with each partition's progress. */
+  List<SnapshotRequest> snapshotRequests(String group);
 
   /**
    * The canonical key string of a document {@code _id}: the value itself for strings, the hex
@@ -111,6 +139,8 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     Duration serverAwait = DEFAULT_SERVER_AWAIT;
     boolean splitLargeEvents;
     int snapshotChunkSize = DEFAULT_SNAPSHOT_CHUNK_SIZE;
+    String snapshotRequests = DEFAULT_SNAPSHOT_REQUESTS;
+    Duration snapshotRequestInterval = DEFAULT_SNAPSHOT_REQUEST_INTERVAL;
 
     private Builder(MongoClient client, String database, String collection) {
       this.client = ConfigurationException.requireNonNull(client, "client");
@@ -253,6 +283,31 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
       ConfigurationException.require(
           size >= 1 && size <= 100_000, "snapshotChunkSize", size, "must be in [1, 100000]");
       this.snapshotChunkSize = size;
+      return this;
+    }
+
+    /**
+     * The collection, in the stream's database, of re-snapshot requests ({@link
+     * MongoChangeFeed#requestSnapshot}); default {@value MongoChangeFeed#DEFAULT_SNAPSHOT_REQUESTS}.
+     * A listener's partitions read it (at most once per {@link #snapshotRequestInterval} per
+     * process and group) and write their progress to it.
+     */
+    public Builder snapshotRequests(String collection) {
+      ConfigurationException.require(collection != null && !collection.isBlank() && !collection.contains("$"),
+          "snapshotRequests", collection, "must be a collection name");
+      this.snapshotRequests = collection;
+      return this;
+    }
+
+    /**
+     * How often a streaming partition looks for a re-snapshot request; default 5 seconds (one read
+     * of {@link #snapshotRequests} per interval, per process and consumer group).
+     */
+    public Builder snapshotRequestInterval(Duration interval) {
+      ConfigurationException.requireNonNull(interval, "snapshotRequestInterval");
+      ConfigurationException.require(interval.toMillis() >= 100 && interval.compareTo(Duration.ofHours(1)) <= 0,
+          "snapshotRequestInterval", interval, "must be between 100 ms and 1 hour");
+      this.snapshotRequestInterval = interval;
       return this;
     }
 

@@ -62,6 +62,7 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   private final StreamSource source;
   private final PartitionSpec partition;
   private final int chunkSize;
+  private final SnapshotScope scope;
   /** Opened at the first read's low watermark, or at the position resumed from. */
   private MongoFeedCursor stream;
   private final ArrayDeque<Out> buffered = new ArrayDeque<>();
@@ -89,19 +90,38 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   private final Set<String> delivered = new HashSet<>();
   private static final int DELIVERED_LIMIT = 100_000;
 
+  /**
+   * @param start where the snapshot stands
+   * @param streamPosition the position of {@code start}'s stream part
+   */
   SnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, SnapshotProgress start,
       Position streamPosition) {
+    this(settings, source, partition, start, streamPosition, null);
+  }
+
+  /**
+   * A snapshot that goes on with a stream already open at {@code start}'s stream position (a
+   * re-snapshot on request, started by the stream's partition).
+   */
+  SnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, SnapshotProgress start,
+      Position streamPosition, MongoFeedCursor openStream) {
     this.settings = settings;
     this.source = source;
     this.partition = partition;
     this.chunkSize = settings.snapshotChunkSize();
+    this.scope = start.scope();
     this.after = start.after();
     if (start.stream() == null) {
       this.position = SnapshotProgress.NOT_STARTED;
     } else {
-      this.position = start.after() == null ? SnapshotProgress.atStart(streamPosition)
-          : SnapshotProgress.after(streamPosition).apply(start.after());
-      openStream(start.stream(), streamPosition);
+      this.position = start.after() == null ? SnapshotProgress.atStart(streamPosition, scope)
+          : SnapshotProgress.after(streamPosition, scope).apply(start.after());
+      if (openStream != null) {
+        openStream.onEveryChange(this::seen);
+        stream = openStream;
+      } else {
+        openStream(start.stream(), streamPosition);
+      }
     }
   }
 
@@ -132,6 +152,12 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
       if (done) {
         return stream.poll(maxWait);
       }
+      if (stream != null && !stream.caughtUp() && !stream.ended()) {
+        // A stream behind the source (a restart after a pause, a re-snapshot requested while
+        // lagging) first catches up: a chunk's window then holds seconds of changes, not the
+        // backlog. Without waiting: a stream that has nothing more is caught up, and the chunk is read.
+        return catchUp();
+      }
       try {
         readNextChunk();
       } catch (MongoException e) {
@@ -152,8 +178,20 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
     return out;
   }
 
+  private List<ChangeEvent<BsonDocument>> catchUp() {
+    List<ChangeEvent<BsonDocument>> read = stream.poll(Duration.ZERO);
+    Function<Position, Position> withProgress = progress(after);
+    List<ChangeEvent<BsonDocument>> out = new ArrayList<>(read.size());
+    for (ChangeEvent<BsonDocument> change : read) {
+      noteDelivered(change);
+      out.add(change.at(withProgress.apply(change.position())));
+    }
+    position = withProgress.apply(stream.position());
+    return out;
+  }
+
   private void readNextChunk() {
-    SnapshotChunk chunk = source.readChunk(after, chunkSize);
+    SnapshotChunk chunk = source.readChunk(after, scope, chunkSize);
     List<RawBsonDocument> documents = chunk.documents();
     BsonTimestamp low = chunk.low();
     BsonTimestamp high = chunk.high();
@@ -204,7 +242,7 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
     // In stream order: the changes up to the window's end, the documents, the changes after it.
     Function<Position, Position> withPrevious = progress(after);
     before.forEach(c -> buffered.add(at(withPrevious.apply(c.position()), c)));
-    Function<BsonValue, Position> rowPositions = SnapshotProgress.after(rowsAt);
+    Function<BsonValue, Position> rowPositions = SnapshotProgress.after(rowsAt, scope);
     Instant readAt = Instant.ofEpochSecond(Integer.toUnsignedLong(low.getTime()));
     for (RawBsonDocument document : documents) {
       BsonValue id = document.get("_id");
@@ -237,8 +275,8 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
     long now = System.nanoTime();
     if (last || now - lastProgressLog >= PROGRESS_LOG_NANOS) {
       lastProgressLog = now;
-      LOG.info("Snapshot of '{}' {}: {} documents read in this run{}, {} of them left to changes made while they were"
-          + " read{}", settings.stream(), partition, documentsRead,
+      LOG.info("Snapshot of '{}' {} ({}): {} documents read in this run{}, {} of them left to changes made while"
+          + " they were read{}", settings.stream(), partition, scope, documentsRead,
           after == null ? "" : ", up to _id " + SnapshotProgress.valueJson(after), documentsLeftToStream,
           last ? "; the snapshot is complete" : "");
     }
@@ -265,8 +303,8 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   }
 
   /** Positions of the snapshot with {@code after} as its last document. */
-  private static Function<Position, Position> progress(BsonValue after) {
-    return after == null ? SnapshotProgress::atStart : p -> SnapshotProgress.after(p).apply(after);
+  private Function<Position, Position> progress(BsonValue after) {
+    return after == null ? p -> SnapshotProgress.atStart(p, scope) : p -> SnapshotProgress.after(p, scope).apply(after);
   }
 
   /**
@@ -306,8 +344,25 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   }
 
   /** The snapshot is read and handed out: the partition only streams. */
-  private boolean streaming() {
+  boolean streaming() {
     return done && buffered.isEmpty();
+  }
+
+  /** The last chunk has been read (what it holds may not all be handed out yet). */
+  boolean lastChunkRead() {
+    return done;
+  }
+
+  SnapshotScope scope() {
+    return scope;
+  }
+
+  /** The stream this snapshot reads along, once the snapshot is {@linkplain #streaming() over}. */
+  MongoFeedCursor stream() {
+    if (!streaming()) {
+      throw new IllegalStateException("the snapshot is not complete");
+    }
+    return stream;
   }
 
   @Override

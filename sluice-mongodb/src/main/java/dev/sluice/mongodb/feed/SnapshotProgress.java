@@ -13,11 +13,13 @@ import org.bson.json.JsonWriterSettings;
 /**
  * Where a partition's snapshot stands ({@code docs/adr/0066}): where its change stream stands
  * ({@code stream}, a {@link StreamStart}; absent before the first read, which says where it
- * starts) and the {@code _id} of the last document handed out ({@code after}; absent before the
- * first). Its canonical extended JSON, {@code {"snapshot": {"stream": {...}, "after": <_id>}}}, is
- * the {@link Position#token()}.
+ * starts), the {@code _id} of the last document handed out ({@code after}; absent before the
+ * first) and what the snapshot reads ({@code scope}: a range and a request id for a re-snapshot on
+ * request, {@code docs/adr/0067}). Its canonical extended JSON, {@code {"snapshot": {"stream":
+ * {...}, "after": <_id>, "from": <_id>, "to": <_id>, "request": <request _id>}}} (only the fields that
+ * apply), is the {@link Position#token()}.
  */
-record SnapshotProgress(StreamStart stream, BsonValue after) {
+record SnapshotProgress(StreamStart stream, BsonValue after, SnapshotScope scope) {
 
   private static final JsonWriterSettings JSON =
       JsonWriterSettings.builder().outputMode(JsonMode.EXTENDED).build();
@@ -28,6 +30,9 @@ record SnapshotProgress(StreamStart stream, BsonValue after) {
   SnapshotProgress {
     if (stream == null && after != null) {
       throw new IllegalArgumentException("a snapshot with documents read has a stream position");
+    }
+    if (scope == null) {
+      scope = SnapshotScope.ALL;
     }
   }
 
@@ -40,15 +45,16 @@ record SnapshotProgress(StreamStart stream, BsonValue after) {
    * StreamStart#toPosition}) after each {@code _id}: the stream part is made once, the {@code _id}
    * spliced in, because every document read gets such a position.
    */
-  static Function<BsonValue, Position> after(Position streamPosition) {
+  static Function<BsonValue, Position> after(Position streamPosition, SnapshotScope scope) {
     String head = PREFIX + streamPosition.token() + ", \"after\": ";
+    String tail = scope.positionFields() + "}}";
     Instant time = streamPosition.time();
-    return id -> new Position(head + valueJson(id) + "}}", time);
+    return id -> new Position(head + valueJson(id) + tail, time);
   }
 
   /** The position of the snapshot at {@code streamPosition}, before any document. */
-  static Position atStart(Position streamPosition) {
-    return new Position(PREFIX + streamPosition.token() + "}}", streamPosition.time());
+  static Position atStart(Position streamPosition, SnapshotScope scope) {
+    return new Position(PREFIX + streamPosition.token() + scope.positionFields() + "}}", streamPosition.time());
   }
 
   /** The extended JSON of one value. */
@@ -70,17 +76,21 @@ record SnapshotProgress(StreamStart stream, BsonValue after) {
     }
     BsonDocument s = inner.asDocument();
     if (s.isEmpty()) {
-      return new SnapshotProgress(null, null);
+      return new SnapshotProgress(null, null, SnapshotScope.ALL);
     }
-    if (!s.isDocument("stream") || s.size() > 2 || (s.size() == 2 && !s.containsKey("after"))) {
+    if (!s.isDocument("stream") || !FIELDS.containsAll(s.keySet())) {
       throw notOurs(position, null);
     }
     StreamStart stream = StreamStart.fromPosition(new Position(s.getDocument("stream").toJson(JSON), position.time()));
-    return new SnapshotProgress(stream, s.get("after"));
+    SnapshotScope scope = new SnapshotScope(s.get("from"), s.get("to"), s.get("request"));
+    return new SnapshotProgress(stream, s.get("after"), scope);
   }
+
+  private static final java.util.Set<String> FIELDS = java.util.Set.of("stream", "after", "from", "to", "request");
 
   private static FeedException notOurs(Position position, Exception cause) {
     return new FeedException("Checkpoint '" + position.token() + "' is not a MongoDB snapshot position (expected"
-        + " {\"snapshot\": {\"stream\": {...}, \"after\": <_id>}}); was it written by another feed?", cause, false);
+        + " {\"snapshot\": {\"stream\": {...}, \"after\": <_id>}}, with \"from\", \"to\" and \"request\" where they"
+        + " apply); was it written by another feed?", cause, false);
   }
 }

@@ -39,10 +39,10 @@ interface StreamSource {
 
   /**
    * Up to {@code limit} documents of the collection in {@code _id} order, those after {@code
-   * afterId} (from the first when null), read on the primary: a chunk of a snapshot, with the
-   * stream times that bracket the read.
+   * afterId} (from the scope's first when null) and within {@code scope}'s range, read on the
+   * primary: a chunk of a snapshot, with the stream times that bracket the read.
    */
-  default SnapshotChunk readChunk(BsonValue afterId, int limit) {
+  default SnapshotChunk readChunk(BsonValue afterId, SnapshotScope scope, int limit) {
     throw new UnsupportedOperationException("this stream source reads no snapshot");
   }
 }
