@@ -277,7 +277,7 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
       lastProgressLog = now;
       LOG.info("Snapshot of '{}' {} ({}): {} documents read in this run{}, {} of them left to changes made while"
           + " they were read{}", settings.stream(), partition, scope, documentsRead,
-          after == null ? "" : ", up to _id " + SnapshotProgress.valueJson(after), documentsLeftToStream,
+          after == null ? "" : ", up to _id " + SnapshotProgress.shown(after), documentsLeftToStream,
           last ? "; the snapshot is complete" : "");
     }
   }

@@ -57,6 +57,14 @@ record SnapshotProgress(StreamStart stream, BsonValue after, SnapshotScope scope
     return new Position(PREFIX + streamPosition.token() + scope.positionFields() + "}}", streamPosition.time());
   }
 
+  private static final JsonWriterSettings SHOWN = JsonWriterSettings.builder().outputMode(JsonMode.RELAXED).build();
+
+  /** One value as people read it (relaxed extended JSON: {@code 42}, {@code "abc"}, {@code {"$oid": ...}}). */
+  static String shown(BsonValue value) {
+    String doc = new BsonDocument("v", value).toJson(SHOWN);
+    return doc.substring(doc.indexOf(':') + 1, doc.length() - 1).strip();
+  }
+
   /** The extended JSON of one value. */
   static String valueJson(BsonValue value) {
     String doc = new BsonDocument("v", value).toJson(JSON);

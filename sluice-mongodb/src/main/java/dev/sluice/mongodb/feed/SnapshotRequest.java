@@ -1,9 +1,11 @@
 package dev.sluice.mongodb.feed;
 
 import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import org.bson.BsonValue;
 
 /**
@@ -35,6 +37,34 @@ public record SnapshotRequest(String id, String group, String stream, BsonValue 
   /** Whether {@code partition} has read the last of its documents. */
   public boolean doneBy(PartitionSpec partition) {
     return done.containsKey(partitionKey(partition));
+  }
+
+  /**
+   * Where a partition whose checkpoint is {@code checkpoint} stands in this request, if it is
+   * reading it: {@code "before its first document"} or {@code "after _id <_id>"}; empty when the
+   * checkpoint is not in this request (not started, done, or another snapshot).
+   */
+  public Optional<String> readingAt(Position checkpoint) {
+    if (checkpoint == null || !SnapshotProgress.isSnapshot(checkpoint)) {
+      return Optional.empty();
+    }
+    SnapshotProgress progress;
+    try {
+      progress = SnapshotProgress.fromPosition(checkpoint);
+    } catch (RuntimeException e) {
+      return Optional.empty();
+    }
+    BsonValue request = progress.scope().request();
+    if (request == null || !MongoEvents.keyOf(request).equals(id)) {
+      return Optional.empty();
+    }
+    return Optional.of(progress.after() == null ? "before its first document"
+        : "after _id " + SnapshotProgress.shown(progress.after()));
+  }
+
+  /** The range in words: {@code every document}, or {@code _id <from> through <to>}. */
+  public String range() {
+    return new SnapshotScope(fromId, toId, null).toString();
   }
 
   /** Whether every partition of a group of {@code partitions} has. */

@@ -129,7 +129,7 @@ final class SnapshotRequests {
       String invalid = invalid(p.request());
       if (invalid != null) {
         if (warnedInvalid.add(p.id())) {
-          LOG.warn("Re-snapshot request " + SnapshotProgress.valueJson(p.id()) + " in " + collection() + " is ignored: "
+          LOG.warn("Re-snapshot request " + SnapshotProgress.shown(p.id()) + " in " + collection() + " is ignored: "
               + invalid);
         }
       } else if (!p.request().doneBy(partition)) {
@@ -165,13 +165,13 @@ final class SnapshotRequests {
       }
       if (!found) {
         LOG.warn("Re-snapshot request {} of '{}' for group '{}' was deleted from {} before partition {} finished; its"
-            + " re-read is complete", SnapshotProgress.valueJson(id), stream, group, collection(), key);
+            + " re-read is complete", SnapshotProgress.shown(id), stream, group, collection(), key);
       }
       return true;
     } catch (MongoException e) {
       synchronized (this) {
         warn(System.nanoTime(), "cannot record in " + collection() + " that partition " + key + " of group '"
-            + group + "' finished re-snapshot request " + SnapshotProgress.valueJson(id) + " of '" + stream
+            + group + "' finished re-snapshot request " + SnapshotProgress.shown(id) + " of '" + stream
             + "' (tried again): " + e.getMessage());
       }
       return false;

@@ -30,8 +30,8 @@ record SnapshotScope(BsonValue from, BsonValue to, BsonValue request) {
   @Override
   public String toString() {
     String range = from == null && to == null ? "every document"
-        : "_id " + (from == null ? "(first)" : SnapshotProgress.valueJson(from)) + " through "
-            + (to == null ? "(last)" : SnapshotProgress.valueJson(to));
-    return request == null ? range : range + " (request " + SnapshotProgress.valueJson(request) + ")";
+        : "_id " + (from == null ? "(first)" : SnapshotProgress.shown(from)) + " through "
+            + (to == null ? "(last)" : SnapshotProgress.shown(to));
+    return request == null ? range : range + " (request " + SnapshotProgress.shown(request) + ")";
   }
 }

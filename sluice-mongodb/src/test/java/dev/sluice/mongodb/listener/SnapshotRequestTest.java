@@ -189,6 +189,10 @@ class SnapshotRequestTest {
     first.close(); // commits what it handed out
     int beforeRestart = rereads.get();
     assertThat(request(asked.id()).doneBy(new dev.sluice.feed.PartitionSpec(0, 1))).isFalse();
+    // The committed checkpoint says how far the request got (what `sluice snapshot --progress` shows).
+    dev.sluice.feed.Position checkpoint = MongoLeaseStore.builder(database()).build()
+        .read("resnap/" + db + ".orders#0of1").orElseThrow().checkpoint();
+    assertThat(request(asked.id()).readingAt(checkpoint)).hasValueSatisfying(at -> assertThat(at).startsWith("after _id "));
 
     member("b", 1, 50);
     await().atMost(Duration.ofSeconds(60)).until(() -> request(asked.id()).complete(1));

@@ -1,0 +1,180 @@
+package dev.sluice.app.service;
+
+import dev.sluice.app.service.config.ConfigException;
+import dev.sluice.app.service.config.ConfigLoader;
+import dev.sluice.app.service.config.SluiceConfig;
+import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
+import dev.sluice.feed.ChangeFeed;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseStore;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.feed.SnapshotRequest;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import org.bson.BsonDocument;
+import org.bson.BsonString;
+import org.bson.BsonValue;
+import org.bson.json.JsonParseException;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code sluice snapshot}: asks a running MongoDB listener (a consumer group) to read its
+ * collection, or an {@code _id} range of it, again while it streams on ({@code docs/adr/0067}),
+ * and shows each partition's progress: done, reading (after which {@code _id}, from its
+ * checkpoint), or waiting.
+ */
+@Command(name = "snapshot", mixinStandardHelpOptions = true,
+    description = "Ask a MongoDB listener to read its collection (or an _id range) again while it streams on,"
+        + " and show each partition's progress.")
+public final class SnapshotCommand implements Callable<Integer> {
+  private static final Duration WAIT_POLL = Duration.ofSeconds(1);
+
+  @Option(names = "--config", required = true, description = "YAML configuration file")
+  Path configFile;
+
+  @Option(names = "--listener", required = true, paramLabel = "GROUP",
+      description = "the listener's consumer group (its 'group' in the file, default kafka-<topic> or amqp-<exchange>)")
+  String listener;
+
+  @Option(names = "--collection", description = "the collection, when the group reads several")
+  String collection;
+
+  @Option(names = "--from-id", paramLabel = "ID",
+      description = "first _id read again (inclusive), as extended JSON: 42, '\"abc\"', '{\"$oid\": \"...\"}';"
+          + " a value that is not JSON is a string")
+  String fromId;
+
+  @Option(names = "--to-id", paramLabel = "ID", description = "last _id read again (inclusive), as --from-id")
+  String toId;
+
+  @Option(names = "--progress", description = "only show the group's requests and their progress; request nothing")
+  boolean progressOnly;
+
+  @Option(names = "--wait", description = "after the request, show the progress as it changes until every partition is done")
+  boolean waitForIt;
+
+  @Spec CommandSpec spec;
+
+  @Override
+  public Integer call() throws InterruptedException {
+    if (progressOnly && (fromId != null || toId != null || waitForIt)) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+          "--progress requests nothing: give it without --from-id, --to-id and --wait");
+    }
+    BsonValue from = fromId == null ? null : idValue(fromId);
+    BsonValue to = toId == null ? null : idValue(toId);
+    SluiceConfig config = ConfigLoader.load(configFile);
+    if (config.mongodb() == null) {
+      throw new ConfigException(configFile + ": postgres", "re-snapshots on request are for MongoDB listeners; a"
+          + " PostgreSQL listener reads its tables again with 'sluice replay --from current', or on its own after lost"
+          + " history with onHistoryLost: resnapshot");
+    }
+    try (Wiring<?> wiring = Wiring.connect(config, false)) {
+      ListenerSection section = section(config);
+      ChangeFeed<?> feed = wiring.feed(section);
+      if (!(feed instanceof MongoChangeFeed mongo)) {
+        throw new IllegalStateException("a mongodb source gave a feed of another kind: " + feed);
+      }
+      int partitions = section.partitions() == null ? 1 : section.partitions();
+      PrintWriter out = spec.commandLine().getOut();
+      SnapshotRequest asked = null;
+      if (!progressOnly) {
+        asked = mongo.requestSnapshot(listener, from, to);
+        out.printf("Requested re-snapshot %s of %s for group %s: %s. Each partition takes it up within %d s once it"
+                + " streams.%n", asked.id(), mongo.stream(), listener, asked.range(),
+            MongoChangeFeed.DEFAULT_SNAPSHOT_REQUEST_INTERVAL.toSeconds());
+      }
+      String shown = null;
+      while (true) {
+        List<SnapshotRequest> requests = mongo.snapshotRequests(listener);
+        String table = table(requests, wiring.leaseStore(), mongo.stream(), partitions);
+        if (!table.equals(shown)) {
+          out.print(table);
+          out.flush();
+          shown = table;
+        }
+        if (!waitForIt) {
+          return 0;
+        }
+        String id = asked.id();
+        if (requests.stream().anyMatch(r -> r.id().equals(id) && r.complete(partitions))) {
+          out.printf("Re-snapshot %s is complete on all %d partitions.%n", id, partitions);
+          out.flush();
+          return 0;
+        }
+        Thread.sleep(WAIT_POLL.toMillis());
+      }
+    }
+  }
+
+  /** The entry of group {@code --listener} (and {@code --collection}), or an error listing the configured ones. */
+  private ListenerSection section(SluiceConfig config) {
+    List<ListenerSection> matches = new ArrayList<>();
+    List<String> configured = new ArrayList<>();
+    for (int i = 0; i < config.listeners().size(); i++) {
+      ListenerSection l = config.listeners().get(i);
+      String group = ConfigLoader.group(l, "listeners[" + i + "]");
+      configured.add("group " + group + " (collection " + l.target() + ")");
+      if (group.equals(listener) && (collection == null || collection.equals(l.target()))) {
+        matches.add(l);
+      }
+    }
+    if (matches.size() == 1) {
+      return matches.get(0);
+    }
+    throw new ConfigException("--listener", matches.isEmpty()
+        ? "no listener of group '" + listener + "'" + (collection == null ? "" : " on collection '" + collection + "'")
+            + " in " + configFile + "; configured: " + String.join(", ", configured)
+        : "group '" + listener + "' reads several collections: name one with --collection; configured: "
+            + String.join(", ", configured));
+  }
+
+  /** An {@code _id} given on the command line: extended JSON, or else a string. */
+  static BsonValue idValue(String text) {
+    try {
+      return BsonDocument.parse("{\"v\": " + text + "}").get("v");
+    } catch (JsonParseException | org.bson.BsonInvalidOperationException e) {
+      return new BsonString(text);
+    }
+  }
+
+  /** One line per request and partition: done (when), reading (where), or waiting. */
+  static String table(List<SnapshotRequest> requests, LeaseStore leases, String stream, int partitions) {
+    if (requests.isEmpty()) {
+      return "No re-snapshot requests.\n";
+    }
+    String row = "%-26s %-30s %-9s %s%n";
+    StringBuilder out = new StringBuilder(String.format(row, "REQUEST", "RANGE", "PARTITION", "PROGRESS"));
+    for (SnapshotRequest r : requests) {
+      int done = 0;
+      for (int i = 0; i < partitions; i++) {
+        PartitionSpec p = new PartitionSpec(i, partitions);
+        String progress;
+        if (r.doneBy(p)) {
+          done++;
+          progress = "done " + r.done().get(SnapshotRequest.partitionKey(p));
+        } else {
+          Optional<LeaseRecord> lease = leases.read(r.group() + "/" + stream + "#" + SnapshotRequest.partitionKey(p));
+          progress = lease.flatMap(l -> r.readingAt(l.checkpoint())).map(at -> "reading, " + at)
+              .orElse(lease.isEmpty() ? "waiting (the partition has not run yet)" : "waiting");
+        }
+        out.append(String.format(row, r.id(), abbreviate(r.range()), i + "/" + partitions, progress));
+      }
+      out.append(String.format("%-26s %d of %d partitions done%n", "", done, partitions));
+    }
+    return out.toString();
+  }
+
+  private static String abbreviate(String s) {
+    return s.length() <= 30 ? s : s.substring(0, 27) + "...";
+  }
+}

@@ -1,0 +1,139 @@
+package dev.sluice.app.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.app.Main;
+import dev.sluice.feed.Operation;
+import dev.sluice.listener.BootstrapPolicy;
+import dev.sluice.listener.Listener;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.bson.BsonDocument;
+import org.bson.Document;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code sluice snapshot} (issue 14 item 2): asks a running listener's group, named as in the
+ * configuration file, to read an {@code _id} range again, waits showing the progress until every
+ * partition is done, and shows it again later; a group the file does not have is an error naming
+ * the configured ones.
+ */
+class SnapshotCommandTest {
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
+
+  private final String db = "snapshotcli";
+  private Listener<BsonDocument> listener;
+
+  private record Run(int exit, String out, String err) {}
+
+  private static Run sluice(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int exit = Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  @AfterEach
+  void stop() {
+    if (listener != null) {
+      listener.close();
+    }
+  }
+
+  @Test
+  void requestsARangeWaitsUntilEveryPartitionIsDoneAndShowsTheProgress(@TempDir Path dir) throws Exception {
+    List<Document> docs = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      docs.add(new Document("_id", i).append("version", 1L));
+    }
+    MONGO.client().getDatabase(db).getCollection("orders").insertMany(docs);
+    Set<String> reread = ConcurrentHashMap.newKeySet();
+    AtomicInteger delivered = new AtomicInteger();
+    listener = Listener.builder(MongoChangeFeed.builder(MONGO.client(), db, "orders")
+                .snapshotRequestInterval(Duration.ofMillis(200)).build(),
+            MongoLeaseStore.builder(MONGO.client().getDatabase(db)).build())
+        .group("orders-resnap").partitions(2).pollWait(Duration.ofMillis(50))
+        .acquireInterval(Duration.ofMillis(100)).bootstrap(BootstrapPolicy.oldest())
+        .handler((change, fence) -> {
+          delivered.incrementAndGet();
+          if (change.operation() == Operation.SNAPSHOT) {
+            reread.add(change.key());
+          }
+        })
+        .build().start();
+    await().atMost(Duration.ofSeconds(30)).until(() -> delivered.get() >= 200);
+
+    Path config = dir.resolve("sluice.yaml");
+    Files.writeString(config, """
+        mongodb:
+          uri: %s
+          database: %s
+        http: { enabled: false }
+        listeners:
+          - collection: orders
+            group: orders-resnap
+            partitions: 2
+            sink:
+              kafka: { bootstrapServers: "localhost:9092", topic: orders }
+        """.formatted(MONGO.connectionString(), db));
+
+    Run run = sluice("snapshot", "--config", config.toString(), "--listener", "orders-resnap",
+        "--from-id", "10", "--to-id", "59", "--wait");
+    assertThat(run.exit()).as(run.err()).isZero();
+    assertThat(run.out()).contains("Requested re-snapshot", "_id 10 through 59", "is complete on all 2 partitions");
+    Set<String> range = new TreeSet<>();
+    for (int i = 10; i <= 59; i++) {
+      range.add(Integer.toString(i));
+    }
+    assertThat(new TreeSet<>(reread)).isEqualTo(range);
+
+    Run progress = sluice("snapshot", "--config", config.toString(), "--listener", "orders-resnap", "--progress");
+    assertThat(progress.exit()).as(progress.err()).isZero();
+    assertThat(progress.out()).contains("PROGRESS", "0/2", "1/2", "done ", "2 of 2 partitions done");
+
+    Run unknown = sluice("snapshot", "--config", config.toString(), "--listener", "orders-relay");
+    assertThat(unknown.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
+    assertThat(unknown.err()).contains("no listener of group 'orders-relay'", "group orders-resnap (collection orders)");
+  }
+
+  @Test
+  void aPostgresListenerAndContradictoryOptionsAreRefusedSayingWhatToDoInstead(@TempDir Path dir) throws Exception {
+    Path config = dir.resolve("sluice.yaml");
+    Files.writeString(config, """
+        postgres:
+          url: jdbc:postgresql://127.0.0.1:1/shop
+          user: sluice
+          password: s3cret
+          publication: shop_pub
+        http: { enabled: false }
+        listeners:
+          - table: public.orders
+            sink:
+              kafka: { bootstrapServers: "localhost:9092", topic: orders }
+        """);
+    Run postgres = sluice("snapshot", "--config", config.toString(), "--listener", "kafka-orders");
+    assertThat(postgres.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
+    assertThat(postgres.err()).contains("for MongoDB listeners", "sluice replay --from current").doesNotContain("s3cret");
+
+    Run both = sluice("snapshot", "--config", config.toString(), "--listener", "kafka-orders", "--progress", "--wait");
+    assertThat(both.exit()).isEqualTo(2);
+    assertThat(both.err()).contains("--progress requests nothing");
+  }
+}
