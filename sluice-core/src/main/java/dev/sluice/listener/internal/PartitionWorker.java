@@ -4,6 +4,7 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.SourceHistory;
 import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.ListenerObserver;
@@ -296,8 +297,10 @@ final class PartitionWorker<D> implements Runnable {
     }
     long requestStart = System.nanoTime();
     Optional<Lease> lease;
+    boolean heldElsewhere = false;
     try {
       lease = config.leaseStore().tryAcquire(leaseName, config.owner(), config.leaseDuration());
+      heldElsewhere = lease.isEmpty();
     } catch (LeaseStoreException e) {
       if (!e.retryable()) {
         assignment.unreserve(partition.index());
@@ -313,7 +316,7 @@ final class PartitionWorker<D> implements Runnable {
     }
     if (lease.isEmpty()) {
       assignment.unreserve(partition.index());
-      pauseBeforeNextAttempt(jitter(config.acquireInterval()));
+      pauseBeforeNextAttempt(heldElsewhere ? untilNextAttempt() : jitter(config.acquireInterval()));
       return null;
     }
     assignment.acquired(partition.index());
@@ -335,6 +338,37 @@ final class PartitionWorker<D> implements Runnable {
       pause(jitter(config.acquireInterval()), null);
     }
     return null;
+  }
+
+  /** How far past a holder's expiry the next attempt comes, at least (store round trips, clock steps). */
+  static final Duration EXPIRY_MARGIN = Duration.ofMillis(5);
+  /** Spread of attempts past an expiry, so that several standbys do not all ask at one instant. */
+  static final Duration EXPIRY_SPREAD = Duration.ofMillis(50);
+
+  /**
+   * The pause after an attempt that found the lease held (ADR 0068): the acquire interval (with
+   * jitter), or less when the holder's lease expires sooner, judged on the store's clock (its
+   * expiry minus the store's time when the record was read): the next attempt then comes just
+   * past the expiry, so a crashed holder is replaced about when its lease ends, not up to an acquire
+   * interval later. A holder that renews in the meantime moves its expiry, and that attempt finds
+   * the lease held again. The record is read once per such attempt; when it cannot be read, the
+   * acquire interval.
+   */
+  private Duration untilNextAttempt() {
+    Duration regular = jitter(config.acquireInterval());
+    Optional<LeaseRecord> record;
+    try {
+      record = config.leaseStore().read(leaseName);
+    } catch (RuntimeException e) {
+      return regular;
+    }
+    if (record.isEmpty() || record.get().expiresAt() == null) {
+      return regular; // released meanwhile: the release notice, or the interval, brings the next attempt
+    }
+    Duration left = Duration.between(record.get().storeTime(), record.get().expiresAt());
+    Duration atExpiry = (left.isNegative() ? Duration.ZERO : left).plus(EXPIRY_MARGIN)
+        .plusNanos(ThreadLocalRandom.current().nextLong(EXPIRY_SPREAD.toNanos() + 1));
+    return min(atExpiry, regular);
   }
 
   static Duration jitter(Duration d) {
