@@ -41,6 +41,16 @@ import java.util.function.Function;
 public interface AmqpSink<D> extends Handler<D>, AutoCloseable {
 
   /**
+   * False: the sink overlaps its sends itself and keeps one partition's changes in one sequence, so a
+   * listener refuses {@code concurrency} above 1 for it.
+   */
+  @Override
+  default boolean concurrentCalls() {
+    return false;
+  }
+
+
+  /**
    * Publishes the change's messages asynchronously.
    *
    * @throws dev.sluice.sink.MessageEncodingException if the change cannot be encoded (or is too

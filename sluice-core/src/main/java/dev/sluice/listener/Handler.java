@@ -3,7 +3,9 @@ package dev.sluice.listener;
 import dev.sluice.feed.ChangeEvent;
 
 /**
- * The user's processing of changes. Called by one thread per partition, in feed order.
+ * The user's processing of changes. Called by one thread per partition, in feed order (with
+ * {@link Listener.Builder#concurrency} above 1: several changes of different keys at once, each
+ * key's in feed order).
  *
  * <p>Throwing from {@link #handle} triggers the listener's {@link FailurePolicy}; throwing
  * {@link StaleFenceException} stops the partition at once (another owner took over).
@@ -23,4 +25,16 @@ public interface Handler<D> {
    * from the last checkpoint, so nothing is lost and order is kept (at the price of duplicates).
    */
   default void flush(Fence fence) throws Exception {}
+
+  /**
+   * Whether {@link #handle} may be called for changes of different keys at once, from several
+   * threads ({@link Listener.Builder#concurrency} above 1); then {@link #flush} may also run while
+   * later changes are being handled, and must make durable at least every change whose {@code
+   * handle} has returned. Default true: a handler given to such a listener is thread-safe by the
+   * user's choice. Handlers that handle one change at a time per partition say false, and the
+   * listener refuses a concurrency above 1 for them.
+   */
+  default boolean concurrentCalls() {
+    return true;
+  }
 }

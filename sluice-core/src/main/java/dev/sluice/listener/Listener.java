@@ -62,6 +62,7 @@ public interface Listener<D> extends AutoCloseable {
     private Duration leaseDuration = Duration.ofSeconds(10);
     private Duration renewInterval;
     private Duration acquireInterval;
+    private int concurrency = 1;
     private Duration pollWait;
     private CheckpointPolicy checkpoint = CheckpointPolicy.defaults();
     private BootstrapPolicy bootstrap = BootstrapPolicy.oldest();
@@ -103,6 +104,24 @@ public interface Listener<D> extends AutoCloseable {
     }
 
     /** How many partitions the stream is split into; every instance must use the same number. */
+    /**
+     * How many changes of one partition the handler may handle at once; default 1 (one at a time,
+     * in feed order). With more, changes of different keys are handled concurrently, never two of
+     * the same key, and each key's changes in feed order; the checkpoint moves only to the newest
+     * position below which every change is handled (a watermark), so a restart never skips one;
+     * parking still parks every later change of a parked key. The handler must then be
+     * thread-safe, and its {@link Handler#flush} may run while it handles later changes. Threads:
+     * up to this many per partition held, in addition to the partition's own (they end when idle).
+     * Refused for handlers whose {@link Handler#concurrentCalls()} is false (Sluice's Kafka and
+     * AMQP sinks, which overlap their sends themselves).
+     */
+    public Builder<D> concurrency(int changesAtOnce) {
+      ConfigurationException.require(changesAtOnce >= 1 && changesAtOnce <= ListenerConfig.MAX_CONCURRENCY,
+          "concurrency", changesAtOnce, "must be in [1, " + ListenerConfig.MAX_CONCURRENCY + "]");
+      this.concurrency = changesAtOnce;
+      return this;
+    }
+
     public Builder<D> partitions(int partitions) {
       ConfigurationException.require(partitions >= 1, "partitions", partitions, "must be >= 1");
       this.partitions = partitions;
@@ -206,7 +225,8 @@ public interface Listener<D> extends AutoCloseable {
               historyLost,
               failure,
               observer,
-              clock));
+              clock,
+              concurrency));
     }
 
     private static final Duration DEFAULT_POLL_WAIT = Duration.ofMillis(200);

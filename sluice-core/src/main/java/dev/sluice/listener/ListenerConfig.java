@@ -27,7 +27,11 @@ public record ListenerConfig<D>(
     HistoryLostPolicy historyLost,
     FailurePolicy failure,
     ListenerObserver observer,
-    Clock clock) {
+    Clock clock,
+    int concurrency) {
+
+  /** Largest {@link Listener.Builder#concurrency}: changes handled at once per partition. */
+  public static final int MAX_CONCURRENCY = 256;
 
   /** Shortest lease a listener accepts: shorter ones expire between two store round trips. */
   public static final Duration MIN_LEASE = Duration.ofSeconds(1);
@@ -84,6 +88,11 @@ public record ListenerConfig<D>(
     ConfigurationException.requireNonNull(failure, "failure");
     ConfigurationException.requireNonNull(observer, "observer");
     ConfigurationException.requireNonNull(clock, "clock");
+    ConfigurationException.require(concurrency >= 1 && concurrency <= MAX_CONCURRENCY, "concurrency", concurrency,
+        "must be in [1, " + MAX_CONCURRENCY + "]");
+    ConfigurationException.require(concurrency == 1 || handler.concurrentCalls(), "concurrency", concurrency,
+        "must be 1 for handler " + handler + ": it handles one change at a time per partition (a sink that"
+            + " overlaps its sends itself says so)");
   }
 
   private static void positive(Duration d, String name) {

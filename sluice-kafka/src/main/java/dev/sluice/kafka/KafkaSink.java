@@ -37,6 +37,16 @@ import org.apache.kafka.clients.producer.ProducerConfig;
  */
 public interface KafkaSink<D> extends Handler<D>, AutoCloseable {
 
+  /**
+   * False: the sink overlaps its sends itself and keeps one partition's changes in one sequence, so a
+   * listener refuses {@code concurrency} above 1 for it.
+   */
+  @Override
+  default boolean concurrentCalls() {
+    return false;
+  }
+
+
   /** Closes the producer, waiting up to the flush timeout for records in flight. */
   /**
    * Publishes the change's messages asynchronously.

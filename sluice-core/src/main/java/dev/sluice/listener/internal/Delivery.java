@@ -33,7 +33,10 @@ final class Delivery<D> {
     this.worker = tenure.worker;
   }
 
-  /** Delivers {@code event}; CONTINUE once it was handled or parked. */
+  /**
+   * Delivers {@code event}; CONTINUE once it was handled or parked (the caller then counts it as
+   * processed). Thread-safe for changes of different keys (listener concurrency above 1).
+   */
   Step deliver(ChangeEvent<D> event) {
     FailurePolicy policy = tenure.config.failure();
     RetryPolicy retry = policy.retry();
@@ -44,6 +47,7 @@ final class Delivery<D> {
       }
     }
     int attempt = 1;
+    boolean blocking = false;
     while (true) {
       long start = System.nanoTime();
       Throwable failure;
@@ -55,10 +59,8 @@ final class Delivery<D> {
         clearInterrupt(event);
         worker.processed.incrementAndGet();
         worker.observer.delivered(event, System.nanoTime() - start);
-        tenure.lastProcessed = event.position();
-        tenure.uncommitted++;
-        if (worker.state() == PartitionState.BLOCKED) {
-          worker.setState(PartitionState.ACTIVE);
+        if (blocking) {
+          unblocked();
         }
         return Step.CONTINUE;
       } catch (StaleFenceException e) {
@@ -86,7 +88,10 @@ final class Delivery<D> {
       if (attempt >= retry.maxAttempts()) {
         worker.recordError("blocked on change " + event.id() + " of key " + event.key()
             + " after " + attempt + " attempts: " + describe(failure));
-        worker.setState(PartitionState.BLOCKED);
+        if (!blocking) {
+          blocking = true;
+          blocked();
+        }
       }
       log.warn("Handler failed on {} (attempt {}{}), retrying in {}: {}", event, attempt,
           attempt >= retry.maxAttempts() ? ", blocking the partition until it succeeds" : "",
@@ -152,9 +157,24 @@ final class Delivery<D> {
     }
     worker.observer.parked(event, reason);
     log.warn("Parked {}: {}", event, reason);
-    tenure.lastProcessed = event.position();
-    tenure.uncommitted++;
     return Step.CONTINUE;
+  }
+
+  /** How many deliveries of this tenure are blocked on a change now; guarded by {@code this}. */
+  private int blockedNow;
+
+  /** A delivery blocks: the partition is BLOCKED while any does. */
+  private synchronized void blocked() {
+    blockedNow++;
+    worker.setState(PartitionState.BLOCKED);
+  }
+
+  /** A blocked delivery got through: ACTIVE again once none is blocked (one ending the tenure leaves it). */
+  private synchronized void unblocked() {
+    blockedNow--;
+    if (blockedNow == 0 && worker.state() == PartitionState.BLOCKED) {
+      worker.setState(PartitionState.ACTIVE);
+    }
   }
 
   /**

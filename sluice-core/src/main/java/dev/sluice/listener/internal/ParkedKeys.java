@@ -23,7 +23,8 @@ import java.util.Set;
  * </ul>
  *
  * <p>Keys cannot become parked behind this tenure's back: it parks them itself, and a park from an
- * older owner is refused by the store's epoch fence. Used by the worker thread of one tenure only.
+ * older owner is refused by the store's epoch fence. Thread-safe: with a listener concurrency above
+ * 1, several threads of one tenure deliver changes of different keys.
  */
 public final class ParkedKeys<D> {
   private final DeadLetterStore<D> store;
@@ -52,7 +53,7 @@ public final class ParkedKeys<D> {
   }
 
   /** Reads the parked keys of the partition from the store, at most the cache's bound. */
-  public void load() {
+  public synchronized void load() {
     if (store == null) {
       return;
     }
@@ -69,7 +70,7 @@ public final class ParkedKeys<D> {
   }
 
   /** Whether a change of {@code key} must be parked behind an earlier parked change. */
-  public boolean blocks(String key) {
+  public synchronized boolean blocks(String key) {
     if (keys.contains(key)) {
       if (store.hasParked(stream, partition, key)) {
         return true;
@@ -85,7 +86,7 @@ public final class ParkedKeys<D> {
    *
    * @throws dev.sluice.deadletter.StaleParkException if a later epoch parked in this partition
    */
-  public void park(ChangeEvent<D> event, long epoch, String reason, int attempts) {
+  public synchronized void park(ChangeEvent<D> event, long epoch, String reason, int attempts) {
     if (store == null) {
       throw new IllegalStateException("no dead-letter store configured");
     }
@@ -99,7 +100,7 @@ public final class ParkedKeys<D> {
   }
 
   /** How many keys the cache holds now; for tests and status. */
-  public int cachedKeys() {
+  public synchronized int cachedKeys() {
     return keys.size();
   }
 }

@@ -260,8 +260,44 @@ final class PartitionWorker<D> implements Runnable {
     wake();
   }
 
+  /** The threads that handle changes with a concurrency above 1; created on first use. */
+  private java.util.concurrent.ThreadPoolExecutor lanes;
+
+  /**
+   * The lanes of a listener with a concurrency above 1: that many threads at most, which end after
+   * a minute idle (a standby partition holds none) and when the worker ends.
+   */
+  synchronized java.util.concurrent.ExecutorService lanes() {
+    if (lanes == null) {
+      int k = config.concurrency();
+      java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+      lanes = new java.util.concurrent.ThreadPoolExecutor(k, k, 1, TimeUnit.MINUTES,
+          new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+            Thread t = new Thread(r, "sluice-" + leaseName + "-lane-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+          });
+      lanes.allowCoreThreadTimeOut(true);
+    }
+    return lanes;
+  }
+
+  private synchronized void shutDownLanes() {
+    if (lanes != null) {
+      lanes.shutdown(); // nothing is in flight: a batch is waited for before its tenure ends
+    }
+  }
+
   @Override
   public void run() {
+    try {
+      compete();
+    } finally {
+      shutDownLanes();
+    }
+  }
+
+  private void compete() {
     Duration restartDelay = FIRST_RESTART_DELAY;
     while (running) {
       PartitionState end;

@@ -38,6 +38,8 @@ final class Tenure<D> {
   final ParkedKeys<D> parked;
   final Checkpointer<D> checkpointer;
   private final Delivery<D> delivery;
+  /** With a concurrency above 1: delivers a batch over the worker's lanes; else null. */
+  private final KeyedDelivery<D> keyed;
 
   // Guarded by worker.deliveryLock.
   FeedCursor<D> cursor;
@@ -61,6 +63,8 @@ final class Tenure<D> {
         : ParkedKeys.none();
     this.checkpointer = new Checkpointer<>(this);
     this.delivery = new Delivery<>(this);
+    this.keyed = config.concurrency() > 1
+        ? new KeyedDelivery<>(this, delivery, worker.lanes(), config.concurrency()) : null;
     this.committed = lease.checkpoint();
     this.lastProcessed = lease.checkpoint();
     this.lastCommitNanos = System.nanoTime();
@@ -380,19 +384,27 @@ final class Tenure<D> {
       if (ended) {
         return PartitionState.STOPPED; // handed over by close() while we were reading
       }
-      for (ChangeEvent<D> event : batch) {
-        if (!worker.running || step != Step.CONTINUE) {
-          break;
-        }
-        if (!keeper.isValid()) {
-          return PartitionState.LOST;
-        }
-        worker.newestRead = event.position();
-        worker.caughtUp = false;
-        step = delivery.deliver(event);
-        worker.processedTo = lastProcessed;
-        if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
-          step = checkpointer.checkpoint();
+      if (keyed != null && step == Step.CONTINUE && !batch.isEmpty()) {
+        step = keyed.deliver(batch);
+      } else {
+        for (ChangeEvent<D> event : batch) {
+          if (!worker.running || step != Step.CONTINUE) {
+            break;
+          }
+          if (!keeper.isValid()) {
+            return PartitionState.LOST;
+          }
+          worker.newestRead = event.position();
+          worker.caughtUp = false;
+          step = delivery.deliver(event);
+          if (step == Step.CONTINUE) {
+            lastProcessed = event.position();
+            uncommitted++;
+          }
+          worker.processedTo = lastProcessed;
+          if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
+            step = checkpointer.checkpoint();
+          }
         }
       }
       if (step == Step.REWOUND) {
