@@ -35,8 +35,25 @@ enum SqlDialect {
     @Override
     boolean isConcurrentUpdate(SQLException e) {
       // 40001 serialization_failure ("could not serialize access due to concurrent update"),
-      // 40P01 deadlock_detected.
-      return "40001".equals(e.getSQLState()) || "40P01".equals(e.getSQLState());
+      // 40P01 deadlock_detected, 55P03 lock_not_available (lock_timeout, see guard).
+      return "40001".equals(e.getSQLState()) || "40P01".equals(e.getSQLState())
+          || "55P03".equals(e.getSQLState());
+    }
+
+    /**
+     * A holder that stops in the middle of a lease transaction (frozen, paused by GC, cut off)
+     * keeps the row locked while its session waits in the transaction; the server ends such a
+     * session after {@link #TRANSACTION_IDLE} ({@code idle_in_transaction_session_timeout}), so the
+     * lock cannot outlive the lease by more than that; and a statement waits for a row lock at
+     * most as long ({@code lock_timeout}), then counts as a lost race. {@code SET LOCAL}: both end
+     * with the transaction, the pooled connection keeps its own settings.
+     */
+    @Override
+    void guard(java.sql.Connection c) throws SQLException {
+      try (java.sql.Statement st = c.createStatement()) {
+        String ms = "'" + TRANSACTION_IDLE.toMillis() + "ms'";
+        st.execute("SET LOCAL idle_in_transaction_session_timeout = " + ms + "; SET LOCAL lock_timeout = " + ms);
+      }
     }
   },
 
@@ -87,6 +104,16 @@ enum SqlDialect {
   abstract boolean isDuplicateKey(SQLException e);
 
   abstract boolean isConcurrentUpdate(SQLException e);
+
+  /** How long a lease transaction may wait idle or for a row lock where the dialect can bound it. */
+  static final java.time.Duration TRANSACTION_IDLE = java.time.Duration.ofSeconds(2);
+
+  /**
+   * Bounds, inside a lease transaction that has begun, how long the database keeps it open while
+   * its client is silent, and how long a statement waits for a row lock. Nothing where the
+   * database has no per-transaction setting for it (MariaDB: see ADR 0070).
+   */
+  void guard(java.sql.Connection c) throws SQLException {}
 
   /** The documented DDL (a resource next to this class) for {@code table}. */
   String ddl(String table) {

@@ -433,6 +433,7 @@ public final class SqlLeaseStore implements LeaseStore {
       c.setAutoCommit(false);
       c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
       try {
+        d.guard(c);
         T result = body.run(c, d);
         if (result == null) {
           throw new CasFailed();
