@@ -30,6 +30,12 @@ public record ListenerConfig<D>(
     Clock clock,
     int concurrency) {
 
+  /**
+   * Largest partition count a listener accepts, whatever its feed: every member runs a worker
+   * thread per partition of the group (held or not), and a lease record each.
+   */
+  public static final int MAX_PARTITIONS = 4_096;
+
   /** Largest {@link Listener.Builder#concurrency}: changes handled at once per partition. */
   public static final int MAX_CONCURRENCY = 256;
 
@@ -59,6 +65,8 @@ public record ListenerConfig<D>(
     ConfigurationException.requireNonNull(owner, "owner");
     ConfigurationException.require(!owner.isBlank(), "owner", "'" + owner + "'", "must not be blank");
     ConfigurationException.require(partitions >= 1, "partitions", partitions, "must be >= 1");
+    ConfigurationException.require(partitions <= MAX_PARTITIONS, "partitions", partitions,
+        "must be <= " + MAX_PARTITIONS + ": every member runs a thread per partition of the group");
     ConfigurationException.require(
         partitions <= feed.maxPartitions(),
         "partitions",

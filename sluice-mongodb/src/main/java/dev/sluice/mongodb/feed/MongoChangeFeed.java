@@ -70,6 +70,18 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     return new Builder(client, database, collection);
   }
 
+  /** Default of {@link #maxPartitions()}. */
+  int MAX_PARTITIONS = 1_024;
+
+  /**
+   * {@value #MAX_PARTITIONS}: partitions filter on the client, so each one's cursor reads the whole
+   * change stream; the server's read cost and its open cursors grow with the count.
+   */
+  @Override
+  default int maxPartitions() {
+    return MAX_PARTITIONS;
+  }
+
   /** The feed as consumer group {@code group} reads it: its cursors take up the group's re-snapshot requests. */
   @Override
   MongoChangeFeed forGroup(String group);
