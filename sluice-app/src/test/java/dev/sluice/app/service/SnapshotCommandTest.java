@@ -10,8 +10,6 @@ import dev.sluice.listener.Listener;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -40,15 +38,6 @@ class SnapshotCommandTest {
 
   private final String db = "snapshotcli";
   private Listener<BsonDocument> listener;
-
-  private record Run(int exit, String out, String err) {}
-
-  private static Run sluice(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    int exit = Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
-    return new Run(exit, out.toString(), err.toString());
-  }
 
   @AfterEach
   void stop() {
@@ -94,7 +83,7 @@ class SnapshotCommandTest {
               kafka: { bootstrapServers: "localhost:9092", topic: orders }
         """.formatted(MONGO.connectionString(), db));
 
-    Run run = sluice("snapshot", "--config", config.toString(), "--listener", "orders-resnap",
+    CliRun run = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "orders-resnap",
         "--from-id", "10", "--to-id", "59", "--wait");
     assertThat(run.exit()).as(run.err()).isZero();
     assertThat(run.out()).contains("Requested re-snapshot", "_id 10 through 59", "is complete on all 2 partitions");
@@ -104,11 +93,11 @@ class SnapshotCommandTest {
     }
     assertThat(new TreeSet<>(reread)).isEqualTo(range);
 
-    Run progress = sluice("snapshot", "--config", config.toString(), "--listener", "orders-resnap", "--progress");
+    CliRun progress = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "orders-resnap", "--progress");
     assertThat(progress.exit()).as(progress.err()).isZero();
     assertThat(progress.out()).contains("PROGRESS", "0/2", "1/2", "done ", "2 of 2 partitions done");
 
-    Run unknown = sluice("snapshot", "--config", config.toString(), "--listener", "orders-relay");
+    CliRun unknown = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "orders-relay");
     assertThat(unknown.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
     assertThat(unknown.err()).contains("no listener of group 'orders-relay'", "group orders-resnap (collection orders)");
   }
@@ -128,11 +117,11 @@ class SnapshotCommandTest {
             sink:
               kafka: { bootstrapServers: "localhost:9092", topic: orders }
         """);
-    Run postgres = sluice("snapshot", "--config", config.toString(), "--listener", "kafka-orders");
+    CliRun postgres = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "kafka-orders");
     assertThat(postgres.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
     assertThat(postgres.err()).contains("for MongoDB listeners", "sluice replay --from current").doesNotContain("s3cret");
 
-    Run both = sluice("snapshot", "--config", config.toString(), "--listener", "kafka-orders", "--progress", "--wait");
+    CliRun both = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "kafka-orders", "--progress", "--wait");
     assertThat(both.exit()).isEqualTo(2);
     assertThat(both.err()).contains("--progress requests nothing");
   }

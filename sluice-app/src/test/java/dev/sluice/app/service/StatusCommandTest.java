@@ -8,8 +8,6 @@ import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -26,15 +24,6 @@ class StatusCommandTest {
   @RegisterExtension
   static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
-  private record Run(int exit, String out, String err) {}
-
-  private static Run sluice(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    int exit = Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
-    return new Run(exit, out.toString(), err.toString());
-  }
-
   @Test
   void showsLagAndHistoryLeftPerPartitionAndNamesTheDatabaseWhereTheRecordsAre() {
     String db = "statusshop";
@@ -45,7 +34,7 @@ class StatusCommandTest {
     Instant checkpointTime = Instant.now().plusSeconds(1);
     leases.commit(lease, new Position("{\"_data\": \"82AB\"}", checkpointTime));
 
-    Run ok = sluice("status", "--mongo", MONGO.connectionString(), "--database", db);
+    CliRun ok = CliRun.sluice("status", "--mongo", MONGO.connectionString(), "--database", db);
     assertThat(ok.exit()).as(ok.err()).isZero();
     List<String> lines = ok.out().lines().toList();
     assertThat(lines.get(0)).contains("LAG", "HISTORY LEFT");
@@ -53,19 +42,19 @@ class StatusCommandTest {
     // The oplog's oldest entry is at or before the checkpoint: some history is left, in seconds.
     assertThat(row).containsPattern("\\b\\d+ s\\s+\\d+ s\\s");
 
-    Run byStream = sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--stream", db + ".ord");
+    CliRun byStream = CliRun.sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--stream", db + ".ord");
     assertThat(byStream.exit()).as(byStream.err()).isZero();
     assertThat(byStream.out()).contains(db + ".orders");
-    Run otherStream = sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--stream", "shop.x");
+    CliRun otherStream = CliRun.sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--stream", "shop.x");
     assertThat(otherStream.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
 
-    Run misspelt = sluice("status", "--mongo", MONGO.connectionString(), "--database", "statusshoop");
+    CliRun misspelt = CliRun.sluice("status", "--mongo", MONGO.connectionString(), "--database", "statusshoop");
     assertThat(misspelt.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
     assertThat(misspelt.err().strip().lines()).hasSize(1);
     assertThat(misspelt.err()).contains("no lease records in statusshoop.sluice_leases",
         "databases with a sluice_leases collection: ", db);
 
-    Run tooFast = sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--watch", "10ms");
+    CliRun tooFast = CliRun.sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--watch", "10ms");
     assertThat(tooFast.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
     assertThat(tooFast.err()).contains("--watch", "at least 500ms");
   }
