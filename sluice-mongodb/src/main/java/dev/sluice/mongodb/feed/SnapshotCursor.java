@@ -54,6 +54,8 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   /** How long the stream may take to reach a chunk's high watermark. */
   private static final Duration WINDOW_PATIENCE = Duration.ofSeconds(30);
   private static final Duration WINDOW_POLL = Duration.ofMillis(100);
+  /** Polls of a stream that is behind before the next chunk is read anyway. */
+  private static final int MAX_CATCH_UP_POLLS = 10;
 
   /** One thing to hand out: a change, or only a position (a document of another partition). */
   private record Out(Position position, ChangeEvent<BsonDocument> change) {}
@@ -73,6 +75,8 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   private Position position;
   private FeedException failure;
   private long documentsRead;
+  /** Catch-up polls since the last chunk was read. */
+  private int catchUpPolls;
   private long documentsLeftToStream;
   private long lastProgressLog = System.nanoTime();
   /** The window of the chunk being read, filled by the stream as it reads. */
@@ -152,12 +156,16 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
       if (done) {
         return stream.poll(maxWait);
       }
-      if (stream != null && !stream.caughtUp() && !stream.ended()) {
+      if (stream != null && !stream.caughtUp() && !stream.ended() && catchUpPolls < MAX_CATCH_UP_POLLS) {
         // A stream behind the source (a restart after a pause, a re-snapshot requested while
         // lagging) first catches up: a chunk's window then holds seconds of changes, not the
-        // backlog. Without waiting: a stream that has nothing more is caught up, and the chunk is read.
+        // backlog. Without waiting: a stream that has nothing more is caught up, and the chunk is
+        // read. Under writes that never let it catch up quite, the chunk is read after a few
+        // batches anyway, so that the snapshot goes on.
+        catchUpPolls++;
         return catchUp();
       }
+      catchUpPolls = 0;
       try {
         readNextChunk();
       } catch (MongoException e) {
