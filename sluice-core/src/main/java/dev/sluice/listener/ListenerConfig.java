@@ -115,7 +115,12 @@ public record ListenerConfig<D>(
    * #partitionPrefix()}).
    */
   public String leaseName(int partition) {
-    return partitionPrefix() + partition + "of" + partitions;
+    return leaseName(group, feed.stream(), partition, partitions);
+  }
+
+  /** The lease name of partition {@code partition} of {@code partitions} of {@code group} on {@code stream}. */
+  public static String leaseName(String group, String stream, int partition, int partitions) {
+    return group + "/" + stream + "#" + partition + "of" + partitions;
   }
 
   /** The prefix of every partition lease of this group and stream, whatever the partition count. */

@@ -8,12 +8,12 @@ import dev.sluice.feed.ChangeFeed;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.listener.ListenerConfig;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.feed.SnapshotRequest;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -79,7 +79,7 @@ public final class SnapshotCommand implements Callable<Integer> {
           + " history with onHistoryLost: resnapshot");
     }
     try (Wiring<?> wiring = Wiring.connect(config, false)) {
-      ListenerSection section = section(config);
+      ListenerSection section = wiring.section(collection, listener);
       ChangeFeed<?> feed = wiring.feed(section);
       if (!(feed instanceof MongoChangeFeed mongo)) {
         throw new IllegalStateException("a mongodb source gave a feed of another kind: " + feed);
@@ -116,28 +116,6 @@ public final class SnapshotCommand implements Callable<Integer> {
     }
   }
 
-  /** The entry of group {@code --listener} (and {@code --collection}), or an error listing the configured ones. */
-  private ListenerSection section(SluiceConfig config) {
-    List<ListenerSection> matches = new ArrayList<>();
-    List<String> configured = new ArrayList<>();
-    for (int i = 0; i < config.listeners().size(); i++) {
-      ListenerSection l = config.listeners().get(i);
-      String group = ConfigLoader.group(l, "listeners[" + i + "]");
-      configured.add("group " + group + " (collection " + l.target() + ")");
-      if (group.equals(listener) && (collection == null || collection.equals(l.target()))) {
-        matches.add(l);
-      }
-    }
-    if (matches.size() == 1) {
-      return matches.get(0);
-    }
-    throw new ConfigException("--listener", matches.isEmpty()
-        ? "no listener of group '" + listener + "'" + (collection == null ? "" : " on collection '" + collection + "'")
-            + " in " + configFile + "; configured: " + String.join(", ", configured)
-        : "group '" + listener + "' reads several collections: name one with --collection; configured: "
-            + String.join(", ", configured));
-  }
-
   /** An {@code _id} given on the command line: extended JSON, or else a string. */
   static BsonValue idValue(String text) {
     try {
@@ -163,7 +141,7 @@ public final class SnapshotCommand implements Callable<Integer> {
           done++;
           progress = "done " + r.done().get(SnapshotRequest.partitionKey(p));
         } else {
-          Optional<LeaseRecord> lease = leases.read(r.group() + "/" + stream + "#" + SnapshotRequest.partitionKey(p));
+          Optional<LeaseRecord> lease = leases.read(ListenerConfig.leaseName(r.group(), stream, i, partitions));
           progress = lease.flatMap(l -> r.readingAt(l.checkpoint())).map(at -> "reading, " + at)
               .orElse(lease.isEmpty() ? "waiting (the partition has not run yet)" : "waiting");
         }

@@ -104,10 +104,14 @@ public final class Wiring<D> implements AutoCloseable {
   }
 
   /**
-   * The listener section for {@code target} (a collection, or with PostgreSQL a table) and
-   * {@code group} (null: the only entry of it), or a clear error listing the configured ones.
+   * The listener section for {@code target} (a collection, or with PostgreSQL a table; null: the
+   * only entry of {@code group}) and {@code group} (null: the only entry of {@code target}), or a
+   * clear error listing the configured ones.
    */
   public ListenerSection section(String target, String group) {
+    if (target == null && group == null) {
+      throw new IllegalArgumentException("a target, a group or both");
+    }
     String kind = source.targetKind();
     List<ListenerSection> matches = new java.util.ArrayList<>();
     List<String> configured = new java.util.ArrayList<>();
@@ -115,16 +119,18 @@ public final class Wiring<D> implements AutoCloseable {
       ListenerSection l = config.listeners().get(i);
       String g = ConfigLoader.group(l, "listeners[" + i + "]");
       configured.add(l.target() + " (group " + g + ")");
-      if (l.target().equals(target) && (group == null || group.equals(g))) {
+      if ((target == null || l.target().equals(target)) && (group == null || group.equals(g))) {
         matches.add(l);
       }
     }
     if (matches.size() == 1) {
       return matches.get(0);
     }
+    String wanted = (target == null ? "" : kind + " '" + target + "'") + (target != null && group != null ? " and " : "")
+        + (group == null ? "" : "group '" + group + "'");
     throw new ConfigurationException(matches.isEmpty()
-        ? "No listener for " + kind + " '" + target + "'" + (group == null ? "" : " and group '" + group + "'")
-            + " in the configuration; configured: " + configured
+        ? "No listener for " + wanted + " in the configuration; configured: " + configured
+        : target == null ? "Group '" + group + "' reads several: name one with --" + kind + "; configured: " + configured
         : "Several listeners read " + kind + " '" + target + "': name one with --group; configured: "
             + configured);
   }

@@ -99,7 +99,7 @@ class SnapshotCommandTest {
 
     CliRun unknown = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "orders-relay");
     assertThat(unknown.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
-    assertThat(unknown.err()).contains("no listener of group 'orders-relay'", "group orders-resnap (collection orders)");
+    assertThat(unknown.err()).contains("No listener for group 'orders-relay'", "orders (group orders-resnap)");
   }
 
   @Test
