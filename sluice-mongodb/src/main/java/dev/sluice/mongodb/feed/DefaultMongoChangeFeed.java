@@ -69,8 +69,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
           + " which must then carry the whole document. Use fullDocument updateLookup (the feed's default),"
           + " whenAvailable or required");
     }
-    SnapshotRequest request = new SnapshotRequest("-", group, settings.stream(), fromId, toId, null, java.util.Map.of());
-    String invalid = SnapshotRequests.invalid(request);
+    String invalid = SnapshotRequests.invalid(fromId, toId);
     if (invalid != null) {
       throw new ConfigurationException("Re-snapshot of '" + settings.stream() + "': " + invalid);
     }

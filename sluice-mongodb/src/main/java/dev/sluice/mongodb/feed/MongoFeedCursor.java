@@ -421,13 +421,11 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
    * read or the last post-batch resume token, or, before either, where it started.
    */
   Optional<BsonTimestamp> readBefore() {
-    if (lastToken != null) {
-      return MongoEvents.clusterTimestamp(lastToken).map(t -> new BsonTimestamp(t.getTime(), t.getInc() + 1));
-    }
-    if (startedAt.startAtOperationTime() != null) {
+    if (lastToken == null && startedAt.startAtOperationTime() != null) {
       return Optional.of(startedAt.startAtOperationTime());
     }
-    BsonDocument token = startedAt.resumeAfter() != null ? startedAt.resumeAfter() : startedAt.startAfter();
+    BsonDocument token = lastToken != null ? lastToken
+        : startedAt.resumeAfter() != null ? startedAt.resumeAfter() : startedAt.startAfter();
     return MongoEvents.clusterTimestamp(token).map(t -> new BsonTimestamp(t.getTime(), t.getInc() + 1));
   }
 

@@ -61,13 +61,16 @@ record SnapshotProgress(StreamStart stream, BsonValue after, SnapshotScope scope
 
   /** One value as people read it (relaxed extended JSON: {@code 42}, {@code "abc"}, {@code {"$oid": ...}}). */
   static String shown(BsonValue value) {
-    String doc = new BsonDocument("v", value).toJson(SHOWN);
-    return doc.substring(doc.indexOf(':') + 1, doc.length() - 1).strip();
+    return json(value, SHOWN);
   }
 
   /** The extended JSON of one value. */
   static String valueJson(BsonValue value) {
-    String doc = new BsonDocument("v", value).toJson(JSON);
+    return json(value, JSON);
+  }
+
+  private static String json(BsonValue value, JsonWriterSettings settings) {
+    String doc = new BsonDocument("v", value).toJson(settings);
     return doc.substring(doc.indexOf(':') + 1, doc.length() - 1).strip();
   }
 

@@ -56,7 +56,7 @@ final class SnapshotRequests {
   record Pending(BsonValue id, SnapshotRequest request) {}
 
   SnapshotRequests(MongoDatabase database, String collection, String stream, String group, Duration interval) {
-    this.requests = MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class));
+    this.requests = collection(database, collection);
     this.stream = stream;
     this.group = group;
     this.interval = interval;
@@ -80,18 +80,22 @@ final class SnapshotRequests {
     if (toId != null) {
       doc.append("to", toId);
     }
-    MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class)).insertOne(doc);
+    collection(database, collection).insertOne(doc);
     return toRequest(doc);
   }
 
   /** Every request of {@code group} on {@code stream}, in the order they are taken. */
   static List<SnapshotRequest> list(MongoDatabase database, String collection, String stream, String group) {
     List<SnapshotRequest> out = new ArrayList<>();
-    for (BsonDocument d : find(MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class)), stream,
-        group)) {
+    for (BsonDocument d : find(collection(database, collection), stream, group)) {
       out.add(toRequest(d));
     }
     return out;
+  }
+
+  /** Sluice's own records: on the primary, majority reads and writes (MongoReads). */
+  private static MongoCollection<BsonDocument> collection(MongoDatabase database, String name) {
+    return MongoReads.ownRecords(database.getCollection(name, BsonDocument.class));
   }
 
   private static List<BsonDocument> find(MongoCollection<BsonDocument> requests, String stream, String group) {
@@ -126,7 +130,7 @@ final class SnapshotRequests {
       cacheValid = true;
     }
     for (Pending p : cached) {
-      String invalid = invalid(p.request());
+      String invalid = invalid(p.request().fromId(), p.request().toId());
       if (invalid != null) {
         if (warnedInvalid.add(p.id())) {
           LOG.warn("Re-snapshot request " + SnapshotProgress.shown(p.id()) + " in " + collection() + " is ignored: "
@@ -139,9 +143,9 @@ final class SnapshotRequests {
     return Optional.empty();
   }
 
-  /** Why a request (written by hand) cannot be served, or null. */
-  static String invalid(SnapshotRequest request) {
-    for (BsonValue bound : new BsonValue[] {request.fromId(), request.toId()}) {
+  /** Why a request with these bounds (written by hand) cannot be served, or null. */
+  static String invalid(BsonValue fromId, BsonValue toId) {
+    for (BsonValue bound : new BsonValue[] {fromId, toId}) {
       if (bound != null && (bound.isArray() || BsonOrder.bracket(bound.getBsonType()) == 0)) {
         return "'from' and 'to' must be _id values (no array, no " + bound.getBsonType() + ")";
       }
