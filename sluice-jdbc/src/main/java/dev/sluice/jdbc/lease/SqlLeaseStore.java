@@ -388,13 +388,21 @@ public final class SqlLeaseStore implements LeaseStore {
    * changed since the snapshot; InnoDB re-reads the latest version for the UPDATE and matches
    * zero rows. Both mean someone else wrote first.
    */
+  /**
+   * Writes {@code row}'s record if it is still the one read: same version <em>and</em> epoch. The
+   * version alone is not enough: a record deleted (deleteIfIdle, delete) and inserted again starts
+   * at version 1 again, and MariaDB's UPDATE reads the newest committed row, not the
+   * transaction's snapshot, so a CAS on version 1 would overwrite the new record of someone else;
+   * the new record's epoch is always higher than the deleted one's.
+   */
   private void casUpdate(Connection c, String set, Row row, Binder binder)
       throws SQLException, CasFailed {
     try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + " SET " + set
-        + ", version = version + 1 WHERE name = ? AND version = ?")) {
+        + ", version = version + 1 WHERE name = ? AND version = ? AND epoch = ?")) {
       int i = binder.bind(ps);
       ps.setString(i, row.name());
       ps.setLong(i + 1, row.version());
+      ps.setLong(i + 2, row.epoch());
       if (ps.executeUpdate() != 1) {
         throw new CasFailed();
       }
