@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -55,6 +56,24 @@ enum SqlDialect {
         st.execute("SET LOCAL idle_in_transaction_session_timeout = " + ms + "; SET LOCAL lock_timeout = " + ms);
       }
     }
+
+    /** ON CONFLICT ... DO UPDATE ... WHERE: atomic under READ COMMITTED, no row if not taken. */
+    @Override
+    String acquireStatement(String table) {
+      return "INSERT INTO " + table + " AS t (name, owner, epoch, expires_at, version)"
+          + " VALUES (?, ?, " + nowMicros + ", now() + ? * INTERVAL '1 microsecond', 1)"
+          + " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner,"
+          + " epoch = GREATEST(t.epoch + 1, EXCLUDED.epoch), expires_at = EXCLUDED.expires_at,"
+          + " version = t.version + 1"
+          + " WHERE t.owner IS NULL OR t.expires_at IS NULL OR t.expires_at <= now()"
+          + " OR t.owner = EXCLUDED.owner"
+          + " RETURNING t.owner, t.epoch, t.expires_at, t.checkpoint, t.checkpoint_time";
+    }
+
+    @Override
+    boolean upsertReturning(DatabaseMetaData meta) {
+      return true; // ON CONFLICT since 9.5; the store needs 10 or later anyway
+    }
   },
 
   /** MariaDB and MySQL (InnoDB): times stored as UTC DATETIME(6). */
@@ -83,6 +102,38 @@ enum SqlDialect {
       int code = e.getErrorCode();
       return code == 1213 || code == 1205 || code == 1020 || "40001".equals(e.getSQLState());
     }
+
+    /**
+     * ON DUPLICATE KEY UPDATE whose every assignment keeps the old value unless the row is free,
+     * expired or this owner's. The owner is assigned before the expiry, so the condition has the
+     * same value in every assignment whether they are evaluated left to right on the changing row
+     * (the default) or all on the old row (sql_mode SIMULTANEOUS_ASSIGNMENT). RETURNING gives the
+     * row as stored: ours only if we took it.
+     */
+    @Override
+    String acquireStatement(String table) {
+      String free = "(owner IS NULL OR expires_at IS NULL OR expires_at <= " + now
+          + " OR owner = VALUES(owner))";
+      return "INSERT INTO " + table + " (name, owner, epoch, expires_at, version)"
+          + " VALUES (?, ?, " + nowMicros + ", " + now + " + INTERVAL ? MICROSECOND, 1)"
+          + " ON DUPLICATE KEY UPDATE"
+          + " epoch = IF(" + free + ", GREATEST(epoch + 1, VALUES(epoch)), epoch),"
+          + " version = IF(" + free + ", version + 1, version),"
+          + " owner = IF(" + free + ", VALUES(owner), owner),"
+          + " expires_at = IF(" + free + ", VALUES(expires_at), expires_at)"
+          + " RETURNING owner, epoch, expires_at, checkpoint, checkpoint_time";
+    }
+
+    /**
+     * INSERT ... RETURNING since MariaDB 10.5; MySQL has none. (A MySQL driver on MariaDB reports
+     * version 5.5.5-10.x: it gets the read-then-write transaction, which is also correct.)
+     */
+    @Override
+    boolean upsertReturning(DatabaseMetaData meta) throws SQLException {
+      String version = meta.getDatabaseProductVersion();
+      return version != null && version.toLowerCase(Locale.ROOT).contains("mariadb")
+          && meta.getDatabaseMajorVersion() * 100 + meta.getDatabaseMinorVersion() >= 1005;
+    }
   };
 
   /** The database's clock as a timestamp. */
@@ -104,6 +155,15 @@ enum SqlDialect {
   abstract boolean isDuplicateKey(SQLException e);
 
   abstract boolean isConcurrentUpdate(SQLException e);
+
+  /**
+   * The one-statement acquisition (ADR 0072), parameters name, owner, duration in microseconds;
+   * its row, if any, is (owner, epoch, expires_at, checkpoint, checkpoint_time) as stored.
+   */
+  abstract String acquireStatement(String table);
+
+  /** Whether the server runs {@link #acquireStatement}. */
+  abstract boolean upsertReturning(DatabaseMetaData meta) throws SQLException;
 
   /** How long a lease transaction may wait idle or for a row lock where the dialect can bound it. */
   static final java.time.Duration TRANSACTION_IDLE = java.time.Duration.ofSeconds(2);

@@ -24,11 +24,12 @@ import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
- * {@link LeaseStore} on PostgreSQL or MariaDB/MySQL: one row per lease, taken with the
- * compare-and-swap of {@code seeds/002} under REPEATABLE READ (read the row, update it only if its
- * {@code version} is still the one read, commit; zero rows, a serialization failure (also at
- * commit) or a lost insert race all mean "not acquired"). Expiry is judged with the database's
- * clock ({@code now()} / {@code UTC_TIMESTAMP(6)}), never the JVM's. Epochs are seeded from that
+ * {@link LeaseStore} on PostgreSQL or MariaDB/MySQL: one row per lease, taken with one upsert that
+ * returns the row (ADR 0072) or, on servers without one, the compare-and-swap of {@code seeds/002}
+ * under REPEATABLE READ (read the row, update it only if its {@code version} and {@code epoch} are
+ * still the ones read, commit; zero rows, a serialization failure (also at commit) or a lost insert
+ * race all mean "not acquired"), which renewals and checkpoint commits always use. Expiry is
+ * judged with the database's clock ({@code now()} / {@code UTC_TIMESTAMP(6)}), never the JVM's. Epochs are seeded from that
  * clock in microseconds ({@code max(epoch + 1, clock)} per acquisition), so they stay strictly
  * increasing also after a row was deleted and re-created. Failures other than contention are
  * {@link LeaseStoreException}s, retryable or not by SQLSTATE. See
@@ -65,13 +66,17 @@ public final class SqlLeaseStore implements LeaseStore {
   private final DataSource dataSource;
   private final String table;
   private final boolean createTable;
+  private final boolean readThenWriteAcquire;
   private volatile SqlDialect dialect;
   private volatile boolean tableReady;
+  /** Whether the server takes a lease in one upsert with RETURNING (ADR 0072); null: not asked yet. */
+  private volatile Boolean upsertReturning;
 
   private SqlLeaseStore(Builder b) {
     this.dataSource = b.dataSource;
     this.table = b.table;
     this.createTable = b.createTable;
+    this.readThenWriteAcquire = b.readThenWriteAcquire;
     this.dialect = b.dialect == null ? null : b.dialect.sql;
   }
 
@@ -86,6 +91,7 @@ public final class SqlLeaseStore implements LeaseStore {
     private String table = "sluice_lease";
     private Dialect dialect;
     private boolean createTable = true;
+    private boolean readThenWriteAcquire;
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -112,6 +118,15 @@ public final class SqlLeaseStore implements LeaseStore {
      */
     public Builder createTable(boolean createTable) {
       this.createTable = createTable;
+      return this;
+    }
+
+    /**
+     * Tests only: acquire with the read-then-write transaction that servers without an upsert
+     * with RETURNING (MySQL, MariaDB before 10.5) use, also where the server has one.
+     */
+    Builder readThenWriteAcquire() {
+      this.readThenWriteAcquire = true;
       return this;
     }
 
@@ -151,11 +166,69 @@ public final class SqlLeaseStore implements LeaseStore {
 
   // ---------------------------------------------------------------------------------------------
 
+  /**
+   * One statement where the server has an upsert with RETURNING (PostgreSQL; MariaDB 10.5 and
+   * later): an insert, or an update of the existing row only if it is free, expired or this
+   * owner's, judged on the row as it is when the statement locks it (ADR 0072). Elsewhere (MySQL)
+   * the read-then-write transaction of seed 002.
+   */
   @Override
   public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
     requireName(name);
     ConfigurationException.requireNonNull(owner, "owner");
     requireDuration(duration);
+    Boolean upsert = upsertReturning;
+    if (upsert == null) {
+      upsert = query("tryAcquire", name, (c, d) -> upsertReturning);
+    }
+    if (readThenWriteAcquire || !upsert) {
+      return readThenWriteAcquire(name, owner, duration);
+    }
+    return query("tryAcquire", name, (c, d) -> upsertAcquire(c, d, name, owner, duration));
+  }
+
+  /** The upsert; empty if someone else holds the lease or won the statement's race. */
+  private Optional<Lease> upsertAcquire(Connection c, SqlDialect d, String name, String owner,
+      Duration duration) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(d.acquireStatement(table))) {
+      ps.setString(1, name);
+      ps.setString(2, owner);
+      ps.setLong(3, durationMicros(duration));
+      Optional<Lease> lease = Optional.empty();
+      try (ResultSet rs = ps.executeQuery()) {
+        // No row (PostgreSQL's ON CONFLICT ... WHERE false) or the row unchanged, someone else's
+        // (MariaDB's ON DUPLICATE KEY UPDATE, whose IF()s keep every column): not acquired.
+        if (rs.next() && owner.equals(rs.getString(1))) {
+          String token = rs.getString(4);
+          lease = Optional.of(new Lease(name, owner, rs.getLong(2), d.getTime(rs, 3),
+              token == null ? null : new Position(token, d.getTime(rs, 5))));
+        }
+      }
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+      return lease;
+    } catch (SQLException e) {
+      if (!c.getAutoCommit()) {
+        rollbackQuietly(c);
+      }
+      if (d.isConcurrentUpdate(e) || d.isDuplicateKey(e)) {
+        return Optional.empty();
+      }
+      throw e;
+    }
+  }
+
+  private static long durationMicros(Duration duration) {
+    try {
+      return Math.addExact(Math.multiplyExact(duration.getSeconds(), 1_000_000L),
+          duration.getNano() / 1_000);
+    } catch (ArithmeticException e) {
+      throw new ConfigurationException("duration " + duration + " is too long for the lease table");
+    }
+  }
+
+  private Optional<Lease> readThenWriteAcquire(String name, String owner, Duration duration) {
     try {
       return Optional.of(casTransaction("tryAcquire", name, (c, d) -> {
         Row row = select(c, d, name);
@@ -223,18 +296,26 @@ public final class SqlLeaseStore implements LeaseStore {
     });
   }
 
+  /**
+   * One conditional {@code UPDATE} on owner and epoch (every acquisition changes the epoch, so a
+   * release after a takeover matches nothing); keeps epoch and checkpoint for the next holder.
+   */
   @Override
   public boolean release(Lease lease) {
-    try {
-      fencedWrite("release", lease, (c, d) -> {
-        Row row = selectMatching(c, d, lease);
-        casUpdate(c, "owner = NULL, expires_at = NULL", row, ps -> 1);
-        return lease;
-      });
-      return true;
-    } catch (LeaseLostException e) {
-      return false;
-    }
+    ConfigurationException.requireNonNull(lease, "lease");
+    return query("release", lease.name(), (c, d) -> {
+      try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + " SET owner = NULL,"
+          + " expires_at = NULL, version = version + 1 WHERE name = ? AND owner = ? AND epoch = ?")) {
+        ps.setString(1, lease.name());
+        ps.setString(2, lease.owner());
+        ps.setLong(3, lease.epoch());
+        int released = ps.executeUpdate();
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+        return released == 1;
+      }
+    });
   }
 
   /**
@@ -521,6 +602,9 @@ public final class SqlLeaseStore implements LeaseStore {
             + "but the DataSource is " + product + "; set dialect(...) if it is compatible");
       }
       dialect = d;
+    }
+    if (upsertReturning == null) {
+      upsertReturning = d.upsertReturning(c.getMetaData());
     }
     if (!tableReady && createTable) {
       createTable(c, d);

@@ -55,7 +55,8 @@ class ReinsertedRecordTest {
 
     CountDownLatch reached = new CountDownLatch(1);
     CountDownLatch go = new CountDownLatch(1);
-    LeaseStore slow = SqlLeaseStore.builder(pausingBeforeUpdate(ds, reached, go)).table(table).build();
+    LeaseStore slow = SqlLeaseStore.builder(pausingBeforeUpdate(ds, reached, go)).table(table)
+        .readThenWriteAcquire().build();
     CompletableFuture<Optional<Lease>> a = CompletableFuture.supplyAsync(
         () -> slow.tryAcquire(name, "A", Duration.ofSeconds(10)));
     try {

