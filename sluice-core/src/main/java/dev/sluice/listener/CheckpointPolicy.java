@@ -5,8 +5,15 @@ import java.time.Duration;
 
 /**
  * When the engine commits the processed position: after every change, or after {@code
- * maxChanges} changes or {@code maxDelay}, whichever comes first. After a crash, redelivery is
- * bounded by what was processed since the last commit: at most {@code maxChanges} changes.
+ * maxChanges} changes or {@code maxDelay}, whichever comes first.
+ *
+ * <p>Pipelined ({@code flushesInFlight} above 0, the default): at each {@code maxChanges} the
+ * engine asks the handler to make the changes so far durable ({@link Handler#flushAsync}, a sink
+ * awaiting its broker's acknowledgements) and goes on reading and handling the next changes while
+ * up to {@code flushesInFlight} such flushes are pending; it commits a checkpoint only once a flush
+ * completed, and only up to the changes that flush covered, in order. A failed flush rewinds to the
+ * last checkpoint. After a crash, redelivery is bounded by what was handled since the last commit:
+ * at most {@code (flushesInFlight + 1) * maxChanges} changes ({@code maxChanges} with 0).
  *
  * <p>A partition whose position moves without changes for it (an idle collection whose change
  * stream reports progress with post-batch resume tokens, a collection whose changes are all
@@ -15,9 +22,13 @@ import java.time.Duration;
  * falls out of the retained history (the MongoDB oplog window), and a restart does not re-scan
  * what was already passed over.
  */
-public record CheckpointPolicy(int maxChanges, Duration maxDelay, Duration heartbeat) {
+public record CheckpointPolicy(int maxChanges, Duration maxDelay, Duration heartbeat,
+    int flushesInFlight) {
   /** The default {@link #heartbeat()}. */
   public static final Duration DEFAULT_HEARTBEAT = Duration.ofSeconds(10);
+  /** The default {@link #flushesInFlight()}. */
+  public static final int DEFAULT_FLUSHES_IN_FLIGHT = 4;
+  private static final int MAX_FLUSHES_IN_FLIGHT = 1_000;
 
   public CheckpointPolicy {
     ConfigurationException.requireNonNull(maxDelay, "checkpoint maxDelay");
@@ -28,16 +39,27 @@ public record CheckpointPolicy(int maxChanges, Duration maxDelay, Duration heart
     ConfigurationException.require(
         !heartbeat.isNegative() && !heartbeat.isZero(), "checkpoint heartbeat", heartbeat,
         "must be positive (progress without changes is always committed, at most this often)");
+    ConfigurationException.require(flushesInFlight >= 0 && flushesInFlight <= MAX_FLUSHES_IN_FLIGHT,
+        "checkpoint flushesInFlight", flushesInFlight, "must be 0 (each checkpoint waits for its"
+        + " flush) to " + MAX_FLUSHES_IN_FLIGHT);
   }
 
-  /** With the default heartbeat. */
+  /** With the default number of flushes in flight. */
+  public CheckpointPolicy(int maxChanges, Duration maxDelay, Duration heartbeat) {
+    this(maxChanges, maxDelay, heartbeat, DEFAULT_FLUSHES_IN_FLIGHT);
+  }
+
+  /** With the default heartbeat and flushes in flight. */
   public CheckpointPolicy(int maxChanges, Duration maxDelay) {
     this(maxChanges, maxDelay, DEFAULT_HEARTBEAT);
   }
 
-  /** Commit after every change: at most one change is redelivered after a crash. */
+  /**
+   * Commit after every change, each waiting for its flush: at most one change is redelivered
+   * after a crash.
+   */
   public static CheckpointPolicy everyChange() {
-    return new CheckpointPolicy(1, Duration.ZERO);
+    return new CheckpointPolicy(1, Duration.ZERO, DEFAULT_HEARTBEAT, 0);
   }
 
   /** Commit after {@code maxChanges} changes or {@code maxDelay}, whichever first. */
@@ -45,13 +67,24 @@ public record CheckpointPolicy(int maxChanges, Duration maxDelay, Duration heart
     return new CheckpointPolicy(maxChanges, maxDelay);
   }
 
-  /** The default: every 100 changes or 1 second; progress without changes every 10 seconds. */
+  /**
+   * The default: every 100 changes or 1 second, up to 4 flushes in flight; progress without
+   * changes every 10 seconds.
+   */
   public static CheckpointPolicy defaults() {
     return new CheckpointPolicy(100, Duration.ofSeconds(1));
   }
 
   /** This policy, committing progress without changes every {@code interval}. */
   public CheckpointPolicy withHeartbeat(Duration interval) {
-    return new CheckpointPolicy(maxChanges, maxDelay, interval);
+    return new CheckpointPolicy(maxChanges, maxDelay, interval, flushesInFlight);
+  }
+
+  /**
+   * This policy with up to {@code flushes} flushes pending while the next changes are read and
+   * handled; 0: every checkpoint waits for its flush before the partition reads on.
+   */
+  public CheckpointPolicy withFlushesInFlight(int flushes) {
+    return new CheckpointPolicy(maxChanges, maxDelay, heartbeat, flushes);
   }
 }

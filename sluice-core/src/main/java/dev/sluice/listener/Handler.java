@@ -1,6 +1,8 @@
 package dev.sluice.listener;
 
 import dev.sluice.feed.ChangeEvent;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * The user's processing of changes. Called by one thread per partition, in feed order (with
@@ -25,6 +27,23 @@ public interface Handler<D> {
    * from the last checkpoint, so nothing is lost and order is kept (at the price of duplicates).
    */
   default void flush(Fence fence) throws Exception {}
+
+  /**
+   * Starts making durable every change handed to {@link #handle} so far and returns at once; the
+   * stage completes when they are, or fails as {@link #flush} would throw. With a pipelined
+   * {@link CheckpointPolicy} the engine goes on handling later changes while it is pending and
+   * commits a checkpoint covering these changes only after it completed; stages complete or fail
+   * in the order they were asked for, or the engine treats a later one as pending until the earlier
+   * did. Default: {@link #flush} on the calling thread.
+   */
+  default CompletionStage<Void> flushAsync(Fence fence) {
+    try {
+      flush(fence);
+      return CompletableFuture.completedFuture(null);
+    } catch (Throwable e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
 
   /**
    * Whether {@link #handle} may be called for changes of different keys at once, from several

@@ -24,56 +24,94 @@ import org.bson.Document;
 /**
  * Changes per second relayed from a MongoDB change stream to Kafka, end to end: the clock stops
  * when the listener has committed a checkpoint covering every change, which it only does after
- * Kafka acknowledged all of them ({@code acks=all}). Variants, all in one run, each on a
- * fresh embedded MongoDB with the same pre-written changes and a fresh topic on one embedded
- * Kafka broker:
+ * Kafka acknowledged all of them ({@code acks=all}). Variants, each on a fresh embedded MongoDB
+ * with the same pre-written changes and a fresh topic on one embedded Kafka broker:
  *
  * <ol>
- *   <li>drain: the bare driver reads the change stream, no processing (upper bound here);
- *   <li>relay, checkpoint after every change (each change waits for its ack);
- *   <li>relay, default batching (checkpoint every 100 changes or 1 s);
+ *   <li>drain: the bare driver reads the change stream, no processing (the baseline);
+ *   <li>relay, default batching (checkpoint every 100 changes or 1 s), each checkpoint waiting for
+ *       its flush ({@code flushesInFlight 0}: the relay before ADR 0073);
+ *   <li>relay, the default policy: the same batching, up to 4 flushes in flight (pipelined);
+ *   <li>relay, pipelined, checkpoint every 1,000 changes.
  * </ol>
  *
- * <p>Each relay runs with the producer's {@code linger.ms} at 0 and at 5.
- *
- * <p>Arguments: changes (default 3000), rounds (default 3). Results: {@code docs/benchmarks.md}.
+ * <p>Every round runs every variant in the same order; the first {@code warmup} rounds are not
+ * counted; each variant's figure is the median of its in-round ratios to the drain, with their
+ * spread. Arguments: changes (default 100,000), warm-up rounds (default 1), measured rounds
+ * (default 3). Or {@code profile <variant index> <changes> <runs>}: only that variant, for a
+ * profiler attached to the JVM. Results: {@code docs/benchmarks.md}.
  */
 public final class KafkaRelayBenchmark {
   private KafkaRelayBenchmark() {}
 
+  private static final String[] NAMES = {
+    "drain change stream, no processing",
+    "relay, 100 / 1 s, each flush awaited",
+    "relay, 100 / 1 s, 4 flushes in flight (default)",
+    "relay, 1000 / 1 s, 4 flushes in flight"
+  };
+
+  private static final CheckpointPolicy[] POLICIES = {
+    null,
+    CheckpointPolicy.defaults().withFlushesInFlight(0),
+    CheckpointPolicy.defaults(),
+    CheckpointPolicy.every(1000, Duration.ofSeconds(1))
+  };
+
   public static void main(String[] args) throws Exception {
-    int changes = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
-    int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 3;
-    String[] names = {
-      "drain change stream, no processing",
-      "relay, checkpoint every change, linger.ms=0",
-      "relay, checkpoint every change, linger.ms=5",
-      "relay, batched (100 / 1 s), linger.ms=0",
-      "relay, batched (100 / 1 s), linger.ms=5"
-    };
-    double[] best = new double[names.length];
+    if (args.length > 0 && args[0].equals("profile")) {
+      profile(Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+      return;
+    }
+    int changes = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
+    int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 1;
+    int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
+    List<double[]> measured = new ArrayList<>();
     try (EmbeddedKafka kafka = EmbeddedKafka.start()) {
-      for (int r = 1; r <= rounds; r++) {
-        double[] x = {
-          drain(changes),
-          relay(kafka, "per-change-0-" + r, changes, CheckpointPolicy.everyChange(), 0),
-          relay(kafka, "per-change-5-" + r, changes, CheckpointPolicy.everyChange(), 5),
-          relay(kafka, "batched-0-" + r, changes, CheckpointPolicy.defaults(), 0),
-          relay(kafka, "batched-5-" + r, changes, CheckpointPolicy.defaults(), 5)
-        };
-        StringBuilder line = new StringBuilder("round " + r + ":");
-        for (int i = 0; i < x.length; i++) {
-          best[i] = Math.max(best[i], x[i]);
-          line.append(String.format(" %.0f/s", x[i]));
+      for (int r = 1; r <= warmup + rounds; r++) {
+        double[] x = new double[NAMES.length];
+        for (int v = 0; v < NAMES.length; v++) {
+          x[v] = run(kafka, v, changes, "r" + r);
+        }
+        StringBuilder line = new StringBuilder(r <= warmup ? "warm-up " + r + ":" : "round " + (r - warmup) + ":");
+        for (double d : x) {
+          line.append(String.format(" %.0f/s", d));
         }
         System.out.println(line);
+        if (r > warmup) {
+          measured.add(x);
+        }
       }
     }
-    System.out.printf("%nchanges=%d, best of %d rounds, ratio to the bare drain%n", changes, rounds);
-    for (int i = 0; i < names.length; i++) {
-      System.out.printf("%-46s %8.0f changes/s  ratio %.3f%n", names[i], best[i], best[i] / best[0]);
+    System.out.printf("%nchanges=%d, %d warm-up + %d measured rounds; median of in-round ratios to the drain [min-max]%n",
+        changes, warmup, rounds);
+    for (int v = 0; v < NAMES.length; v++) {
+      int i = v;
+      double[] ratios = measured.stream().mapToDouble(x -> x[i] / x[0]).sorted().toArray();
+      double[] rates = measured.stream().mapToDouble(x -> x[i]).sorted().toArray();
+      System.out.printf("%-50s %8.0f changes/s (median)  ratio %.3f [%.3f-%.3f]%n", NAMES[v],
+          median(rates), median(ratios), ratios[0], ratios[ratios.length - 1]);
     }
-    System.out.printf("batched / per-change (linger.ms=0): ratio %.1f%n", best[3] / best[1]);
+    double[] gain = measured.stream().mapToDouble(x -> x[2] / x[1]).sorted().toArray();
+    System.out.printf("pipelined / awaited (default batching): %.2f [%.2f-%.2f]%n", median(gain), gain[0],
+        gain[gain.length - 1]);
+  }
+
+  private static double median(double[] sorted) {
+    int n = sorted.length;
+    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  }
+
+  private static double run(EmbeddedKafka kafka, int variant, int changes, String tag) throws Exception {
+    return variant == 0 ? drain(changes) : relay(kafka, "relay-" + variant + "-" + tag, changes, POLICIES[variant]);
+  }
+
+  private static void profile(int variant, int changes, int runs) throws Exception {
+    try (EmbeddedKafka kafka = EmbeddedKafka.start()) {
+      for (int r = 1; r <= runs; r++) {
+        System.out.printf("%s: %.0f/s%n", NAMES[variant], run(kafka, variant, changes, "p" + r));
+      }
+    }
   }
 
   private static void prewrite(MongoClient client, int changes) {
@@ -109,8 +147,7 @@ public final class KafkaRelayBenchmark {
     }
   }
 
-  private static double relay(
-      EmbeddedKafka kafka, String topic, int changes, CheckpointPolicy policy, int lingerMs)
+  private static double relay(EmbeddedKafka kafka, String topic, int changes, CheckpointPolicy policy)
       throws InterruptedException {
     kafka.createTopic(topic, 3);
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
@@ -118,7 +155,6 @@ public final class KafkaRelayBenchmark {
       CommitCounter committed = new CommitCounter(changes);
       try (KafkaSink<BsonDocument> sink = KafkaSink.builder(kafka.bootstrapServers(), topic,
                   MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build())
-              .producerProperty("linger.ms", lingerMs)
               .build()) {
         long start = System.nanoTime();
         try (Listener<BsonDocument> l = Listener.builder(

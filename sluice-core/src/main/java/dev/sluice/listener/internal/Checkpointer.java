@@ -7,12 +7,19 @@ import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.listener.StaleFenceException;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Commits the checkpoint of a tenure: flushes the handler (a sink waits for its broker's
- * acknowledgements), then commits the last processed position as a fenced write. A flush failure
+ * acknowledgements), then commits the position the flush covered as a fenced write; pipelined,
+ * the partition reads and handles on while flushes are pending (ADR 0073). A flush failure
  * rewinds the cursor to the last checkpoint so the unacknowledged changes are delivered again; a
  * rejected commit means the lease is lost; a commit the store rejects for good (authorization,
  * validation) fails the partition naming the cause instead of retrying forever.
@@ -22,6 +29,12 @@ final class Checkpointer<D> {
 
   private final Tenure<D> tenure;
   private final PartitionWorker<D> worker;
+  /** Flushes asked for and not yet committed, oldest first, each with what it covers. */
+  private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
+
+  private static final long WAIT_SLICE_MILLIS = 100;
+
+  private record InFlight(CompletableFuture<Void> done, Position position, int changes) {}
 
   Checkpointer(Tenure<D> tenure) {
     this.tenure = tenure;
@@ -50,32 +63,143 @@ final class Checkpointer<D> {
     return System.nanoTime() - tenure.lastCommitNanos >= after.toNanos();
   }
 
-  /** Flushes and commits what was processed; REWOUND if the flush failed. */
+  /**
+   * The checkpoint due after {@code maxChanges} changes. Pipelined (ADR 0073): asks the handler
+   * to flush what it was handed since the last request, commits whatever earlier flushes completed
+   * meanwhile, and waits only while more than {@code flushesInFlight} are pending. Without
+   * pipelining, {@link #checkpoint()}.
+   */
+  Step changesDue() {
+    int depth = tenure.config.checkpoint().flushesInFlight();
+    if (depth == 0) {
+      return checkpoint();
+    }
+    requestFlush();
+    Step step = acknowledged(false);
+    while (step == Step.CONTINUE && inFlight.size() > depth) {
+      step = acknowledged(true);
+    }
+    return step;
+  }
+
+  /**
+   * Waits for every flush in flight, flushes the rest and commits all that was processed: the
+   * checkpoint before a stop, a hand-back, the end of the stream, and after {@code maxDelay}.
+   * REWOUND if a flush failed.
+   */
   Step checkpoint() {
     if (!somethingToCommit()) {
       return Step.CONTINUE;
     }
-    if (tenure.uncommitted > 0) {
-      try {
-        tenure.config.handler().flush(tenure.fence);
-      } catch (Throwable e) {
-        if (Thread.interrupted()) {
-          log.warn("The handler's flush left the interrupt flag set; cleared");
-        }
-        if (e instanceof StaleFenceException && !tenure.keeper().isValid()) {
-          return Step.LOST;
-        }
-        log.warn("Handler flush failed for {}; re-delivering from checkpoint {}: {}",
-            worker.leaseName, tenure.committed, Delivery.describe(e));
-        Step reopened = tenure.reopenAtCheckpoint(Duration.ofMillis(200));
-        return reopened == Step.CONTINUE ? Step.REWOUND : reopened;
+    requestFlush();
+    while (!inFlight.isEmpty()) {
+      Step step = acknowledged(true);
+      if (step != Step.CONTINUE) {
+        return step;
       }
     }
-    return commit(tenure.lastProcessed, tenure.uncommitted);
+    // Progress without changes since the last flush (other partitions' changes, resume tokens).
+    return somethingToCommit() ? write(tenure.lastProcessed, 0) : Step.CONTINUE;
+  }
+
+  /**
+   * Commits the newest flush that completed, with every one before it, in order; with {@code
+   * wait}, first waits for the oldest pending one. REWOUND (after committing what did complete)
+   * if a flush failed.
+   */
+  Step acknowledged(boolean wait) {
+    InFlight newest = null;
+    int changes = 0;
+    Throwable failure = null;
+    while (!inFlight.isEmpty()) {
+      InFlight head = inFlight.peek();
+      if (!head.done().isDone() && (!wait || newest != null)) {
+        break;
+      }
+      try {
+        while (!head.done().isDone()) {
+          if (!tenure.keeper().isValid()) {
+            return Step.LOST; // nothing can be committed any more; the next owner redelivers
+          }
+          try {
+            head.done().get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
+          } catch (TimeoutException stillPending) {
+            // look at the lease again
+          }
+        }
+        head.done().get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        failure = e;
+        break;
+      } catch (ExecutionException | CancellationException e) {
+        failure = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+        break;
+      }
+      inFlight.poll();
+      newest = head;
+      changes += head.changes();
+    }
+    if (newest != null) {
+      Step step = write(newest.position(), changes);
+      if (step != Step.CONTINUE) {
+        return step;
+      }
+    }
+    return failure == null ? Step.CONTINUE : flushFailed(failure);
+  }
+
+  /** Hands the changes handled since the last request to the handler's flush. */
+  private void requestFlush() {
+    if (tenure.uncommitted == 0) {
+      return;
+    }
+    CompletableFuture<Void> done;
+    try {
+      done = tenure.config.handler().flushAsync(tenure.fence).toCompletableFuture();
+    } catch (Throwable e) {
+      done = CompletableFuture.failedFuture(e);
+    }
+    inFlight.add(new InFlight(done, tenure.lastProcessed, tenure.uncommitted));
+    tenure.uncommitted = 0;
+  }
+
+  /** A flush failed: nothing after the last checkpoint counts; deliver again from it. */
+  private Step flushFailed(Throwable e) {
+    inFlight.clear();
+    if (Thread.interrupted()) {
+      log.warn("The handler's flush left the interrupt flag set; cleared");
+    }
+    if (e instanceof StaleFenceException && !tenure.keeper().isValid()) {
+      return Step.LOST;
+    }
+    log.warn("Handler flush failed for {}; re-delivering from checkpoint {}: {}",
+        worker.leaseName, tenure.committed, Delivery.describe(e));
+    Step reopened = tenure.reopenAtCheckpoint(Duration.ofMillis(200));
+    return reopened == Step.CONTINUE ? Step.REWOUND : reopened;
+  }
+
+  /** Forgets the flushes in flight: the tenure goes back to its last checkpoint. */
+  void discardInFlight() {
+    inFlight.clear();
+  }
+
+  /**
+   * Commits {@code position} with nothing before it left to flush (a pinned start): it is also
+   * the last processed position.
+   */
+  Step commit(Position position, int changes) {
+    inFlight.clear();
+    Step step = write(position, changes);
+    if (step == Step.CONTINUE) {
+      tenure.lastProcessed = position;
+      tenure.uncommitted = 0;
+    }
+    return step;
   }
 
   /** Commits {@code position} as a fenced write, retrying transient store errors. */
-  Step commit(Position position, int changes) {
+  private Step write(Position position, int changes) {
     Duration backoff = Duration.ofMillis(50);
     int triesWhileStopping = 0;
     while (true) {
@@ -88,8 +212,6 @@ final class Checkpointer<D> {
         Lease result = tenure.config.leaseStore().commit(keeper.lease(), position);
         keeper.checkpointed(result);
         tenure.committed = position;
-        tenure.lastProcessed = position;
-        tenure.uncommitted = 0;
         tenure.lastCommitNanos = System.nanoTime();
         worker.committed = position;
         worker.observer.committed(worker.leaseName, keeper.lease().epoch(), position, changes);

@@ -45,6 +45,7 @@ final class Tenure<D> {
   FeedCursor<D> cursor;
   Position committed;
   Position lastProcessed;
+  /** Changes handled since the last flush was asked for (not yet covered by any flush). */
   int uncommitted;
   long lastCommitNanos;
   private boolean ended;
@@ -322,6 +323,7 @@ final class Tenure<D> {
   /** Closes the cursor and opens it again at the last checkpoint after {@code delay}. */
   Step reopenAtCheckpoint(Duration delay) {
     closeCursor();
+    checkpointer.discardInFlight();
     lastProcessed = committed;
     uncommitted = 0;
     worker.pause(delay, this);
@@ -403,9 +405,14 @@ final class Tenure<D> {
           }
           worker.processedTo = lastProcessed;
           if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
-            step = checkpointer.checkpoint();
+            step = checkpointer.changesDue();
+          } else if (step == Step.CONTINUE) {
+            step = checkpointer.acknowledged(false); // flushes that completed meanwhile
           }
         }
+      }
+      if (step == Step.CONTINUE) {
+        step = checkpointer.acknowledged(false); // flushes that completed while we read
       }
       if (step == Step.REWOUND) {
         continue; // the rest of the batch is stale; the cursor reads again from the checkpoint
@@ -460,6 +467,7 @@ final class Tenure<D> {
       return Step.FAILED;
     }
     // Re-open through open(), which skips to latest with its retries and records the gap.
+    checkpointer.discardInFlight();
     lastProcessed = committed;
     uncommitted = 0;
     return open(e);

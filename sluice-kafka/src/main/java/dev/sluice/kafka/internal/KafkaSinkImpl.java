@@ -16,9 +16,11 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
@@ -124,20 +126,29 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
             "message " + m.id() + " is about " + size + " bytes, more than max.request.size " + maxRequestSize,
             null);
       }
-      if (pending.failure != null) {
-        continue; // the batch already failed; flush reports it and the listener redelivers
-      }
-      try {
-        Future<RecordMetadata> f =
-            producer().send(new ProducerRecord<>(target, null, key, m.body(), headers));
-        pending.sends.add(new Sent(m, target, f));
-        if (f.isDone()) {
-          failedAlready(f, m, pending);
+      synchronized (pending) {
+        if (pending.failure != null) {
+          continue; // the batch already failed; flush reports it and the listener redelivers
         }
-      } catch (KafkaException | IllegalStateException e) {
-        // Not the change's fault (metadata timeout, producer closed): fail the flush, not the
-        // change, so an outage pauses delivery instead of parking changes.
-        pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + e, e);
+        try {
+          Producer<byte[], byte[]> p = producer();
+          CompletableFuture<RecordMetadata> acked = new CompletableFuture<>();
+          p.send(new ProducerRecord<>(target, null, key, m.body(), headers), (metadata, error) -> {
+            if (error != null) {
+              acked.completeExceptionally(error);
+            } else {
+              acked.complete(metadata);
+            }
+          });
+          pending.sends.add(new Sent(m, target, acked, p));
+          if (acked.isDone()) {
+            failedAlready(acked, m, pending);
+          }
+        } catch (KafkaException | IllegalStateException e) {
+          // Not the change's fault (metadata timeout, producer closed): fail the flush, not the
+          // change, so an outage pauses delivery instead of parking changes.
+          pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + e, e);
+        }
       }
     }
   }
@@ -147,70 +158,114 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
    * after blocking up to max.block.ms; stop sending the rest of the batch at once instead of
    * blocking once per record.
    */
-  private static void failedAlready(Future<RecordMetadata> f, OutboundMessage<?> m, Pending pending) {
+  private static void failedAlready(CompletableFuture<RecordMetadata> f, OutboundMessage<?> m, Pending pending) {
+    Throwable cause = failureOf(f);
+    if (cause != null && !isRejection(cause)) {
+      pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + cause, cause);
+    }
+  }
+
+  /** The failure of a completed send, or null if it was acknowledged. */
+  private static Throwable failureOf(CompletableFuture<RecordMetadata> f) {
     try {
-      f.get();
-    } catch (ExecutionException e) {
-      if (!isRejection(e.getCause())) {
-        pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + e.getCause(), e.getCause());
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      f.join();
+      return null;
+    } catch (CompletionException | CancellationException e) {
+      return e.getCause() != null ? e.getCause() : e;
     }
   }
 
   @Override
   public void flush(Fence fence) {
+    try {
+      flushAsync(fence).toCompletableFuture().join();
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof SinkException failure) {
+        throw failure;
+      }
+      throw new SinkException("Kafka flush failed: " + e.getCause(), e.getCause());
+    }
+  }
+
+  /**
+   * Completes when Kafka acknowledged every record sent for this lease since the last flush, or
+   * fails naming the first record it did not acknowledge within the flush timeout or refused;
+   * then the producer is replaced, so that records the listener is about to deliver again are not
+   * preceded by late retries of the old ones (ADR 0073). Never blocks the caller.
+   */
+  @Override
+  public CompletionStage<Void> flushAsync(Fence fence) {
     Pending pending = pendingByLease.get(fence.lease());
     if (pending == null) {
-      return;
+      return CompletableFuture.completedFuture(null);
     }
-    List<Sent> sends = new ArrayList<>(pending.sends);
-    SinkException failure = pending.failure;
-    pending.sends.clear();
-    pending.failure = null;
-    long deadline = System.nanoTime() + flushTimeout.toNanos();
+    List<Sent> sends;
+    SinkException failure;
+    synchronized (pending) {
+      sends = new ArrayList<>(pending.sends);
+      failure = pending.failure;
+      pending.sends.clear();
+      pending.failure = null;
+    }
+    if (failure != null) {
+      // The batch failed already and the producer is about to be replaced: do not wait, but
+      // still look at completed sends for records the broker refused for good.
+      settle(fence, pending, sends, failure, null);
+      return CompletableFuture.failedFuture(failure);
+    }
+    CompletableFuture<?>[] acks = sends.stream().map(Sent::acked).toArray(CompletableFuture[]::new);
+    return CompletableFuture.allOf(acks)
+        .orTimeout(flushTimeout.toNanos(), TimeUnit.NANOSECONDS)
+        .handleAsync((ok, error) -> {
+          SinkException f = settle(fence, pending, sends, null,
+              error instanceof TimeoutException ? error : null);
+          if (f != null) {
+            throw f;
+          }
+          return null;
+        });
+  }
+
+  /**
+   * Looks at the completed sends: remembers records the broker refused for good, and on any
+   * failure replaces the producer and drops the later sends made with it (the listener delivers
+   * them again from its checkpoint). Returns the failure to report, or null.
+   */
+  private SinkException settle(Fence fence, Pending pending, List<Sent> sends, SinkException failure,
+      Throwable timeout) {
     int unacknowledged = 0;
     for (Sent s : sends) {
-      if (failure != null && !s.future.isDone()) {
-        // The batch failed already and the producer is about to be replaced: do not wait, but
-        // still look at completed sends below for records the broker refused for good.
-        unacknowledged++;
-        continue;
-      }
-      try {
-        s.future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-      } catch (TimeoutException e) {
+      if (!s.acked.isDone()) {
         unacknowledged++;
         if (failure == null) {
           failure = new SinkException(
-              "Kafka did not acknowledge " + describe(s.message) + " within " + flushTimeout, e);
+              "Kafka did not acknowledge " + describe(s.message) + " within " + flushTimeout, timeout);
         }
-      } catch (ExecutionException e) {
-        Throwable cause = e.getCause();
-        unacknowledged++;
-        if (isRejection(cause)) {
-          rejected.put(
-              s.message.source().id(),
-              new MessageRejectedException(s.message.source(), "topic " + s.topic + ": " + cause, cause));
-        }
-        if (failure == null) {
-          failure = new SinkException("Kafka rejected " + describe(s.message) + ": " + cause, cause);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        resetProducer();
-        throw new SinkException("Interrupted while waiting for Kafka acknowledgements", e);
+        continue;
+      }
+      Throwable cause = failureOf(s.acked);
+      if (cause == null) {
+        continue;
+      }
+      unacknowledged++;
+      if (isRejection(cause)) {
+        rejected.put(
+            s.message.source().id(),
+            new MessageRejectedException(s.message.source(), "topic " + s.topic + ": " + cause, cause));
+      }
+      if (failure == null) {
+        failure = new SinkException("Kafka rejected " + describe(s.message) + ": " + cause, cause);
       }
     }
     if (failure != null) {
       LOG.warn("Kafka flush failed for {} ({} of {} records unacknowledged): {}",
           fence.lease(), unacknowledged, sends.size(), failure.getMessage());
-      // A fresh producer drops whatever the old one still buffers, so records the listener is
-      // about to redeliver are not preceded by late retries of the old ones.
-      resetProducer();
-      throw failure;
+      synchronized (pending) {
+        Producer<byte[], byte[]> old = resetProducer();
+        pending.sends.removeIf(s -> s.producer == old);
+      }
     }
+    return failure;
   }
 
   private static boolean isRejection(Throwable cause) {
@@ -232,7 +287,8 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     }
   }
 
-  private void resetProducer() {
+  /** Closes the producer at once (dropping what it still buffers); returns the one closed. */
+  private Producer<byte[], byte[]> resetProducer() {
     Producer<byte[], byte[]> old;
     synchronized (producerLock) {
       old = producer;
@@ -241,6 +297,7 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     if (old != null) {
       old.close(Duration.ZERO);
     }
+    return old;
   }
 
   @Override
@@ -260,10 +317,12 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     return "message " + m.id() + " of change " + m.source();
   }
 
+  /** Sends of one lease since its last flush; guarded by itself (flushes settle on another thread). */
   private static final class Pending {
     final List<Sent> sends = new ArrayList<>();
     SinkException failure;
   }
 
-  private record Sent(OutboundMessage<?> message, String topic, Future<RecordMetadata> future) {}
+  private record Sent(OutboundMessage<?> message, String topic, CompletableFuture<RecordMetadata> acked,
+      Producer<byte[], byte[]> producer) {}
 }

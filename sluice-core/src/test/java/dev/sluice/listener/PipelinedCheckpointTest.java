@@ -1,0 +1,158 @@
+package dev.sluice.listener;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.Position;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Pipelined checkpoints (ADR 0073): the partition reads and handles on while flushes are pending,
+ * at most {@code flushesInFlight} of them; a checkpoint covers only flushes that completed, in
+ * the order they were asked for; a failed flush rewinds to the last checkpoint. The handler's
+ * flushes are futures the test completes.
+ */
+class PipelinedCheckpointTest {
+  private static final String LEASE = "test-group/orders#0of1";
+  private final InMemoryLeaseStore store = new InMemoryLeaseStore(Clock.systemUTC());
+  private final InMemoryFeed feed = new InMemoryFeed("orders");
+  private final List<Listener<String>> listeners = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() {
+    listeners.forEach(Listener::close);
+  }
+
+  /** Records what it was handed; each flush is a future the test completes (or, later, at once). */
+  private static final class AsyncHandler implements Handler<String> {
+    final List<String> seen = new CopyOnWriteArrayList<>();
+    final List<CompletableFuture<Void>> flushes = new CopyOnWriteArrayList<>();
+    /** How many changes had been handed over when each flush was asked for. */
+    final List<Integer> coverage = new CopyOnWriteArrayList<>();
+    volatile boolean completeAtOnce;
+
+    @Override
+    public void handle(ChangeEvent<String> event, Fence fence) {
+      seen.add(event.document());
+    }
+
+    @Override
+    public CompletionStage<Void> flushAsync(Fence fence) {
+      CompletableFuture<Void> f = completeAtOnce ? CompletableFuture.completedFuture(null)
+          : new CompletableFuture<>();
+      flushes.add(f);
+      coverage.add(seen.size());
+      return f;
+    }
+  }
+
+  private Listener<String> start(Handler<String> handler, CheckpointPolicy policy) {
+    Listener<String> l = Listener.builder(feed, store).group("test-group")
+        .handler(handler)
+        .checkpoint(policy)
+        .leaseDuration(Duration.ofSeconds(3))
+        .renewInterval(Duration.ofMillis(300))
+        .acquireInterval(Duration.ofMillis(50))
+        .pollWait(Duration.ofMillis(20))
+        .build();
+    listeners.add(l);
+    return l.start();
+  }
+
+  private void write(int from, int to) {
+    for (int i = from; i < to; i++) {
+      feed.append("k" + (i % 7), "v" + i);
+    }
+  }
+
+  private static List<String> values(int from, int to) {
+    List<String> out = new ArrayList<>();
+    for (int i = from; i < to; i++) {
+      out.add("v" + i);
+    }
+    return out;
+  }
+
+  private String checkpoint() {
+    Position p = store.read(LEASE).map(r -> r.checkpoint()).orElse(null);
+    return p == null ? null : p.token();
+  }
+
+  @Test
+  void readsOnWhileFlushesArePendingAndCommitsOnlyCompletedFlushesInOrder() {
+    write(0, 100);
+    AsyncHandler h = new AsyncHandler();
+    start(h, CheckpointPolicy.every(10, Duration.ofHours(1)).withFlushesInFlight(3));
+
+    // Four flushes asked for (the fourth goes over the bound of 3 pending): 40 changes handled,
+    // none acknowledged, and the partition waits instead of reading on.
+    await().atMost(Duration.ofSeconds(10)).until(() -> h.seen.size() == 40 && h.flushes.size() == 4);
+    await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2))
+        .until(() -> h.seen.size() == 40);
+    assertThat(h.coverage).containsExactly(10, 20, 30, 40);
+    String pinned = checkpoint();
+    assertThat(pinned).as("only the bootstrap position is committed").isNotIn("10", "20", "30", "40");
+
+    // The second flush completes first: nothing may be committed past the first, still pending.
+    h.flushes.get(1).complete(null);
+    await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2))
+        .until(() -> java.util.Objects.equals(checkpoint(), pinned));
+
+    // The first completes: one commit covers both, and the partition reads on to the next bound.
+    h.flushes.get(0).complete(null);
+    await().atMost(Duration.ofSeconds(10)).until(() -> "20".equals(checkpoint()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> h.seen.size() == 60 && h.flushes.size() == 6);
+
+    h.completeAtOnce = true;
+    h.flushes.forEach(f -> f.complete(null));
+    await().atMost(Duration.ofSeconds(10)).until(() -> "100".equals(checkpoint()));
+    assertThat(h.seen).containsExactlyElementsOf(values(0, 100));
+  }
+
+  @Test
+  void aFailedFlushRewindsToTheLastCheckpointAndDeliversEverythingAfterItAgainInOrder() {
+    write(0, 50);
+    AsyncHandler h = new AsyncHandler();
+    start(h, CheckpointPolicy.every(10, Duration.ofHours(1)).withFlushesInFlight(2));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> h.flushes.size() == 3);
+    h.flushes.get(0).complete(null);
+    await().atMost(Duration.ofSeconds(10)).until(() -> "10".equals(checkpoint()));
+    // It reads on to the bound again (flushes 2-4 pending) and waits for the second.
+    await().atMost(Duration.ofSeconds(10)).until(() -> h.seen.size() == 40 && h.flushes.size() == 4);
+    int handedBeforeFailure = h.seen.size();
+    h.completeAtOnce = true;
+    h.flushes.get(1).completeExceptionally(new IllegalStateException("broker refused"));
+    h.flushes.forEach(f -> f.complete(null)); // later flushes succeed: they must not count
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> "50".equals(checkpoint()));
+    assertThat(h.seen.subList(0, handedBeforeFailure)).containsExactlyElementsOf(values(0, handedBeforeFailure));
+    assertThat(h.seen.subList(handedBeforeFailure, h.seen.size()))
+        .as("after the failure: everything after checkpoint 10 again, in order")
+        .containsExactlyElementsOf(values(10, 50));
+  }
+
+  @Test
+  void withoutPipeliningEachCheckpointWaitsForItsFlush() {
+    write(0, 30);
+    AsyncHandler h = new AsyncHandler();
+    start(h, CheckpointPolicy.every(10, Duration.ofHours(1)).withFlushesInFlight(0));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> h.flushes.size() == 1);
+    await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2))
+        .until(() -> h.seen.size() == 10);
+    h.completeAtOnce = true;
+    h.flushes.get(0).complete(null);
+    await().atMost(Duration.ofSeconds(10)).until(() -> "30".equals(checkpoint()));
+    assertThat(h.coverage).containsExactly(10, 20, 30);
+  }
+}
