@@ -1,5 +1,6 @@
 package dev.sluice.sink;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.ConfigurationException;
@@ -16,6 +17,15 @@ public interface DocumentMapper<D> {
 
   /** The JSON form of {@code document}; never called with {@code null}. */
   JsonNode toJson(D document) throws Exception;
+
+  /**
+   * Writes {@code document} as one JSON value to {@code out} (never called with {@code null}),
+   * without building a tree where the mapper can (the BSON mapper writes the driver's relaxed
+   * extended JSON as it is). Default: {@link #toJson}, then the tree.
+   */
+  default void writeJson(D document, JsonGenerator out) throws Exception {
+    out.writeTree(toJson(document));
+  }
 
   /**
    * For MongoDB documents ({@code org.bson.BsonDocument}): relaxed extended JSON, so numbers and

@@ -228,6 +228,74 @@ class MessageEncoderTest {
         .hasMessageContaining("not JSON");
   }
 
+  /**
+   * The envelope is written straight from the BSON (the driver's relaxed JSON embedded as it is),
+   * not through a tree: it must hold exactly the values the tree path gives, for every BSON type,
+   * and the payload tree, built only on demand, must be that tree too.
+   */
+  @Test
+  void theStreamedEnvelopeHoldsWhatTheTreeOfEachDocumentHoldsForEveryBsonType() throws Exception {
+    BsonDocument doc = new BsonDocument("_id", new BsonString("k1"))
+        .append("text", new BsonString("quote \" backslash \\ tab \t émoji \uD83D\uDE00 nul \u0000"))
+        .append("int", new org.bson.BsonInt32(-7))
+        .append("long", new BsonInt64(Long.MAX_VALUE))
+        .append("double", new org.bson.BsonDouble(1.0))
+        .append("nan", new org.bson.BsonDouble(Double.NaN))
+        .append("inf", new org.bson.BsonDouble(Double.NEGATIVE_INFINITY))
+        .append("decimal", new BsonDecimal128(new Decimal128(new BigDecimal("-0.000001"))))
+        .append("date", new BsonDateTime(T.toEpochMilli()))
+        .append("oldDate", new BsonDateTime(-62_000_000_000_000L))
+        .append("oid", new BsonObjectId(new ObjectId("65f0c0ffee0000000000abcd")))
+        .append("bin", new org.bson.BsonBinary(new byte[] {0, 1, (byte) 255}))
+        .append("uuid", new org.bson.BsonBinary(java.util.UUID.fromString("123e4567-e89b-12d3-a456-426614174000")))
+        .append("regex", new org.bson.BsonRegularExpression("^a.*\\d$", "im"))
+        .append("ts", new org.bson.BsonTimestamp(1_700_000_000, 7))
+        .append("min", new org.bson.BsonMinKey())
+        .append("max", new org.bson.BsonMaxKey())
+        .append("nil", org.bson.BsonNull.VALUE)
+        .append("bool", org.bson.BsonBoolean.TRUE)
+        .append("nested", new BsonArray(List.of(new BsonDocument("a", new BsonArray()),
+            new BsonArray(List.of(new BsonDocument())))));
+    BsonDocument changed = new BsonDocument("nested.0.a", new BsonArray());
+    BsonDocument before = new BsonDocument("_id", new BsonString("k1")).append("int", new org.bson.BsonInt32(-6));
+    ChangeEvent<BsonDocument> c = new ChangeEvent<>("chg-9", "shop.orders", new Position("tok-9", T),
+        Operation.UPDATE, "k1", new BsonDocument("_id", new BsonString("k1")), doc, T, null,
+        DocumentState.AFTER_CHANGE, changed, before);
+    OutboundMessage<BsonDocument> m = bson().build().encode(c, FENCE).get(0);
+
+    DocumentMapper<BsonDocument> tree = DocumentMapper.bson();
+    Envelope e = Envelope.parse(m.body());
+    assertThat(e.document()).isEqualTo(tree.toJson(doc));
+    assertThat(e.documentKey()).isEqualTo(tree.toJson(c.documentKey()));
+    assertThat(e.changedFields()).isEqualTo(tree.toJson(changed));
+    assertThat(e.before()).isEqualTo(tree.toJson(before));
+    assertThat(m.payload()).isEqualTo(tree.toJson(doc));
+  }
+
+  @Test
+  void aFailureWhileWritingTheDocumentIsAnEncodingErrorNamingTheField() {
+    DocumentMapper<BsonDocument> failing = new DocumentMapper<>() {
+      @Override
+      public com.fasterxml.jackson.databind.JsonNode toJson(BsonDocument d) {
+        throw new IllegalStateException("unused");
+      }
+
+      @Override
+      public void writeJson(BsonDocument d, com.fasterxml.jackson.core.JsonGenerator out) throws Exception {
+        if (d.containsKey("bad")) {
+          throw new java.io.IOException("cannot write field 'bad'");
+        }
+        out.writeRawValue(d.toJson());
+      }
+    };
+    ChangeEvent<BsonDocument> c = change(Operation.INSERT, new BsonDocument("bad", new BsonString("x")));
+    assertThatThrownBy(() -> MessageEncoder.builder(failing).build().encode(c, FENCE))
+        .isInstanceOf(MessageEncodingException.class)
+        .hasMessageContaining("chg-1")
+        .hasMessageContaining("cannot convert the document to JSON")
+        .hasRootCauseMessage("cannot write field 'bad'");
+  }
+
   @Test
   void jacksonMapperHandlesMaps() {
     MessageEncoder<Map<String, Object>> enc = MessageEncoder.<Map<String, Object>>builder(DocumentMapper.jackson(new ObjectMapper())).build();

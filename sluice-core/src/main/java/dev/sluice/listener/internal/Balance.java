@@ -10,13 +10,13 @@ import java.util.TreeSet;
  * membership as read from the lease store): with N partitions and M members, every member's
  * quota is floor(N/M), and the first N mod M members in name order get one more. The quotas sum to
  * N, so no member is idle while another holds more than ceil(N/M). See
- * docs/adr/0008-balanced-assignment.md.
+ * docs/adr/0008-balanced-assignment.md. Public for the lease-traffic simulation of the benchmarks.
  */
-final class Balance {
+public final class Balance {
   private Balance() {}
 
   /** The quota of every member: floor(N/M), plus one for the first N mod M names in order. */
-  static Map<String, Integer> quotas(Iterable<String> members, int partitions) {
+  public static Map<String, Integer> quotas(Iterable<String> members, int partitions) {
     if (partitions < 1) {
       throw new IllegalArgumentException("partitions must be positive: " + partitions);
     }

@@ -254,7 +254,7 @@ final class Tenure<D> {
       try {
         if (skipping != null) {
           boolean repair = config.historyLost() == HistoryLostPolicy.RESNAPSHOT;
-          cursor = config.feed().open(worker.partition, repair ? StartPoint.snapshot() : StartPoint.latest());
+          cursor = openCursor(repair ? StartPoint.snapshot() : StartPoint.latest());
           Position resumedAt = cursor.position();
           // The status shows the gap before the checkpoint moves past it: whoever sees the new
           // checkpoint (an operator, a test) also sees why changes before it were skipped.
@@ -276,9 +276,9 @@ final class Tenure<D> {
                 resumedAt, skipping.lostFrom(), resumedAt);
           }
         } else if (lastProcessed != null) {
-          cursor = config.feed().open(worker.partition, StartPoint.after(lastProcessed));
+          cursor = openCursor(StartPoint.after(lastProcessed));
         } else {
-          cursor = config.feed().open(worker.partition, config.bootstrap().startPoint());
+          cursor = openCursor(config.bootstrap().startPoint());
           // Pin the bootstrap point: a crash before the first change is processed must not let
           // the next owner resolve "latest" again and miss what came in between (figure 4b).
           Step pinned = checkpointer.commit(cursor.position(), 0);
@@ -318,6 +318,12 @@ final class Tenure<D> {
       }
     }
     return Step.STOPPING;
+  }
+
+  /** The feed's cursor at {@code start}, read one batch ahead of the partition (ADR 0074). */
+  private FeedCursor<D> openCursor(StartPoint start) {
+    return new PrefetchingCursor<>(config.feed().open(worker.partition, start), config.pollWait(),
+        worker.leaseName);
   }
 
   /** Closes the cursor and opens it again at the last checkpoint after {@code delay}. */

@@ -1,5 +1,6 @@
 package dev.sluice.sink.internal;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.sink.DocumentMapper;
@@ -24,5 +25,11 @@ public final class BsonDocumentMapper<B extends BsonDocument> implements Documen
   @Override
   public JsonNode toJson(B document) throws Exception {
     return JSON.readTree(document.toJson(RELAXED));
+  }
+
+  /** The driver's relaxed extended JSON, as it is: no tree, no second parse. */
+  @Override
+  public void writeJson(B document, JsonGenerator out) throws Exception {
+    out.writeRawValue(document.toJson(RELAXED));
   }
 }

@@ -1,10 +1,9 @@
 package dev.sluice.sink.internal;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.NullNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.DocumentState;
@@ -16,6 +15,8 @@ import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.MessageEncodingException;
 import dev.sluice.sink.OutboundMessage;
 import dev.sluice.sink.Publication;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -26,6 +27,7 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -60,22 +62,30 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
     if (!publish) {
       return List.of();
     }
-    JsonNode documentKey = toJson(event, event.documentKey(), "documentKey");
-    JsonNode document = toJson(event, event.document(), "document");
     if (publication instanceof Publication.DomainEvents de) {
+      JsonNode documentKey = toJson(event, event.documentKey(), "documentKey");
+      JsonNode document = toJson(event, event.document(), "document");
       return domainEvents(event, fence, de, documentKey, document);
     }
-    ObjectNode root = header(event, fence, "change", event.id());
-    root.set("documentKey", orNull(documentKey));
-    root.set("document", orNull(document));
-    root.put("documentState", event.documentState().name());
-    if (event.changedFields() != null) {
-      root.set("changedFields", toJson(event, event.changedFields(), "changedFields"));
-    }
-    if (event.before() != null) {
-      root.set("before", toJson(event, event.before(), "before"));
-    }
-    return List.of(message(event, fence, "change", event.id(), document, root));
+    // Written straight from the source's documents, no tree (ADR 0073); the payload tree only
+    // if a topic function asks for it.
+    byte[] body = envelope(event, fence, "change", event.id(), g -> {
+      g.writeFieldName("documentKey");
+      write(g, event, event.documentKey(), "documentKey");
+      g.writeFieldName("document");
+      write(g, event, event.document(), "document");
+      g.writeStringField("documentState", event.documentState().name());
+      if (event.changedFields() != null) {
+        g.writeFieldName("changedFields");
+        write(g, event, event.changedFields(), "changedFields");
+      }
+      if (event.before() != null) {
+        g.writeFieldName("before");
+        write(g, event, event.before(), "before");
+      }
+    });
+    return List.of(message(event, fence, "change", event.id(),
+        () -> toJson(event, event.document(), "document"), body));
   }
 
   @Override
@@ -108,10 +118,13 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
                 + "'; without a stable id consumers cannot de-duplicate",
             null);
       }
-      ObjectNode root = header(event, fence, "event", id.asText());
-      root.set("documentKey", orNull(documentKey));
-      root.set("event", domainEvent);
-      out.add(message(event, fence, "event", id.asText(), domainEvent, root));
+      byte[] body = envelope(event, fence, "event", id.asText(), g -> {
+        g.writeFieldName("documentKey");
+        g.writeTree(orNull(documentKey));
+        g.writeFieldName("event");
+        g.writeTree(domainEvent);
+      });
+      out.add(message(event, fence, "event", id.asText(), () -> domainEvent, body));
     }
     return out;
   }
@@ -227,36 +240,74 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
     }
   }
 
-  private ObjectNode header(ChangeEvent<D> event, Fence fence, String kind, String id) {
-    ObjectNode root = JSON.createObjectNode();
-    root.put("envelope", Envelope.VERSION_TAG);
-    root.put("kind", kind);
-    root.put("id", id);
-    root.put("changeId", event.id());
-    root.put("stream", event.stream());
-    root.put("key", event.key());
-    root.put("operation", event.operation().name());
-    root.put("position", event.position().token());
-    Instant time = sourceTime(event);
-    if (time == null) {
-      root.putNull("sourceTime");
-    } else {
-      root.put("sourceTime", time.toString());
+  @FunctionalInterface
+  private interface Fields {
+    void write(JsonGenerator g) throws IOException;
+  }
+
+  /** The envelope: the common fields, then {@code rest}, as UTF-8 JSON. */
+  private byte[] envelope(ChangeEvent<D> event, Fence fence, String kind, String id, Fields rest) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream(512);
+    try (JsonGenerator g = JSON.createGenerator(out)) {
+      g.writeStartObject();
+      g.writeStringField("envelope", Envelope.VERSION_TAG);
+      g.writeStringField("kind", kind);
+      g.writeStringField("id", id);
+      g.writeStringField("changeId", event.id());
+      g.writeStringField("stream", event.stream());
+      g.writeStringField("key", event.key());
+      g.writeStringField("operation", event.operation().name());
+      g.writeStringField("position", event.position().token());
+      Instant time = sourceTime(event);
+      if (time == null) {
+        g.writeNullField("sourceTime");
+      } else {
+        g.writeStringField("sourceTime", time.toString());
+      }
+      g.writeObjectFieldStart("fence");
+      g.writeStringField("lease", fence.lease());
+      g.writeNumberField("epoch", fence.epoch());
+      g.writeEndObject();
+      rest.write(g);
+      g.writeEndObject();
+    } catch (EncodingFailed e) {
+      throw e.failure;
+    } catch (IOException e) {
+      throw new MessageEncodingException(event, "cannot write the envelope", e);
     }
-    ObjectNode f = root.putObject("fence");
-    f.put("lease", fence.lease());
-    f.put("epoch", fence.epoch());
-    return root;
+    return out.toByteArray();
+  }
+
+  /** Carries a conversion failure out of the generator's block. */
+  private static final class EncodingFailed extends IOException {
+    private static final long serialVersionUID = 1L;
+    final transient MessageEncodingException failure;
+
+    EncodingFailed(MessageEncodingException failure) {
+      super(failure.getMessage(), null);
+      this.failure = failure;
+    }
+  }
+
+  /** {@code value} (or null) through the mapper, as one JSON value. */
+  private void write(JsonGenerator g, ChangeEvent<D> event, D value, String what) throws IOException {
+    if (value == null) {
+      g.writeNull();
+      return;
+    }
+    try {
+      mapper.writeJson(value, g);
+    } catch (Exception e) {
+      throw new EncodingFailed(
+          new MessageEncodingException(event, "cannot convert the " + what + " to JSON", e));
+    } catch (StackOverflowError e) {
+      throw new EncodingFailed(
+          new MessageEncodingException(event, "the " + what + " is nested too deeply", null));
+    }
   }
 
   private OutboundMessage<D> message(
-      ChangeEvent<D> event, Fence fence, String kind, String id, JsonNode payload, ObjectNode root) {
-    byte[] body;
-    try {
-      body = JSON.writeValueAsBytes(root);
-    } catch (JsonProcessingException e) {
-      throw new MessageEncodingException(event, "cannot write the envelope", e);
-    }
+      ChangeEvent<D> event, Fence fence, String kind, String id, Supplier<JsonNode> payload, byte[] body) {
     Map<String, String> headers = new LinkedHashMap<>();
     headers.put(Envelope.HEADER_ENVELOPE, Envelope.VERSION_TAG);
     headers.put(Envelope.HEADER_KIND, kind);
