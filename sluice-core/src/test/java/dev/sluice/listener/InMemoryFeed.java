@@ -37,6 +37,22 @@ final class InMemoryFeed implements ChangeFeed<String> {
     this.stream = stream;
   }
 
+  /** Appends "v<from>" .. "v<to - 1>", keyed "k<i % 7>": the tests' usual stream of changes. */
+  void appendValues(int from, int to) {
+    for (int i = from; i < to; i++) {
+      append("k" + (i % 7), "v" + i);
+    }
+  }
+
+  /** The values {@link #appendValues} appends, in order. */
+  static java.util.List<String> values(int from, int to) {
+    java.util.List<String> out = new java.util.ArrayList<>();
+    for (int i = from; i < to; i++) {
+      out.add("v" + i);
+    }
+    return out;
+  }
+
   synchronized void append(String key, String value) {
     int offset = log.size();
     Position p = new Position(Integer.toString(offset + 1), Instant.ofEpochSecond(1_700_000_000L + offset));

@@ -69,17 +69,11 @@ class PipelinedCheckpointTest {
   }
 
   private void write(int from, int to) {
-    for (int i = from; i < to; i++) {
-      feed.append("k" + (i % 7), "v" + i);
-    }
+    feed.appendValues(from, to);
   }
 
   private static List<String> values(int from, int to) {
-    List<String> out = new ArrayList<>();
-    for (int i = from; i < to; i++) {
-      out.add("v" + i);
-    }
-    return out;
+    return InMemoryFeed.values(from, to);
   }
 
   private String checkpoint() {

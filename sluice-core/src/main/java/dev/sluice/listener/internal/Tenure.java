@@ -320,10 +320,8 @@ final class Tenure<D> {
     return Step.STOPPING;
   }
 
-  /** The feed's cursor at {@code start}, read one batch ahead of the partition (ADR 0074). */
   private FeedCursor<D> openCursor(StartPoint start) {
-    return new PrefetchingCursor<>(config.feed().open(worker.partition, start), config.pollWait(),
-        worker.leaseName);
+    return config.feed().open(worker.partition, start);
   }
 
   /** Closes the cursor and opens it again at the last checkpoint after {@code delay}. */
