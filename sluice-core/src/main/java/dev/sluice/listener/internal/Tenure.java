@@ -254,7 +254,7 @@ final class Tenure<D> {
       try {
         if (skipping != null) {
           boolean repair = config.historyLost() == HistoryLostPolicy.RESNAPSHOT;
-          cursor = openCursor(repair ? StartPoint.snapshot() : StartPoint.latest());
+          cursor = config.feed().open(worker.partition, repair ? StartPoint.snapshot() : StartPoint.latest());
           Position resumedAt = cursor.position();
           // The status shows the gap before the checkpoint moves past it: whoever sees the new
           // checkpoint (an operator, a test) also sees why changes before it were skipped.
@@ -276,9 +276,9 @@ final class Tenure<D> {
                 resumedAt, skipping.lostFrom(), resumedAt);
           }
         } else if (lastProcessed != null) {
-          cursor = openCursor(StartPoint.after(lastProcessed));
+          cursor = config.feed().open(worker.partition, StartPoint.after(lastProcessed));
         } else {
-          cursor = openCursor(config.bootstrap().startPoint());
+          cursor = config.feed().open(worker.partition, config.bootstrap().startPoint());
           // Pin the bootstrap point: a crash before the first change is processed must not let
           // the next owner resolve "latest" again and miss what came in between (figure 4b).
           Step pinned = checkpointer.commit(cursor.position(), 0);
@@ -318,10 +318,6 @@ final class Tenure<D> {
       }
     }
     return Step.STOPPING;
-  }
-
-  private FeedCursor<D> openCursor(StartPoint start) {
-    return config.feed().open(worker.partition, start);
   }
 
   /** Closes the cursor and opens it again at the last checkpoint after {@code delay}. */

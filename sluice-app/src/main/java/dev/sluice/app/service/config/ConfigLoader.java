@@ -413,9 +413,11 @@ public final class ConfigLoader {
     int every = l.checkpoint().every() == null ? 100 : l.checkpoint().every();
     Duration maxDelay = Durations.parse(l.checkpoint().maxDelay(), at + ".checkpoint.maxDelay");
     Duration heartbeat = Durations.parse(l.checkpoint().heartbeat(), at + ".checkpoint.heartbeat");
+    Integer flushes = l.checkpoint().flushesInFlight();
     try {
       return new CheckpointPolicy(every, maxDelay == null ? Duration.ofSeconds(1) : maxDelay,
-          heartbeat == null ? CheckpointPolicy.DEFAULT_HEARTBEAT : heartbeat);
+          heartbeat == null ? CheckpointPolicy.DEFAULT_HEARTBEAT : heartbeat,
+          flushes == null ? CheckpointPolicy.DEFAULT_FLUSHES_IN_FLIGHT : flushes);
     } catch (ConfigurationException e) {
       throw new ConfigException(at + ".checkpoint", e.getMessage());
     }

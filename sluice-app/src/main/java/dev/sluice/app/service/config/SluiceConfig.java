@@ -98,7 +98,8 @@ public record SluiceConfig(MongoSection mongodb, PostgresSection postgres, List<
    * {@code every} changes or {@code maxDelay}; progress without changes (an idle or filtered
    * collection) every {@code heartbeat}.
    */
-  public record CheckpointSection(Integer every, String maxDelay, String heartbeat) {}
+  public record CheckpointSection(Integer every, String maxDelay, String heartbeat,
+      Integer flushesInFlight) {}
 
   public record RetrySection(Integer attempts, String initialDelay, String maxDelay) {}
 

@@ -19,7 +19,7 @@ class ConfigLoaderTest {
         - collection: orders
           partitions: 2
           leaseDuration: 5s
-          checkpoint: { every: 50, maxDelay: 500ms }
+          checkpoint: { every: 50, maxDelay: 500ms, flushesInFlight: 0 }
           onHistoryLost: skip-to-latest
           onFailure: park
           retry: { attempts: 3, initialDelay: 100ms, maxDelay: 2s }
@@ -33,6 +33,7 @@ class ConfigLoaderTest {
     SluiceConfig.ListenerSection l = c.listeners().get(0);
     assertThat(ConfigLoader.checkpoint(l, "x").maxChanges()).isEqualTo(50);
     assertThat(ConfigLoader.checkpoint(l, "x").maxDelay()).isEqualTo(Duration.ofMillis(500));
+    assertThat(ConfigLoader.checkpoint(l, "x").flushesInFlight()).isZero();
     assertThat(ConfigLoader.leaseDuration(l, "x")).isEqualTo(Duration.ofSeconds(5));
     assertThat(ConfigLoader.historyLost(l, "x")).isEqualTo(HistoryLostPolicy.SKIP_TO_LATEST);
     assertThat(ConfigLoader.retry(l, "x").maxAttempts()).isEqualTo(3);
@@ -55,6 +56,8 @@ class ConfigLoaderTest {
   void aBadValueIsAnErrorNamingThePathAndTheValue() {
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("every: 50", "every: 0"), "sluice.yaml"))
         .hasMessageContaining("listeners[0].checkpoint").hasMessageContaining("maxChanges").hasMessageContaining("0");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("flushesInFlight: 0", "flushesInFlight: -1"), "sluice.yaml"))
+        .hasMessageContaining("listeners[0].checkpoint").hasMessageContaining("flushesInFlight").hasMessageContaining("-1");
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("500ms", "half a second"), "sluice.yaml"))
         .hasMessageContaining("listeners[0].checkpoint.maxDelay").hasMessageContaining("'half a second'");
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("skip-to-latest", "ignore"), "sluice.yaml"))
