@@ -1,0 +1,100 @@
+package dev.sluice.benchmarks.scale;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import dev.sluice.feed.Position;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.ListenerObserver;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.bson.BsonDocument;
+import org.bson.Document;
+
+/**
+ * What one more partition costs today (issue 15, item 3): one process (one listener, one
+ * MongoClient) with 1, 2, 4 and 8 partitions of one group reads the same pre-written inserts from a
+ * fresh embedded MongoDB with a handler that does nothing; the clock stops when checkpoints cover
+ * every change. Every partition's cursor reads the whole change stream and keeps its share (ADR
+ * 0071), so the server's and the client's read work grow with the partition count while the
+ * useful work does not. Each round runs every count in the same order; the first round is not
+ * counted; a figure is the median of the in-round ratios to one partition.
+ *
+ * <p>Arguments: changes (default 20,000), measured rounds (default 3).
+ */
+public final class PartitionReadCostBenchmark {
+  private static final int[] COUNTS = {1, 2, 4, 8};
+
+  public static void main(String[] args) throws Exception {
+    int changes = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
+    int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 3;
+    List<double[]> measured = new ArrayList<>();
+    for (int r = 0; r <= rounds; r++) {
+      double[] x = new double[COUNTS.length];
+      for (int i = 0; i < COUNTS.length; i++) {
+        x[i] = run(COUNTS[i], changes);
+      }
+      StringBuilder line = new StringBuilder(r == 0 ? "warm-up:" : "round " + r + ":");
+      for (double d : x) {
+        line.append(String.format(" %.0f/s", d));
+      }
+      System.out.println(line);
+      if (r > 0) {
+        measured.add(x);
+      }
+    }
+    System.out.printf("%nchanges=%d, %d measured rounds; median of in-round ratios to 1 partition [min-max]%n",
+        changes, rounds);
+    for (int i = 0; i < COUNTS.length; i++) {
+      int k = i;
+      double[] ratios = measured.stream().mapToDouble(x -> x[k] / x[0]).sorted().toArray();
+      double[] rates = measured.stream().mapToDouble(x -> x[k]).sorted().toArray();
+      System.out.printf("%d partition(s): %8.0f changes/s  ratio %.3f [%.3f-%.3f]%n", COUNTS[i],
+          rates[rates.length / 2], ratios[ratios.length / 2], ratios[0], ratios[ratios.length - 1]);
+    }
+  }
+
+  private static double run(int partitions, int changes) throws InterruptedException {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
+      MongoCollection<Document> docs = client.getDatabase("bench").getCollection("orders");
+      List<Document> batch = new ArrayList<>();
+      for (int i = 0; i < changes; i++) {
+        batch.add(new Document("_id", i).append("n", i).append("payload", "x".repeat(100)));
+        if (batch.size() == 1000) {
+          docs.insertMany(batch);
+          batch.clear();
+        }
+      }
+      if (!batch.isEmpty()) {
+        docs.insertMany(batch);
+      }
+      AtomicLong committed = new AtomicLong();
+      CountDownLatch done = new CountDownLatch(1);
+      long start = System.nanoTime();
+      try (Listener<BsonDocument> l = Listener.builder(
+              MongoChangeFeed.builder(client, "bench", "orders").build(),
+              MongoLeaseStore.builder(client.getDatabase("bench")).build()).group("cost")
+          .partitions(partitions)
+          .handler((event, fence) -> { })
+          .observer(new ListenerObserver() {
+            @Override
+            public void committed(String lease, long epoch, Position position, int n) {
+              if (committed.addAndGet(n) >= changes) {
+                done.countDown();
+              }
+            }
+          })
+          .build().start()) {
+        if (!done.await(10, TimeUnit.MINUTES)) {
+          throw new IllegalStateException("did not finish: " + committed.get() + " of " + changes);
+        }
+        return changes / ((System.nanoTime() - start) / 1e9);
+      }
+    }
+  }
+}
