@@ -2,18 +2,15 @@ package dev.sluice.benchmarks.listener;
 
 import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoCollection;
-import com.mongodb.client.model.InsertManyOptions;
 import com.mongodb.client.model.changestream.ChangeStreamDocument;
 import com.mongodb.client.model.changestream.FullDocument;
+import dev.sluice.benchmarks.Prewrite;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonDocument;
@@ -77,18 +74,7 @@ public final class ThroughputBenchmark {
   }
 
   private static void prewrite(MongoClient client, int changes) {
-    MongoCollection<Document> docs = client.getDatabase("bench").getCollection("events");
-    List<Document> batch = new ArrayList<>();
-    for (int i = 0; i < changes; i++) {
-      batch.add(new Document("_id", i).append("n", i).append("payload", "x".repeat(100)));
-      if (batch.size() == 1000) {
-        docs.insertMany(batch, new InsertManyOptions().ordered(true));
-        batch.clear();
-      }
-    }
-    if (!batch.isEmpty()) {
-      docs.insertMany(batch);
-    }
+    Prewrite.inserts(client.getDatabase("bench").getCollection("events"), changes);
   }
 
   private static double drainBaseline(int changes) {

@@ -1,7 +1,7 @@
 package dev.sluice.benchmarks.scale;
 
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoCollection;
+import dev.sluice.benchmarks.Prewrite;
 import dev.sluice.feed.Position;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
@@ -14,7 +14,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.bson.BsonDocument;
-import org.bson.Document;
 
 /**
  * What one more partition costs today (issue 15, item 3): one process (one listener, one
@@ -61,18 +60,7 @@ public final class PartitionReadCostBenchmark {
 
   private static double run(int partitions, int changes) throws InterruptedException {
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
-      MongoCollection<Document> docs = client.getDatabase("bench").getCollection("orders");
-      List<Document> batch = new ArrayList<>();
-      for (int i = 0; i < changes; i++) {
-        batch.add(new Document("_id", i).append("n", i).append("payload", "x".repeat(100)));
-        if (batch.size() == 1000) {
-          docs.insertMany(batch);
-          batch.clear();
-        }
-      }
-      if (!batch.isEmpty()) {
-        docs.insertMany(batch);
-      }
+      Prewrite.inserts(client.getDatabase("bench").getCollection("orders"), changes);
       AtomicLong committed = new AtomicLong();
       CountDownLatch done = new CountDownLatch(1);
       long start = System.nanoTime();

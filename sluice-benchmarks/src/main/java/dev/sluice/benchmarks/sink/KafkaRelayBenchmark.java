@@ -2,9 +2,9 @@ package dev.sluice.benchmarks.sink;
 
 import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.changestream.ChangeStreamDocument;
 import com.mongodb.client.model.changestream.FullDocument;
+import dev.sluice.benchmarks.Prewrite;
 import dev.sluice.kafka.KafkaSink;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
@@ -115,18 +115,7 @@ public final class KafkaRelayBenchmark {
   }
 
   private static void prewrite(MongoClient client, int changes) {
-    MongoCollection<Document> docs = client.getDatabase("bench").getCollection("orders");
-    List<Document> batch = new ArrayList<>();
-    for (int i = 0; i < changes; i++) {
-      batch.add(new Document("_id", i).append("n", i).append("payload", "x".repeat(100)));
-      if (batch.size() == 1000) {
-        docs.insertMany(batch);
-        batch.clear();
-      }
-    }
-    if (!batch.isEmpty()) {
-      docs.insertMany(batch);
-    }
+    Prewrite.inserts(client.getDatabase("bench").getCollection("orders"), changes);
   }
 
   private static double drain(int changes) {

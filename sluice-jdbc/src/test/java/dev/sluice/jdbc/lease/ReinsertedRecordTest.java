@@ -7,18 +7,11 @@ import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.testkit.sql.EmbeddedMariaDb;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
-import java.io.PrintWriter;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -73,59 +66,11 @@ class ReinsertedRecordTest {
 
   /** {@code ds}, whose connections wait before preparing an UPDATE until {@code go}. */
   private static DataSource pausingBeforeUpdate(DataSource ds, CountDownLatch reached, CountDownLatch go) {
-    return new DataSource() {
-      @Override
-      public Connection getConnection() throws SQLException {
-        Connection real = ds.getConnection();
-        return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(), new Class<?>[] {Connection.class},
-            (proxy, method, args) -> {
-              if (method.getName().equals("prepareStatement") && String.valueOf(args[0]).startsWith("UPDATE")) {
-                reached.countDown();
-                go.await();
-              }
-              try {
-                return method.invoke(real, args);
-              } catch (InvocationTargetException e) {
-                throw e.getCause();
-              }
-            });
+    return new InterceptingDataSource(ds, (method, args) -> {
+      if (method.getName().equals("prepareStatement") && String.valueOf(args[0]).startsWith("UPDATE")) {
+        reached.countDown();
+        go.await();
       }
-
-      @Override
-      public Connection getConnection(String user, String password) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public PrintWriter getLogWriter() {
-        return null;
-      }
-
-      @Override
-      public void setLogWriter(PrintWriter out) {}
-
-      @Override
-      public void setLoginTimeout(int seconds) {}
-
-      @Override
-      public int getLoginTimeout() {
-        return 0;
-      }
-
-      @Override
-      public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-        throw new SQLFeatureNotSupportedException();
-      }
-
-      @Override
-      public <T> T unwrap(Class<T> iface) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public boolean isWrapperFor(Class<?> iface) {
-        return false;
-      }
-    };
+    });
   }
 }
