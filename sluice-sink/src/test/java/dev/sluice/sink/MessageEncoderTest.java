@@ -3,6 +3,8 @@ package dev.sluice.sink;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.ConfigurationException;
 import dev.sluice.SluiceException;
@@ -11,18 +13,29 @@ import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.Operation;
 import dev.sluice.feed.Position;
 import dev.sluice.listener.Fence;
+import java.io.IOException;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import org.bson.BsonArray;
+import org.bson.BsonBinary;
+import org.bson.BsonBoolean;
 import org.bson.BsonDateTime;
 import org.bson.BsonDecimal128;
 import org.bson.BsonDocument;
+import org.bson.BsonDouble;
+import org.bson.BsonInt32;
 import org.bson.BsonInt64;
+import org.bson.BsonMaxKey;
+import org.bson.BsonMinKey;
+import org.bson.BsonNull;
 import org.bson.BsonObjectId;
+import org.bson.BsonRegularExpression;
 import org.bson.BsonString;
+import org.bson.BsonTimestamp;
 import org.bson.types.Decimal128;
 import org.bson.types.ObjectId;
 import org.junit.jupiter.api.Test;
@@ -237,27 +250,27 @@ class MessageEncoderTest {
   void theStreamedEnvelopeHoldsWhatTheTreeOfEachDocumentHoldsForEveryBsonType() throws Exception {
     BsonDocument doc = new BsonDocument("_id", new BsonString("k1"))
         .append("text", new BsonString("quote \" backslash \\ tab \t émoji \uD83D\uDE00 nul \u0000"))
-        .append("int", new org.bson.BsonInt32(-7))
+        .append("int", new BsonInt32(-7))
         .append("long", new BsonInt64(Long.MAX_VALUE))
-        .append("double", new org.bson.BsonDouble(1.0))
-        .append("nan", new org.bson.BsonDouble(Double.NaN))
-        .append("inf", new org.bson.BsonDouble(Double.NEGATIVE_INFINITY))
+        .append("double", new BsonDouble(1.0))
+        .append("nan", new BsonDouble(Double.NaN))
+        .append("inf", new BsonDouble(Double.NEGATIVE_INFINITY))
         .append("decimal", new BsonDecimal128(new Decimal128(new BigDecimal("-0.000001"))))
         .append("date", new BsonDateTime(T.toEpochMilli()))
         .append("oldDate", new BsonDateTime(-62_000_000_000_000L))
         .append("oid", new BsonObjectId(new ObjectId("65f0c0ffee0000000000abcd")))
-        .append("bin", new org.bson.BsonBinary(new byte[] {0, 1, (byte) 255}))
-        .append("uuid", new org.bson.BsonBinary(java.util.UUID.fromString("123e4567-e89b-12d3-a456-426614174000")))
-        .append("regex", new org.bson.BsonRegularExpression("^a.*\\d$", "im"))
-        .append("ts", new org.bson.BsonTimestamp(1_700_000_000, 7))
-        .append("min", new org.bson.BsonMinKey())
-        .append("max", new org.bson.BsonMaxKey())
-        .append("nil", org.bson.BsonNull.VALUE)
-        .append("bool", org.bson.BsonBoolean.TRUE)
+        .append("bin", new BsonBinary(new byte[] {0, 1, (byte) 255}))
+        .append("uuid", new BsonBinary(UUID.fromString("123e4567-e89b-12d3-a456-426614174000")))
+        .append("regex", new BsonRegularExpression("^a.*\\d$", "im"))
+        .append("ts", new BsonTimestamp(1_700_000_000, 7))
+        .append("min", new BsonMinKey())
+        .append("max", new BsonMaxKey())
+        .append("nil", BsonNull.VALUE)
+        .append("bool", BsonBoolean.TRUE)
         .append("nested", new BsonArray(List.of(new BsonDocument("a", new BsonArray()),
             new BsonArray(List.of(new BsonDocument())))));
     BsonDocument changed = new BsonDocument("nested.0.a", new BsonArray());
-    BsonDocument before = new BsonDocument("_id", new BsonString("k1")).append("int", new org.bson.BsonInt32(-6));
+    BsonDocument before = new BsonDocument("_id", new BsonString("k1")).append("int", new BsonInt32(-6));
     ChangeEvent<BsonDocument> c = new ChangeEvent<>("chg-9", "shop.orders", new Position("tok-9", T),
         Operation.UPDATE, "k1", new BsonDocument("_id", new BsonString("k1")), doc, T, null,
         DocumentState.AFTER_CHANGE, changed, before);
@@ -276,14 +289,14 @@ class MessageEncoderTest {
   void aFailureWhileWritingTheDocumentIsAnEncodingErrorNamingTheField() {
     DocumentMapper<BsonDocument> failing = new DocumentMapper<>() {
       @Override
-      public com.fasterxml.jackson.databind.JsonNode toJson(BsonDocument d) {
+      public JsonNode toJson(BsonDocument d) {
         throw new IllegalStateException("unused");
       }
 
       @Override
-      public void writeJson(BsonDocument d, com.fasterxml.jackson.core.JsonGenerator out) throws Exception {
+      public void writeJson(BsonDocument d, JsonGenerator out) throws Exception {
         if (d.containsKey("bad")) {
-          throw new java.io.IOException("cannot write field 'bad'");
+          throw new IOException("cannot write field 'bad'");
         }
         out.writeRawValue(d.toJson());
       }

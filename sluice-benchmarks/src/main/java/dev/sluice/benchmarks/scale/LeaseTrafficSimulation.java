@@ -4,10 +4,9 @@ import dev.sluice.listener.internal.Balance;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Random;
-import java.util.TreeMap;
+import java.util.function.ToLongFunction;
 
 /**
  * A discrete-event simulation of one consumer group's lease traffic (issue 15, item 7; ADR
@@ -110,8 +109,12 @@ public final class LeaseTrafficSimulation {
     writes[(int) (now / 1000)]++;
   }
 
-  /** Runs until END; returns the result of this run. */
-  private long[] run() {
+  /** What one run measured; times from the crash, -1 if never reached. */
+  private record Result(long steadyWrites, long steadyReads, long peakWrites, long allHeldMillis,
+      long balancedMillis) {}
+
+  /** Runs until END. */
+  private Result run() {
     long allHeldAt = -1;
     long balancedAt = -1;
     int crashed = members / 2;
@@ -151,8 +154,8 @@ public final class LeaseTrafficSimulation {
     for (int s = (int) (CRASH_AT / 1000); s < writes.length; s++) {
       peak = Math.max(peak, writes[s]);
     }
-    return new long[] {steadyWrites / seconds, steadyReads / seconds, peak,
-        allHeldAt < 0 ? -1 : allHeldAt - CRASH_AT, balancedAt < 0 ? -1 : balancedAt - CRASH_AT};
+    return new Result(steadyWrites / seconds, steadyReads / seconds, peak,
+        allHeldAt < 0 ? -1 : allHeldAt - CRASH_AT, balancedAt < 0 ? -1 : balancedAt - CRASH_AT);
   }
 
   private void refresh(int m) {
@@ -258,23 +261,26 @@ public final class LeaseTrafficSimulation {
     System.out.printf("%d members, %d partitions, lease %d ms, renew/refresh/acquire every %d ms,"
         + " heartbeat %d ms; one member crashes at %d s%n", members, partitions, LEASE, RENEW,
         HEARTBEAT, CRASH_AT / 1000);
-    Map<String, List<Long>> results = new TreeMap<>();
+    List<Result> results = new ArrayList<>();
     for (int r = 0; r < runs; r++) {
       long started = System.nanoTime();
-      long[] x = new LeaseTrafficSimulation(members, partitions, 1000 + r).run();
+      Result x = new LeaseTrafficSimulation(members, partitions, 1000 + r).run();
       System.out.printf("seed %d: steady %d writes/s, %d reads/s; peak after the crash %d writes/s;"
           + " all held %.1f s, balanced %.1f s after the crash (simulated in %.1f s)%n", 1000 + r,
-          x[0], x[1], x[2], x[3] / 1000.0, x[4] / 1000.0, (System.nanoTime() - started) / 1e9);
-      results.computeIfAbsent("a steady writes/s", k -> new ArrayList<>()).add(x[0]);
-      results.computeIfAbsent("b steady reads/s", k -> new ArrayList<>()).add(x[1]);
-      results.computeIfAbsent("c peak writes/s after the crash", k -> new ArrayList<>()).add(x[2]);
-      results.computeIfAbsent("d all held after (ms)", k -> new ArrayList<>()).add(x[3]);
-      results.computeIfAbsent("e balanced after (ms)", k -> new ArrayList<>()).add(x[4]);
+          x.steadyWrites(), x.steadyReads(), x.peakWrites(), x.allHeldMillis() / 1000.0,
+          x.balancedMillis() / 1000.0, (System.nanoTime() - started) / 1e9);
+      results.add(x);
     }
-    results.forEach((k, v) -> {
-      List<Long> sorted = v.stream().sorted().toList();
-      System.out.printf("%-34s median %d  [%d-%d]%n", k.substring(2), sorted.get(sorted.size() / 2),
-          sorted.get(0), sorted.get(sorted.size() - 1));
-    });
+    summary("steady writes/s", results, Result::steadyWrites);
+    summary("steady reads/s", results, Result::steadyReads);
+    summary("peak writes/s after the crash", results, Result::peakWrites);
+    summary("all held after (ms)", results, Result::allHeldMillis);
+    summary("balanced after (ms)", results, Result::balancedMillis);
+  }
+
+  private static void summary(String what, List<Result> results, ToLongFunction<Result> figure) {
+    long[] sorted = results.stream().mapToLong(figure).sorted().toArray();
+    System.out.printf("%-34s median %d  [%d-%d]%n", what, sorted[sorted.length / 2], sorted[0],
+        sorted[sorted.length - 1]);
   }
 }

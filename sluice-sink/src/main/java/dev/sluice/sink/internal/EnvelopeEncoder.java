@@ -270,23 +270,10 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
       g.writeEndObject();
       rest.write(g);
       g.writeEndObject();
-    } catch (EncodingFailed e) {
-      throw e.failure;
     } catch (IOException e) {
       throw new MessageEncodingException(event, "cannot write the envelope", e);
     }
     return out.toByteArray();
-  }
-
-  /** Carries a conversion failure out of the generator's block. */
-  private static final class EncodingFailed extends IOException {
-    private static final long serialVersionUID = 1L;
-    final transient MessageEncodingException failure;
-
-    EncodingFailed(MessageEncodingException failure) {
-      super(failure.getMessage(), null);
-      this.failure = failure;
-    }
   }
 
   /** {@code value} (or null) through the mapper, as one JSON value. */
@@ -298,11 +285,9 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
     try {
       mapper.writeJson(value, g);
     } catch (Exception e) {
-      throw new EncodingFailed(
-          new MessageEncodingException(event, "cannot convert the " + what + " to JSON", e));
+      throw new MessageEncodingException(event, "cannot convert the " + what + " to JSON", e);
     } catch (StackOverflowError e) {
-      throw new EncodingFailed(
-          new MessageEncodingException(event, "the " + what + " is nested too deeply", null));
+      throw new MessageEncodingException(event, "the " + what + " is nested too deeply", null);
     }
   }
 
