@@ -25,11 +25,16 @@ public record PartitionSpec(int index, int count) {
 
   /** Whether a change with this key belongs to this partition. Stable across JVMs and versions. */
   public boolean owns(String key) {
+    return count == 1 || indexOf(key, count) == index;
+  }
+
+  /** The index of the partition, of {@code count}, that owns changes with this key. */
+  public static int indexOf(String key, int count) {
     if (count == 1) {
-      return true;
+      return 0;
     }
     CRC32C crc = new CRC32C();
     crc.update(key.getBytes(StandardCharsets.UTF_8));
-    return (int) (crc.getValue() % count) == index;
+    return (int) (crc.getValue() % count);
   }
 }

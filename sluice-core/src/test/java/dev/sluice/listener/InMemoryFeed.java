@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  * tokens are log offsets; {@link #trimBefore} drops history so resuming fails as on a real
  * source; {@link #end} appends an end-of-stream marker (like MongoDB's invalidate).
  */
-final class InMemoryFeed implements ChangeFeed<String> {
+public final class InMemoryFeed implements ChangeFeed<String> {
   private final String stream;
   private final List<ChangeEvent<String>> log = new ArrayList<>();
   private int trimmed;
@@ -33,7 +33,7 @@ final class InMemoryFeed implements ChangeFeed<String> {
   private volatile CountDownLatch blockNextPoll;
   private volatile boolean pollBlocked;
 
-  InMemoryFeed(String stream) {
+  public InMemoryFeed(String stream) {
     this.stream = stream;
   }
 
@@ -53,7 +53,7 @@ final class InMemoryFeed implements ChangeFeed<String> {
     return out;
   }
 
-  synchronized void append(String key, String value) {
+  public synchronized void append(String key, String value) {
     int offset = log.size();
     Position p = new Position(Integer.toString(offset + 1), Instant.ofEpochSecond(1_700_000_000L + offset));
     log.add(new ChangeEvent<>("ev-" + offset, stream, p, Operation.INSERT, key, key, value, p.time(), null));
@@ -73,15 +73,15 @@ final class InMemoryFeed implements ChangeFeed<String> {
     return log.size();
   }
 
-  synchronized void trimBefore(int offset) {
+  public synchronized void trimBefore(int offset) {
     trimmed = offset;
   }
 
-  synchronized void end() {
+  public synchronized void end() {
     endAt = log.size();
   }
 
-  void failNextPolls(int n) {
+  public void failNextPolls(int n) {
     failNextPolls = n;
   }
 

@@ -15,13 +15,14 @@ import java.time.Duration;
  * @param fullDocument the full-document mode: tells an update's post-image from a lookup
  * @param onInvalidate what a partition does when its collection is dropped or renamed
  * @param snapshotChunkSize how many documents one read of a snapshot returns at most
+ * @param sharedReads whether a listener's partitions in one process read through one cursor
  */
 record CursorSettings(String stream, int batchSize, Duration minBackoff, Duration maxBackoff,
     Duration serverAwait, boolean splitLargeEvents, FullDocument fullDocument, MongoChangeFeed.OnInvalidate onInvalidate,
-    int snapshotChunkSize) {
+    int snapshotChunkSize, boolean sharedReads) {
 
   static CursorSettings of(MongoChangeFeed.Builder b) {
     return new CursorSettings(b.stream, b.batchSize, b.minBackoff, b.maxBackoff, b.serverAwait, b.splitLargeEvents,
-        b.fullDocument, b.onInvalidate, b.snapshotChunkSize);
+        b.fullDocument, b.onInvalidate, b.snapshotChunkSize, b.sharedReads);
   }
 }

@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoException;
+import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.FeedCursor;
@@ -10,7 +11,7 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.SourceHistory;
 import dev.sluice.feed.StartPoint;
-import com.mongodb.client.MongoDatabase;
+import dev.sluice.feed.fanout.SharedReader;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -30,6 +31,11 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   private final Duration requestInterval;
   /** The consumer group's requests ({@link #forGroup}); null until a group reads this feed. */
   private final SnapshotRequests requests;
+  /**
+   * The one cursor the partitions of the group's listener in this process read through
+   * ({@code docs/adr/0074}); null until a group reads this feed, or when shared reads are off.
+   */
+  private final SharedReader<BsonDocument> shared;
 
   DefaultMongoChangeFeed(CursorSettings settings, StreamSource source) {
     this(settings, source, null, null, null, null);
@@ -44,7 +50,20 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     this.requestInterval = requestInterval;
     this.requests = group == null || requestsDatabase == null ? null
         : new SnapshotRequests(requestsDatabase, requestsCollection, settings.stream(), group, requestInterval);
+    this.shared = group == null || !settings.sharedReads() ? null
+        : new SharedReader<>(settings.stream(), this::openStream, StreamStart::sortKey, settings.batchSize(),
+            SHARED_QUEUE_BATCHES * settings.batchSize(), SHARED_TOTAL_BATCHES * settings.batchSize(),
+            SHARED_WINDOW_BATCHES * settings.batchSize(), SHARED_STALL);
   }
+
+  /** Changes queued per partition, in batches, before it holds the shared reader back. */
+  static final int SHARED_QUEUE_BATCHES = 4;
+  /** Changes queued for all partitions together, in batches, before the reader waits for them. */
+  static final int SHARED_TOTAL_BATCHES = 16;
+  /** Changes of the whole stream kept, in batches, for partitions that join the shared reader behind it. */
+  static final int SHARED_WINDOW_BATCHES = 10;
+  /** How long a partition with a full queue may go without polling before it reads on its own. */
+  static final Duration SHARED_STALL = Duration.ofSeconds(5);
 
   static DefaultMongoChangeFeed create(MongoChangeFeed.Builder b) {
     return new DefaultMongoChangeFeed(CursorSettings.of(b), new DriverStreamSource(b), b.client.getDatabase(b.database),
@@ -126,7 +145,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   public FeedCursor<BsonDocument> open(PartitionSpec partition, StartPoint start) {
     FeedCursor<BsonDocument> cursor = openCursor(partition, start);
     return requests == null ? cursor
-        : new RequestedSnapshotCursor(settings, source, partition, requests, requestInterval, cursor);
+        : new RequestedSnapshotCursor(settings, source, partition, requests, requestInterval, cursor, this::openStream);
   }
 
   private FeedCursor<BsonDocument> openCursor(PartitionSpec partition, StartPoint start) {
@@ -163,19 +182,24 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
 
   private FeedCursor<BsonDocument> openAt(PartitionSpec partition, StartPoint start) {
     source.checkFullDocumentMode();
-    StreamStart streamStart;
     Position initial;
     if (start instanceof StartPoint.After after) {
-      streamStart = StreamStart.fromPosition(after.position());
+      StreamStart.fromPosition(after.position()); // a position of this feed, or a clear error now
       initial = after.position();
     } else {
       BsonTimestamp ts = bootstrapTime(start);
-      streamStart = StreamStart.at(ts);
-      initial = streamStart.toPosition(Instant.ofEpochSecond(ts.getTime()));
+      initial = StreamStart.at(ts).toPosition(Instant.ofEpochSecond(ts.getTime()));
     }
-    MongoFeedCursor cursor =
-        new MongoFeedCursor(settings, source, partition, initial);
-    cursor.start(streamStart);
+    if (shared != null && partition.count() > 1) {
+      return shared.join(partition, initial);
+    }
+    return openStream(partition, initial);
+  }
+
+  /** A cursor of the partition's own on the change stream, strictly after {@code initial}. */
+  MongoFeedCursor openStream(PartitionSpec partition, Position initial) {
+    MongoFeedCursor cursor = new MongoFeedCursor(settings, source, partition, initial);
+    cursor.start(StreamStart.fromPosition(initial));
     return cursor;
   }
 

@@ -74,8 +74,9 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
   int MAX_PARTITIONS = 1_024;
 
   /**
-   * {@value #MAX_PARTITIONS}: partitions filter on the client, so each one's cursor reads the whole
-   * change stream; the server's read cost and its open cursors grow with the count.
+   * {@value #MAX_PARTITIONS}: partitions filter on the client; with {@link Builder#sharedReads} (the
+   * default) the partitions one process holds read the stream through one cursor, but each still
+   * has a thread of its own in the listener.
    */
   @Override
   default int maxPartitions() {
@@ -150,6 +151,7 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     Duration maxBackoff = Duration.ofMillis(200);
     Duration serverAwait = DEFAULT_SERVER_AWAIT;
     boolean splitLargeEvents;
+    boolean sharedReads = true;
     int snapshotChunkSize = DEFAULT_SNAPSHOT_CHUNK_SIZE;
     String snapshotRequests = DEFAULT_SNAPSHOT_REQUESTS;
     Duration snapshotRequestInterval = DEFAULT_SNAPSHOT_REQUEST_INTERVAL;
@@ -273,6 +275,19 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
           max.compareTo(min) >= 0, "pollBackoff.max", max, "must be >= pollBackoff.min " + min);
       this.minBackoff = min;
       this.maxBackoff = max;
+      return this;
+    }
+
+    /**
+     * Whether the partitions of one listener in this process read the change stream through one
+     * shared cursor ({@code docs/adr/0074-one-reader-per-process.md}): the server then serves
+     * one cursor per process instead of one per partition, and each change is read and decoded
+     * once. Default true. False gives every partition a cursor of its own, as before: only worth
+     * it when partitions of one process must not hold each other back at all (a partition whose
+     * queue is full holds the shared reader back while it still takes changes).
+     */
+    public Builder sharedReads(boolean shared) {
+      this.sharedReads = shared;
       return this;
     }
 

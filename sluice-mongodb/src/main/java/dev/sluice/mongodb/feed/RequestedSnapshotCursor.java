@@ -6,6 +6,7 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.BiFunction;
 import org.bson.BsonDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,8 +33,13 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
   private final PartitionSpec partition;
   private final SnapshotRequests requests;
   private final long intervalNanos;
-  /** A {@link MongoFeedCursor}, or a {@link SnapshotCursor} (a bootstrap, a repair or a request). */
+  /**
+   * A {@link MongoFeedCursor} or a partition's cursor on the shared reader (streaming), or a
+   * {@link SnapshotCursor} (a bootstrap, a repair or a request).
+   */
   private FeedCursor<BsonDocument> current;
+  /** Opens a stream cursor of the partition's own: a snapshot's window needs every change it reads. */
+  private final BiFunction<PartitionSpec, Position, MongoFeedCursor> openOwn;
   private long nextCheck;
   /** The current snapshot's request is recorded as done for this partition. */
   private boolean marked;
@@ -41,7 +47,9 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
   private long nextMark;
 
   RequestedSnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition,
-      SnapshotRequests requests, Duration interval, FeedCursor<BsonDocument> opened) {
+      SnapshotRequests requests, Duration interval, FeedCursor<BsonDocument> opened,
+      BiFunction<PartitionSpec, Position, MongoFeedCursor> openOwn) {
+    this.openOwn = openOwn;
     this.settings = settings;
     this.source = source;
     this.partition = partition;
@@ -55,7 +63,7 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
   @Override
   public List<ChangeEvent<BsonDocument>> poll(Duration maxWait) {
     markDone();
-    MongoFeedCursor streaming = streaming();
+    FeedCursor<BsonDocument> streaming = streaming();
     if (streaming != null && !streaming.ended() && System.nanoTime() - nextCheck >= 0) {
       nextCheck = System.nanoTime() + intervalNanos;
       requests.next(partition).ifPresent(r -> start(streaming, r));
@@ -66,18 +74,26 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
   }
 
   /** The stream, when the partition only streams (no snapshot under way); else null. */
-  private MongoFeedCursor streaming() {
-    if (current instanceof MongoFeedCursor stream) {
-      return stream;
+  private FeedCursor<BsonDocument> streaming() {
+    if (!(current instanceof SnapshotCursor snapshot)) {
+      return current;
     }
-    SnapshotCursor snapshot = (SnapshotCursor) current;
     return snapshot.streaming() && (snapshot.scope().request() == null || marked) ? snapshot.stream() : null;
   }
 
-  private void start(MongoFeedCursor stream, SnapshotRequests.Pending pending) {
+  private void start(FeedCursor<BsonDocument> streaming, SnapshotRequests.Pending pending) {
     SnapshotRequest r = pending.request();
     SnapshotScope scope = new SnapshotScope(r.fromId(), r.toId(), pending.id());
-    Position at = stream.position();
+    Position at = streaming.position();
+    MongoFeedCursor stream;
+    if (streaming instanceof MongoFeedCursor own) {
+      stream = own;
+    } else {
+      // Reading through the shared reader: the snapshot's window must see every change of the
+      // stream as it reads it, so the partition goes on with a cursor of its own from here.
+      streaming.close();
+      stream = openOwn.apply(partition, at);
+    }
     current = new SnapshotCursor(settings, source, partition,
         new SnapshotProgress(StreamStart.fromPosition(at), null, scope), at, stream);
     marked = false;

@@ -84,6 +84,45 @@ record StreamStart(BsonDocument resumeAfter, BsonDocument startAfter, BsonTimest
     throw notOurs(position, null);
   }
 
+  /**
+   * This position's place in the stream as a string whose natural order is the stream's order, or
+   * null when it cannot be placed: the resume token's {@code _data} (the hex of a KeyString that
+   * starts with the cluster time, MongoDB 4.2+, the form a server compares tokens by), upper case,
+   * then U+0001; an operation time as the KeyString prefix of that time, then U+0000, so that it sorts
+   * before every change at that time, as {@code startAtOperationTime} includes them. Tokens of
+   * other forms (MongoDB 3.6 and 4.0 binary tokens, test servers) give null. Read straight from
+   * the token's text: called for every change a shared reader reads.
+   */
+  static String sortKey(Position position) {
+    String token = position.token();
+    int at = token.indexOf("\"_data\": \"");
+    if (at >= 0) {
+      int from = at + 10;
+      int to = token.indexOf('"', from);
+      if (to < from + 18 || token.charAt(from) != '8' || token.charAt(from + 1) != '2') {
+        return null;
+      }
+      StringBuilder key = new StringBuilder(to - from + 1);
+      for (int i = from; i < to; i++) {
+        char c = Character.toUpperCase(token.charAt(i));
+        if ((c < '0' || c > '9') && (c < 'A' || c > 'F')) {
+          return null;
+        }
+        key.append(c);
+      }
+      return key.append('\u0001').toString();
+    }
+    if (token.contains("startAtOperationTime")) {
+      try {
+        BsonTimestamp ts = fromPosition(position).startAtOperationTime();
+        return ts == null ? null : String.format("82%016X", ts.getValue()) + '\u0000';
+      } catch (FeedException e) {
+        return null;
+      }
+    }
+    return null;
+  }
+
   private static FeedException notOurs(Position position, Exception cause) {
     return new FeedException(
         "Checkpoint '"

@@ -25,7 +25,7 @@ final class FakeStreamSource implements StreamSource {
   static CursorSettings settings(String stream, boolean splitLargeEvents, MongoChangeFeed.OnInvalidate onInvalidate) {
     return new CursorSettings(stream, 100, java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(2),
         MongoChangeFeed.DEFAULT_SERVER_AWAIT, splitLargeEvents, com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP, onInvalidate,
-        MongoChangeFeed.DEFAULT_SNAPSHOT_CHUNK_SIZE);
+        MongoChangeFeed.DEFAULT_SNAPSHOT_CHUNK_SIZE, true);
   }
 
   FakeStreamSource willOpen(FakeChangeStreamCursor cursor) {

@@ -1,0 +1,334 @@
+package dev.sluice.feed.fanout;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.HistoryLostException;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.feed.Position;
+import dev.sluice.feed.StartPoint;
+import dev.sluice.listener.InMemoryFeed;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The shared reader against the engine's reference feed: each partition sees exactly its changes,
+ * in order, whatever the order in which partitions join, stall, fail or end, and the stream is read
+ * once.
+ */
+class SharedReaderTest {
+  private static final Duration POLL = Duration.ofMillis(20);
+
+  private final InMemoryFeed feed = new InMemoryFeed("s");
+  private final AtomicInteger sharedOpens = new AtomicInteger();
+  private final AtomicInteger ownOpens = new AtomicInteger();
+
+  private SharedReader<String> reader(int batch, int queue, int window, Duration stall) {
+    return reader(batch, queue, 1_000_000, window, stall);
+  }
+
+  private SharedReader<String> reader(int batch, int queue, int total, int window, Duration stall) {
+    return new SharedReader<>("s", (spec, after) -> {
+      (spec.count() == 1 ? sharedOpens : ownOpens).incrementAndGet();
+      return feed.open(spec, StartPoint.after(after));
+    }, p -> String.format("%010d", Long.parseLong(p.token())), batch, queue, total, window, stall);
+  }
+
+  private void append(int from, int to) {
+    for (int i = from; i < to; i++) {
+      feed.append("k" + (i % 61), "v" + i);
+    }
+  }
+
+  /** The values of changes {@code from} (offset) to {@code to} that partition {@code p} owns. */
+  private static List<String> expected(PartitionSpec p, int from, int to) {
+    List<String> out = new ArrayList<>();
+    for (int i = from; i < to; i++) {
+      if (p.owns("k" + (i % 61))) {
+        out.add("v" + i);
+      }
+    }
+    return out;
+  }
+
+  private static List<String> drain(FeedCursor<String> cursor, int count) {
+    List<String> got = new ArrayList<>();
+    await().atMost(Duration.ofSeconds(20)).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(1)).until(() -> {
+      cursor.poll(POLL).forEach(e -> got.add(e.document()));
+      return got.size() >= count;
+    });
+    return got;
+  }
+
+  private static Position at(int offset) {
+    return Position.of(Integer.toString(offset));
+  }
+
+  @Test
+  void eightPartitionsEachGetExactlyTheirChangesInOrderFromOneCursor() throws Exception {
+    SharedReader<String> reader = reader(100, 400, 1000, Duration.ofSeconds(30));
+    append(0, 1000);
+    List<FeedCursor<String>> cursors = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      cursors.add(reader.join(new PartitionSpec(i, 8), at(0)));
+    }
+    List<List<String>> got = new ArrayList<>();
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      List<String> mine = new CopyOnWriteArrayList<>();
+      got.add(mine);
+      FeedCursor<String> c = cursors.get(i);
+      int count = expected(new PartitionSpec(i, 8), 0, 3000).size();
+      Thread t = new Thread(() -> {
+        while (mine.size() < count && !Thread.currentThread().isInterrupted()) {
+          c.poll(POLL).forEach(e -> mine.add(e.document()));
+        }
+      });
+      t.setDaemon(true);
+      threads.add(t);
+      t.start();
+    }
+    append(1000, 3000); // while they read
+    for (Thread t : threads) {
+      t.join(20_000);
+      assertThat(t.isAlive()).as("reader thread finished").isFalse();
+    }
+    for (int i = 0; i < 8; i++) {
+      assertThat(got.get(i)).as("partition " + i).isEqualTo(expected(new PartitionSpec(i, 8), 0, 3000));
+    }
+    assertThat(sharedOpens).hasValue(1);
+    assertThat(ownOpens).hasValue(0);
+    // Caught up and nothing of theirs queued: each stands at the end of the stream.
+    cursors.forEach(c -> c.poll(Duration.ZERO));
+    assertThat(cursors).allSatisfy(c -> assertThat(c.position().token()).isEqualTo("3000"));
+  }
+
+  @Test
+  void aPartitionFarBehindReadsOnItsOwnUntilItCatchesUpThenJoins() {
+    SharedReader<String> reader = reader(10, 40, 10, Duration.ofSeconds(30));
+    PartitionSpec a = new PartitionSpec(0, 2);
+    PartitionSpec b = new PartitionSpec(1, 2);
+    append(0, 500);
+    FeedCursor<String> ca = reader.join(a, at(0));
+    assertThat(drain(ca, expected(a, 0, 500).size())).isEqualTo(expected(a, 0, 500));
+
+    FeedCursor<String> cb = reader.join(b, at(0));
+    assertThat(ownOpens).hasValue(1);
+    assertThat(drain(cb, expected(b, 0, 500).size())).isEqualTo(expected(b, 0, 500));
+    await().atMost(Duration.ofSeconds(10)).until(() -> {
+      cb.poll(POLL);
+      return reader.readers()[0] == 2;
+    });
+
+    append(500, 600);
+    assertThat(drain(ca, expected(a, 500, 600).size())).isEqualTo(expected(a, 500, 600));
+    assertThat(drain(cb, expected(b, 500, 600).size())).isEqualTo(expected(b, 500, 600));
+    assertThat(sharedOpens).hasValue(1);
+  }
+
+  @Test
+  void aPartitionJoiningWithinTheWindowIsServedFromIt() {
+    SharedReader<String> reader = reader(10, 40, 100, Duration.ofSeconds(30));
+    PartitionSpec a = new PartitionSpec(0, 2);
+    PartitionSpec b = new PartitionSpec(1, 2);
+    append(0, 500);
+    FeedCursor<String> ca = reader.join(a, at(0));
+    drain(ca, expected(a, 0, 500).size());
+
+    FeedCursor<String> cb = reader.join(b, at(450));
+    assertThat(drain(cb, expected(b, 450, 500).size())).isEqualTo(expected(b, 450, 500));
+    assertThat(ownOpens).hasValue(0);
+    assertThat(sharedOpens).hasValue(1);
+  }
+
+  @Test
+  void aPartitionAheadOfTheSharedCursorGetsNothingItHadAlready() {
+    // Queues large enough for one partition to be drained before the other.
+    SharedReader<String> reader = reader(10, 400, 100, Duration.ofSeconds(30));
+    PartitionSpec a = new PartitionSpec(0, 2);
+    PartitionSpec b = new PartitionSpec(1, 2);
+    append(0, 400);
+    FeedCursor<String> ca = reader.join(a, at(0));
+    FeedCursor<String> cb = reader.join(b, at(300)); // committed further before a restart
+    List<String> gotB = drain(cb, expected(b, 300, 400).size());
+    assertThat(gotB).isEqualTo(expected(b, 300, 400));
+    assertThat(drain(ca, expected(a, 0, 400).size())).isEqualTo(expected(a, 0, 400));
+    assertThat(ownOpens).hasValue(0);
+  }
+
+  @Test
+  void anIdlePartitionStandsWhereTheSharedCursorStands() {
+    SharedReader<String> reader = reader(10, 40, 100, Duration.ofSeconds(30));
+    PartitionSpec a = new PartitionSpec(0, 2);
+    PartitionSpec b = new PartitionSpec(1, 2);
+    FeedCursor<String> ca = reader.join(a, at(0));
+    FeedCursor<String> cb = reader.join(b, at(0));
+    String keyOfA = "x";
+    while (!a.owns(keyOfA)) {
+      keyOfA = keyOfA + "x";
+    }
+    for (int i = 0; i < 30; i++) {
+      feed.append(keyOfA, "v" + i);
+    }
+    assertThat(drain(ca, 30)).hasSize(30);
+    await().atMost(Duration.ofSeconds(10)).until(() -> cb.poll(POLL).isEmpty() && cb.position().token().equals("30"));
+  }
+
+  @Test
+  void aStalledPartitionIsMovedToItsOwnCursorAndTheOthersGoOn() {
+    SharedReader<String> reader = reader(10, 20, 10, Duration.ofMillis(200));
+    PartitionSpec a = new PartitionSpec(0, 2);
+    PartitionSpec b = new PartitionSpec(1, 2);
+    append(0, 1000);
+    FeedCursor<String> ca = reader.join(a, at(0)); // never polls until the end
+    FeedCursor<String> cb = reader.join(b, at(0));
+    assertThat(drain(cb, expected(b, 0, 1000).size())).isEqualTo(expected(b, 0, 1000));
+    assertThat(reader.readers()).containsExactly(1, 1);
+
+    assertThat(drain(ca, expected(a, 0, 1000).size())).isEqualTo(expected(a, 0, 1000));
+    assertThat(ownOpens).hasValue(1);
+  }
+
+  @Test
+  void whatIsQueuedForAllPartitionsTogetherStaysBoundedWhateverTheirCount() throws Exception {
+    SharedReader<String> reader = reader(10, 40, 60, 10, Duration.ofSeconds(30));
+    append(0, 2000);
+    List<FeedCursor<String>> cursors = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      cursors.add(reader.join(new PartitionSpec(i, 8), at(0)));
+    }
+    // Only partition 0 polls: the others take nothing for now (a slow handler each).
+    List<String> first = new ArrayList<>();
+    for (int n = 0; n < 50; n++) {
+      cursors.get(0).poll(Duration.ZERO).forEach(e -> first.add(e.document()));
+      // At most one read (InMemoryFeed: 50 changes) past the limit.
+      assertThat(reader.queued()).isLessThanOrEqualTo(60 + 50);
+    }
+    // Then all take their changes, each on its thread, as partitions do.
+    List<List<String>> got = new ArrayList<>();
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      List<String> mine = new CopyOnWriteArrayList<>(i == 0 ? first : List.of());
+      got.add(mine);
+      FeedCursor<String> c = cursors.get(i);
+      int count = expected(new PartitionSpec(i, 8), 0, 2000).size();
+      Thread t = new Thread(() -> {
+        while (mine.size() < count) {
+          c.poll(POLL).forEach(e -> mine.add(e.document()));
+        }
+      });
+      t.setDaemon(true);
+      threads.add(t);
+      t.start();
+    }
+    for (Thread t : threads) {
+      t.join(20_000);
+      assertThat(t.isAlive()).as("reader thread finished").isFalse();
+    }
+    for (int i = 0; i < 8; i++) {
+      assertThat(got.get(i)).as("partition " + i).isEqualTo(expected(new PartitionSpec(i, 8), 0, 2000));
+    }
+    assertThat(ownOpens).hasValue(0);
+  }
+
+  @Test
+  void aFailureOfTheSharedCursorReachesEveryPartitionAfterItsQueuedChangesAndThenTheyResume() {
+    SharedReader<String> reader = reader(100, 400, 100, Duration.ofSeconds(30));
+    PartitionSpec a = new PartitionSpec(0, 2);
+    PartitionSpec b = new PartitionSpec(1, 2);
+    append(0, 200);
+    FeedCursor<String> ca = reader.join(a, at(0));
+    FeedCursor<String> cb = reader.join(b, at(0));
+    List<String> gotA = new ArrayList<>(values(ca.poll(POLL))); // reads 50 for both
+    feed.failNextPolls(1);
+    assertThatThrownBy(() -> {
+      while (true) {
+        gotA.addAll(values(ca.poll(POLL)));
+      }
+    }).isInstanceOf(FeedException.class).hasMessageContaining("injected");
+    List<String> gotB = new ArrayList<>();
+    assertThatThrownBy(() -> {
+      while (true) {
+        gotB.addAll(values(cb.poll(POLL)));
+      }
+    }).isInstanceOf(FeedException.class);
+    assertThat(gotB).isEqualTo(expected(b, 0, 50)); // what was read before the failure first
+
+    // As the engine does: close, open again where it stands.
+    Position pa = ca.position();
+    Position pb = cb.position();
+    ca.close();
+    cb.close();
+    FeedCursor<String> ra = reader.join(a, pa);
+    FeedCursor<String> rb = reader.join(b, pb);
+    gotA.addAll(drain(ra, expected(a, 0, 200).size() - gotA.size()));
+    gotB.addAll(drain(rb, expected(b, 0, 200).size() - gotB.size()));
+    assertThat(gotA).isEqualTo(expected(a, 0, 200));
+    assertThat(gotB).isEqualTo(expected(b, 0, 200));
+  }
+
+  @Test
+  void historyLossGoesOnlyToThePartitionsWhoseNextChangeItLost() {
+    SharedReader<String> reader = reader(10, 40, 100, Duration.ofSeconds(30));
+    PartitionSpec a = new PartitionSpec(0, 3);
+    PartitionSpec b = new PartitionSpec(1, 3);
+    PartitionSpec c = new PartitionSpec(2, 3);
+    append(0, 100);
+    FeedCursor<String> ca = reader.join(a, at(0));
+    FeedCursor<String> cb = reader.join(b, at(0));
+    FeedCursor<String> cc = reader.join(c, at(80)); // ahead: its history is still there
+    feed.trimBefore(50);
+    assertThatThrownBy(() -> ca.poll(POLL)).isInstanceOf(HistoryLostException.class);
+    assertThatThrownBy(() -> cb.poll(POLL)).isInstanceOf(HistoryLostException.class);
+    assertThat(drain(cc, expected(c, 80, 100).size())).isEqualTo(expected(c, 80, 100));
+    // A partition starting before the retained history is told so at once.
+    assertThatThrownBy(() -> reader.join(a, at(10))).isInstanceOf(HistoryLostException.class);
+  }
+
+  @Test
+  void theEndOfTheStreamReachesEveryPartitionAfterItsChanges() {
+    SharedReader<String> reader = reader(10, 400, 100, Duration.ofSeconds(30));
+    PartitionSpec a = new PartitionSpec(0, 2);
+    PartitionSpec b = new PartitionSpec(1, 2);
+    append(0, 120);
+    feed.end();
+    FeedCursor<String> ca = reader.join(a, at(0));
+    FeedCursor<String> cb = reader.join(b, at(0));
+    assertThat(drain(ca, expected(a, 0, 120).size())).isEqualTo(expected(a, 0, 120));
+    assertThat(drain(cb, expected(b, 0, 120).size())).isEqualTo(expected(b, 0, 120));
+    await().atMost(Duration.ofSeconds(10)).until(() -> {
+      ca.poll(POLL);
+      cb.poll(POLL);
+      return ca.ended() && cb.ended();
+    });
+  }
+
+  @Test
+  void theSharedCursorIsClosedWithItsLastPartitionAndOpenedAgainForTheNext() {
+    SharedReader<String> reader = reader(10, 40, 100, Duration.ofSeconds(30));
+    PartitionSpec a = new PartitionSpec(0, 2);
+    append(0, 50);
+    FeedCursor<String> ca = reader.join(a, at(0));
+    List<String> first = drain(ca, expected(a, 0, 50).size());
+    Position p = ca.position();
+    ca.close();
+    assertThat(reader.readers()).containsExactly(0, 0);
+    append(50, 100);
+    FeedCursor<String> again = reader.join(a, p);
+    first.addAll(drain(again, expected(a, 50, 100).size()));
+    assertThat(first).isEqualTo(expected(a, 0, 100));
+    assertThat(sharedOpens).hasValue(2);
+  }
+
+  private static List<String> values(List<ChangeEvent<String>> events) {
+    return events.stream().map(ChangeEvent::document).toList();
+  }
+}

@@ -1,0 +1,159 @@
+package dev.sluice.mongodb.listener;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.event.CommandListener;
+import com.mongodb.event.CommandStartedEvent;
+import dev.sluice.listener.Listener;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.bson.BsonDocument;
+import org.bson.Document;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Partitions of one listener in one process read the change stream through one cursor (ADR 0074):
+ * counted at the driver (the {@code aggregate} commands that open a change stream), with every
+ * change delivered, each key's changes in order, on one process and on two sharing the partitions.
+ * Runs against a real cluster with {@code -Dsluice.mongodb.uri}.
+ */
+class SharedReadsTest {
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
+
+  private static final int KEYS = 40;
+  private static final int ROUNDS = 25;
+
+  private final AtomicInteger streamsOpened = new AtomicInteger();
+  private final List<AutoCloseable> closing = new ArrayList<>();
+
+  @AfterEach
+  void close() throws Exception {
+    for (int i = closing.size() - 1; i >= 0; i--) {
+      closing.get(i).close();
+    }
+  }
+
+  private MongoClient countingClient() {
+    CommandListener counter = new CommandListener() {
+      @Override
+      public void commandStarted(CommandStartedEvent event) {
+        if (event.getCommandName().equals("aggregate")) {
+          BsonDocument cmd = event.getCommand();
+          // The orders stream only: the lease store watches its own collection for releases.
+          if (cmd.isString("aggregate") && cmd.getString("aggregate").getValue().equals("orders")
+              && cmd.containsKey("pipeline") && !cmd.getArray("pipeline").isEmpty()
+              && cmd.getArray("pipeline").get(0).asDocument().containsKey("$changeStream")) {
+            streamsOpened.incrementAndGet();
+          }
+        }
+      }
+    };
+    MongoClient client = MongoClients.create(MongoClientSettings.builder()
+        .applyConnectionString(new ConnectionString(MONGO.connectionString()))
+        .addCommandListener(counter)
+        .build());
+    closing.add(client);
+    return client;
+  }
+
+  private Listener<BsonDocument> listener(MongoClient client, String db, String owner, int partitions,
+      boolean shared, Map<String, List<Integer>> seen) {
+    Listener<BsonDocument> l = Listener.builder(
+            MongoChangeFeed.builder(client, db, "orders").sharedReads(shared).build(),
+            MongoLeaseStore.builder(client.getDatabase(db)).build())
+        .group("g")
+        .owner(owner)
+        .partitions(partitions)
+        .leaseDuration(Duration.ofSeconds(3))
+        // The value this change wrote: an update's changed fields (its looked-up document is the
+        // document as it is when read, possibly after later updates), an insert's document.
+        .handler((change, fence) -> seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>())
+            .add((change.changedFields() != null ? change.changedFields() : change.document())
+                .getInt32("n").getValue()))
+        .build();
+    closing.add(l);
+    return l;
+  }
+
+  private static void write(MongoCollection<Document> orders) {
+    for (int round = 0; round < ROUNDS; round++) {
+      for (int k = 0; k < KEYS; k++) {
+        if (round == 0) {
+          orders.insertOne(new Document("_id", "o" + k).append("n", round));
+        } else {
+          orders.updateOne(new Document("_id", "o" + k), new Document("$set", new Document("n", round)));
+        }
+      }
+    }
+  }
+
+  private static void assertEveryChangeInKeyOrder(Map<String, List<Integer>> seen) {
+    await().atMost(Duration.ofSeconds(60)).until(() -> seen.size() == KEYS
+        && seen.values().stream().allMatch(v -> v.size() >= ROUNDS && v.get(v.size() - 1) == ROUNDS - 1));
+    seen.forEach((key, values) -> {
+      // At least once, in order: a redelivery repeats a suffix, never goes back further.
+      List<Integer> distinct = values.stream().distinct().toList();
+      assertThat(distinct).as(key + " " + values).hasSize(ROUNDS).isSorted();
+    });
+  }
+
+  @Test
+  void eightPartitionsInOneProcessOpenOneChangeStream() {
+    MongoClient client = countingClient();
+    String db = MONGO.freshDatabase().getName();
+    Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
+    Listener<BsonDocument> l = listener(client, db, "p1", 8, true, seen).start();
+    await().atMost(Duration.ofSeconds(30))
+        .until(() -> l.status().stream().filter(s -> s.epoch() > 0).count() == 8);
+    write(client.getDatabase(db).getCollection("orders"));
+    assertEveryChangeInKeyOrder(seen);
+    assertThat(streamsOpened).as("change streams opened for 8 partitions").hasValue(1);
+  }
+
+  @Test
+  void withSharedReadsOffEachPartitionOpensItsOwn() {
+    MongoClient client = countingClient();
+    String db = MONGO.freshDatabase().getName();
+    Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
+    Listener<BsonDocument> l = listener(client, db, "p1", 8, false, seen).start();
+    await().atMost(Duration.ofSeconds(30))
+        .until(() -> l.status().stream().filter(s -> s.epoch() > 0).count() == 8);
+    write(client.getDatabase(db).getCollection("orders"));
+    assertEveryChangeInKeyOrder(seen);
+    assertThat(streamsOpened).hasValue(8);
+  }
+
+  @Test
+  void twoProcessesOnUnevenSharesEachReadTheStreamOnce() {
+    MongoClient client = countingClient();
+    String db = MONGO.freshDatabase().getName();
+    Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
+    Listener<BsonDocument> a = listener(client, db, "p1", 5, true, seen).start();
+    Listener<BsonDocument> b = listener(client, db, "p2", 5, true, seen).start();
+    await().atMost(Duration.ofSeconds(60)).until(() ->
+        a.status().stream().filter(s -> s.epoch() > 0).count() + b.status().stream().filter(s -> s.epoch() > 0).count() == 5
+            && a.status().stream().anyMatch(s -> s.epoch() > 0) && b.status().stream().anyMatch(s -> s.epoch() > 0));
+    write(client.getDatabase(db).getCollection("orders"));
+    assertEveryChangeInKeyOrder(seen);
+    // One stream per process, plus at most one more each time a partition moved between them
+    // while they settled on 3 and 2 (it then opens at its checkpoint).
+    assertThat(streamsOpened.get()).isLessThanOrEqualTo(2 + 5);
+  }
+}
