@@ -15,8 +15,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The listener: one {@link PartitionWorker} thread per partition, each competing for its lease,
- * one scheduler thread that renews every held lease, and one that asks the source for its
- * history every few seconds ({@link SourceProbe}).
+ * one scheduler thread for the membership, the assignment and release notices, a small pool that
+ * renews the held partition leases (one thread per {@value #LEASES_PER_RENEWAL_THREAD} partitions,
+ * at most {@value #MAX_RENEWAL_THREADS}), and one thread that asks the source for its history every
+ * few seconds ({@link SourceProbe}).
  */
 public final class ListenerEngine<D> implements Listener<D> {
   private static final Logger log = LoggerFactory.getLogger(ListenerEngine.class);
@@ -26,6 +28,10 @@ public final class ListenerEngine<D> implements Listener<D> {
   private final List<PartitionWorker<D>> workers = new ArrayList<>();
   private final List<Thread> threads = new ArrayList<>();
   private ScheduledExecutorService renewals;
+  /** Renews the partitions' leases: one renewal is one round trip, and 1,000 must fit in a renewal interval. */
+  private ScheduledExecutorService keepers;
+  static final int LEASES_PER_RENEWAL_THREAD = 128;
+  static final int MAX_RENEWAL_THREADS = 8;
   /** Asks the source for its history (lag, history window); a thread of its own, never renewals'. */
   private ScheduledExecutorService probes;
   private Assignment assignment;
@@ -65,8 +71,17 @@ public final class ListenerEngine<D> implements Listener<D> {
       return t;
     });
     probes.scheduleWithFixedDelay(probe::refresh, 0, SourceProbe.INTERVAL.toNanos(), TimeUnit.NANOSECONDS);
+    int keeperThreads = Math.min(MAX_RENEWAL_THREADS,
+        (config.partitions() + LEASES_PER_RENEWAL_THREAD - 1) / LEASES_PER_RENEWAL_THREAD);
+    AtomicInteger k = new AtomicInteger();
+    keepers = Executors.newScheduledThreadPool(keeperThreads, r -> {
+      Thread t = new Thread(r, "sluice-keep-" + config.feed().stream() + "-" + k.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+    LayoutCheck layout = new LayoutCheck(config);
     for (int i = 0; i < config.partitions(); i++) {
-      PartitionWorker<D> worker = new PartitionWorker<>(config, i, renewals, assignment, probe, lifecycle);
+      PartitionWorker<D> worker = new PartitionWorker<>(config, i, keepers, assignment, probe, lifecycle, layout);
       Thread thread = new Thread(worker, "sluice-" + worker.leaseName());
       thread.setDaemon(true);
       workers.add(worker);
@@ -151,6 +166,9 @@ public final class ListenerEngine<D> implements Listener<D> {
     }
     if (probes != null) {
       probes.shutdownNow();
+    }
+    if (keepers != null) {
+      keepers.shutdownNow();
     }
     if (renewals != null) {
       renewals.shutdownNow();

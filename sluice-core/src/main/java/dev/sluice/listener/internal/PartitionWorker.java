@@ -62,14 +62,17 @@ final class PartitionWorker<D> implements Runnable {
   /** Whether the current tenure processed everything the source had at its last read. */
   volatile boolean caughtUp;
   final SourceProbe source;
+  /** The group-layout check, shared by the listener's partitions. */
+  final LayoutCheck layout;
   final AtomicLong processed = new AtomicLong();
   private final Deque<Long> losses = new ArrayDeque<>();
   private volatile int restarts;
   private volatile Tenure<D> tenure;
 
   PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler,
-      Assignment assignment, SourceProbe source, LifecycleLog lifecycle) {
+      Assignment assignment, SourceProbe source, LifecycleLog lifecycle, LayoutCheck layout) {
     this.config = config;
+    this.layout = layout;
     this.source = source;
     this.assignment = assignment;
     this.partition = new PartitionSpec(index, config.partitions());

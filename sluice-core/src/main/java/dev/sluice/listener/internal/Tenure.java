@@ -50,6 +50,9 @@ final class Tenure<D> {
   long lastCommitNanos;
   private boolean ended;
 
+  /** When the lease was granted to this tenure (System.nanoTime, after the store answered). */
+  private final long heldSince = System.nanoTime();
+
   @SuppressWarnings("unchecked")
   Tenure(PartitionWorker<D> worker, Lease lease, long requestStartNanos) {
     this.worker = worker;
@@ -175,7 +178,7 @@ final class Tenure<D> {
         return Step.LOST;
       }
       try {
-        String conflict = layoutConflict(config, config.leaseStore().list(config.partitionPrefix()));
+        String conflict = worker.layout.conflictSince(heldSince);
         if (conflict == null) {
           return Step.CONTINUE;
         }

@@ -1,0 +1,100 @@
+package dev.sluice.mongodb.listener;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.event.CommandListener;
+import com.mongodb.event.CommandStartedEvent;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.PartitionState;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.bson.BsonDocument;
+import org.bson.Document;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.slf4j.LoggerFactory;
+
+/**
+ * 1,000 partitions in one process (issue 15 item 3): every one held, every change delivered in key
+ * order, one change stream on the server, and not one warning about the lease store.
+ */
+class ThousandPartitionsTest {
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
+
+  @Test
+  void aThousandPartitionsInOneProcessReadThroughOneStream() {
+    AtomicInteger streams = new AtomicInteger();
+    CommandListener counter = new CommandListener() {
+      @Override
+      public void commandStarted(CommandStartedEvent event) {
+        BsonDocument cmd = event.getCommand();
+        if (event.getCommandName().equals("aggregate") && cmd.isString("aggregate")
+            && cmd.getString("aggregate").getValue().equals("orders")) {
+          streams.incrementAndGet();
+        }
+      }
+    };
+    ListAppender<ILoggingEvent> warnings = new ListAppender<>();
+    warnings.start();
+    Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    root.addAppender(warnings);
+    String db = MONGO.freshDatabase().getName();
+    Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
+    long start = System.nanoTime();
+    try (MongoClient client = MongoClients.create(MongoClientSettings.builder()
+            .applyConnectionString(new ConnectionString(MONGO.connectionString()))
+            .addCommandListener(counter).build());
+        Listener<BsonDocument> l = Listener.builder(MongoChangeFeed.builder(client, db, "orders").build(),
+                MongoLeaseStore.builder(client.getDatabase(db)).build())
+            .group("g").partitions(1000)
+            .handler((change, fence) -> seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>())
+                .add((change.changedFields() != null ? change.changedFields() : change.document())
+                    .getInt32("n").getValue()))
+            .build().start()) {
+      await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200))
+          .until(() -> l.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE));
+      long held = System.nanoTime();
+      MongoCollection<Document> orders = client.getDatabase(db).getCollection("orders");
+      for (int round = 0; round < 3; round++) {
+        for (int k = 0; k < 100; k++) {
+          if (round == 0) {
+            orders.insertOne(new Document("_id", "o" + k).append("n", 0));
+          } else {
+            orders.updateOne(new Document("_id", "o" + k), new Document("$set", new Document("n", round)));
+          }
+        }
+      }
+      await().atMost(Duration.ofSeconds(60)).until(() -> seen.size() == 100
+          && seen.values().stream().allMatch(v -> v.get(v.size() - 1) == 2));
+      seen.forEach((k, v) -> assertThat(v.stream().distinct().toList()).as(k).containsExactly(0, 1, 2));
+      System.out.printf("1000 partitions: all held after %d ms, delivered after %d ms more; %d streams; %d threads%n",
+          (held - start) / 1_000_000, (System.nanoTime() - held) / 1_000_000, streams.get(),
+          Thread.activeCount());
+    } finally {
+      root.detachAppender(warnings);
+    }
+    // Sluice's own warnings (the embedded server logs its gaps under de.bwaldvogel).
+    assertThat(warnings.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.WARN))
+        .filter(e -> e.getLoggerName().startsWith("dev.sluice"))
+        .map(ILoggingEvent::getFormattedMessage).toList()).isEmpty();
+    assertThat(streams.get()).isLessThanOrEqualTo(3);
+  }
+}
