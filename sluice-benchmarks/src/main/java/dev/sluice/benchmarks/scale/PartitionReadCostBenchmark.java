@@ -16,18 +16,23 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.bson.BsonDocument;
 
 /**
- * What one more partition costs today (issue 15, item 3): one process (one listener, one
+ * What one more partition costs (issue 15, item 3; ADR 0074): one process (one listener, one
  * MongoClient) with 1, 2, 4 and 8 partitions of one group reads the same pre-written inserts from a
  * fresh embedded MongoDB with a handler that does nothing; the clock stops when checkpoints cover
- * every change. Every partition's cursor reads the whole change stream and keeps its share (ADR
- * 0071), so the server's and the client's read work grow with the partition count while the
- * useful work does not. Each round runs every count in the same order; the first round is not
+ * every change. Each count runs twice: with a cursor per partition ({@code sharedReads(false)}:
+ * every cursor reads the whole change stream and keeps its share, so the read work grows with the
+ * partition count while the useful work does not), and with the default shared reader (one cursor
+ * for the process). Each round runs every variant in the same order; the first round is not
  * counted; a figure is the median of the in-round ratios to one partition.
  *
  * <p>Arguments: changes (default 20,000), measured rounds (default 3).
  */
 public final class PartitionReadCostBenchmark {
-  private static final int[] COUNTS = {1, 2, 4, 8};
+  private static final int[] COUNTS = {1, 2, 4, 8, 1, 2, 4, 8};
+  /** Which variants share one cursor: the second half. */
+  private static boolean shared(int variant) {
+    return variant >= COUNTS.length / 2;
+  }
 
   public static void main(String[] args) throws Exception {
     int changes = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
@@ -36,7 +41,7 @@ public final class PartitionReadCostBenchmark {
     for (int r = 0; r <= rounds; r++) {
       double[] x = new double[COUNTS.length];
       for (int i = 0; i < COUNTS.length; i++) {
-        x[i] = run(COUNTS[i], changes);
+        x[i] = run(COUNTS[i], shared(i), changes);
       }
       StringBuilder line = new StringBuilder(r == 0 ? "warm-up:" : "round " + r + ":");
       for (double d : x) {
@@ -51,21 +56,30 @@ public final class PartitionReadCostBenchmark {
         changes, rounds);
     for (int i = 0; i < COUNTS.length; i++) {
       int k = i;
-      double[] ratios = measured.stream().mapToDouble(x -> x[k] / x[0]).sorted().toArray();
+      int base = shared(i) ? COUNTS.length / 2 : 0;
+      double[] ratios = measured.stream().mapToDouble(x -> x[k] / x[base]).sorted().toArray();
       double[] rates = measured.stream().mapToDouble(x -> x[k]).sorted().toArray();
-      System.out.printf("%d partition(s): %8.0f changes/s  ratio %.3f [%.3f-%.3f]%n", COUNTS[i],
+      System.out.printf("%-6s %d partition(s): %8.0f changes/s  ratio %.3f [%.3f-%.3f]%n",
+          shared(i) ? "shared" : "own", COUNTS[i],
           rates[rates.length / 2], ratios[ratios.length / 2], ratios[0], ratios[ratios.length - 1]);
+    }
+    System.out.println("\nshared reader / cursor per partition, same count, same round:");
+    for (int i = 0; i < COUNTS.length / 2; i++) {
+      int k = i;
+      double[] ratios = measured.stream().mapToDouble(x -> x[k + COUNTS.length / 2] / x[k]).sorted().toArray();
+      System.out.printf("%d partition(s): %.2fx [%.2f-%.2f]%n", COUNTS[i], ratios[ratios.length / 2], ratios[0],
+          ratios[ratios.length - 1]);
     }
   }
 
-  private static double run(int partitions, int changes) throws InterruptedException {
+  private static double run(int partitions, boolean shared, int changes) throws InterruptedException {
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
       Prewrite.inserts(client.getDatabase("bench").getCollection("orders"), changes);
       AtomicLong committed = new AtomicLong();
       CountDownLatch done = new CountDownLatch(1);
       long start = System.nanoTime();
       try (Listener<BsonDocument> l = Listener.builder(
-              MongoChangeFeed.builder(client, "bench", "orders").build(),
+              MongoChangeFeed.builder(client, "bench", "orders").sharedReads(shared).build(),
               MongoLeaseStore.builder(client.getDatabase("bench")).build()).group("cost")
           .partitions(partitions)
           .handler((event, fence) -> { })
