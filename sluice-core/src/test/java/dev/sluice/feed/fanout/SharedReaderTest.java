@@ -27,6 +27,10 @@ import org.junit.jupiter.api.Test;
 class SharedReaderTest {
   private static final Duration POLL = Duration.ofMillis(20);
 
+  /** Two partitions of two, for the tests that need no more. */
+  private static final PartitionSpec A = new PartitionSpec(0, 2);
+  private static final PartitionSpec B = new PartitionSpec(1, 2);
+
   private final InMemoryFeed feed = new InMemoryFeed("s");
   private final AtomicInteger sharedOpens = new AtomicInteger();
   private final AtomicInteger ownOpens = new AtomicInteger();
@@ -114,37 +118,33 @@ class SharedReaderTest {
   @Test
   void aPartitionFarBehindReadsOnItsOwnUntilItCatchesUpThenJoins() {
     SharedReader<String> reader = reader(10, 40, 10, Duration.ofSeconds(30));
-    PartitionSpec a = new PartitionSpec(0, 2);
-    PartitionSpec b = new PartitionSpec(1, 2);
     append(0, 500);
-    FeedCursor<String> ca = reader.join(a, at(0));
-    assertThat(drain(ca, expected(a, 0, 500).size())).isEqualTo(expected(a, 0, 500));
+    FeedCursor<String> ca = reader.join(A, at(0));
+    assertThat(drain(ca, expected(A, 0, 500).size())).isEqualTo(expected(A, 0, 500));
 
-    FeedCursor<String> cb = reader.join(b, at(0));
+    FeedCursor<String> cb = reader.join(B, at(0));
     assertThat(ownOpens).hasValue(1);
-    assertThat(drain(cb, expected(b, 0, 500).size())).isEqualTo(expected(b, 0, 500));
+    assertThat(drain(cb, expected(B, 0, 500).size())).isEqualTo(expected(B, 0, 500));
     await().atMost(Duration.ofSeconds(10)).until(() -> {
       cb.poll(POLL);
       return reader.readers()[0] == 2;
     });
 
     append(500, 600);
-    assertThat(drain(ca, expected(a, 500, 600).size())).isEqualTo(expected(a, 500, 600));
-    assertThat(drain(cb, expected(b, 500, 600).size())).isEqualTo(expected(b, 500, 600));
+    assertThat(drain(ca, expected(A, 500, 600).size())).isEqualTo(expected(A, 500, 600));
+    assertThat(drain(cb, expected(B, 500, 600).size())).isEqualTo(expected(B, 500, 600));
     assertThat(sharedOpens).hasValue(1);
   }
 
   @Test
   void aPartitionJoiningWithinTheWindowIsServedFromIt() {
     SharedReader<String> reader = reader(10, 40, 100, Duration.ofSeconds(30));
-    PartitionSpec a = new PartitionSpec(0, 2);
-    PartitionSpec b = new PartitionSpec(1, 2);
     append(0, 500);
-    FeedCursor<String> ca = reader.join(a, at(0));
-    drain(ca, expected(a, 0, 500).size());
+    FeedCursor<String> ca = reader.join(A, at(0));
+    drain(ca, expected(A, 0, 500).size());
 
-    FeedCursor<String> cb = reader.join(b, at(450));
-    assertThat(drain(cb, expected(b, 450, 500).size())).isEqualTo(expected(b, 450, 500));
+    FeedCursor<String> cb = reader.join(B, at(450));
+    assertThat(drain(cb, expected(B, 450, 500).size())).isEqualTo(expected(B, 450, 500));
     assertThat(ownOpens).hasValue(0);
     assertThat(sharedOpens).hasValue(1);
   }
@@ -153,26 +153,22 @@ class SharedReaderTest {
   void aPartitionAheadOfTheSharedCursorGetsNothingItHadAlready() {
     // Queues large enough for one partition to be drained before the other.
     SharedReader<String> reader = reader(10, 400, 100, Duration.ofSeconds(30));
-    PartitionSpec a = new PartitionSpec(0, 2);
-    PartitionSpec b = new PartitionSpec(1, 2);
     append(0, 400);
-    FeedCursor<String> ca = reader.join(a, at(0));
-    FeedCursor<String> cb = reader.join(b, at(300)); // committed further before a restart
-    List<String> gotB = drain(cb, expected(b, 300, 400).size());
-    assertThat(gotB).isEqualTo(expected(b, 300, 400));
-    assertThat(drain(ca, expected(a, 0, 400).size())).isEqualTo(expected(a, 0, 400));
+    FeedCursor<String> ca = reader.join(A, at(0));
+    FeedCursor<String> cb = reader.join(B, at(300)); // committed further before a restart
+    List<String> gotB = drain(cb, expected(B, 300, 400).size());
+    assertThat(gotB).isEqualTo(expected(B, 300, 400));
+    assertThat(drain(ca, expected(A, 0, 400).size())).isEqualTo(expected(A, 0, 400));
     assertThat(ownOpens).hasValue(0);
   }
 
   @Test
   void anIdlePartitionStandsWhereTheSharedCursorStands() {
     SharedReader<String> reader = reader(10, 40, 100, Duration.ofSeconds(30));
-    PartitionSpec a = new PartitionSpec(0, 2);
-    PartitionSpec b = new PartitionSpec(1, 2);
-    FeedCursor<String> ca = reader.join(a, at(0));
-    FeedCursor<String> cb = reader.join(b, at(0));
+    FeedCursor<String> ca = reader.join(A, at(0));
+    FeedCursor<String> cb = reader.join(B, at(0));
     String keyOfA = "x";
-    while (!a.owns(keyOfA)) {
+    while (!A.owns(keyOfA)) {
       keyOfA = keyOfA + "x";
     }
     for (int i = 0; i < 30; i++) {
@@ -185,15 +181,13 @@ class SharedReaderTest {
   @Test
   void aStalledPartitionIsMovedToItsOwnCursorAndTheOthersGoOn() {
     SharedReader<String> reader = reader(10, 20, 10, Duration.ofMillis(200));
-    PartitionSpec a = new PartitionSpec(0, 2);
-    PartitionSpec b = new PartitionSpec(1, 2);
     append(0, 1000);
-    FeedCursor<String> ca = reader.join(a, at(0)); // never polls until the end
-    FeedCursor<String> cb = reader.join(b, at(0));
-    assertThat(drain(cb, expected(b, 0, 1000).size())).isEqualTo(expected(b, 0, 1000));
+    FeedCursor<String> ca = reader.join(A, at(0)); // never polls until the end
+    FeedCursor<String> cb = reader.join(B, at(0));
+    assertThat(drain(cb, expected(B, 0, 1000).size())).isEqualTo(expected(B, 0, 1000));
     assertThat(reader.readers()).containsExactly(1, 1);
 
-    assertThat(drain(ca, expected(a, 0, 1000).size())).isEqualTo(expected(a, 0, 1000));
+    assertThat(drain(ca, expected(A, 0, 1000).size())).isEqualTo(expected(A, 0, 1000));
     assertThat(ownOpens).hasValue(1);
   }
 
@@ -242,11 +236,9 @@ class SharedReaderTest {
   @Test
   void aFailureOfTheSharedCursorReachesEveryPartitionAfterItsQueuedChangesAndThenTheyResume() {
     SharedReader<String> reader = reader(100, 400, 100, Duration.ofSeconds(30));
-    PartitionSpec a = new PartitionSpec(0, 2);
-    PartitionSpec b = new PartitionSpec(1, 2);
     append(0, 200);
-    FeedCursor<String> ca = reader.join(a, at(0));
-    FeedCursor<String> cb = reader.join(b, at(0));
+    FeedCursor<String> ca = reader.join(A, at(0));
+    FeedCursor<String> cb = reader.join(B, at(0));
     List<String> gotA = new ArrayList<>(values(ca.poll(POLL))); // reads 50 for both
     feed.failNextPolls(1);
     assertThatThrownBy(() -> {
@@ -260,50 +252,48 @@ class SharedReaderTest {
         gotB.addAll(values(cb.poll(POLL)));
       }
     }).isInstanceOf(FeedException.class);
-    assertThat(gotB).isEqualTo(expected(b, 0, 50)); // what was read before the failure first
+    assertThat(gotB).isEqualTo(expected(B, 0, 50)); // what was read before the failure first
 
     // As the engine does: close, open again where it stands.
     Position pa = ca.position();
     Position pb = cb.position();
     ca.close();
     cb.close();
-    FeedCursor<String> ra = reader.join(a, pa);
-    FeedCursor<String> rb = reader.join(b, pb);
-    gotA.addAll(drain(ra, expected(a, 0, 200).size() - gotA.size()));
-    gotB.addAll(drain(rb, expected(b, 0, 200).size() - gotB.size()));
-    assertThat(gotA).isEqualTo(expected(a, 0, 200));
-    assertThat(gotB).isEqualTo(expected(b, 0, 200));
+    FeedCursor<String> ra = reader.join(A, pa);
+    FeedCursor<String> rb = reader.join(B, pb);
+    gotA.addAll(drain(ra, expected(A, 0, 200).size() - gotA.size()));
+    gotB.addAll(drain(rb, expected(B, 0, 200).size() - gotB.size()));
+    assertThat(gotA).isEqualTo(expected(A, 0, 200));
+    assertThat(gotB).isEqualTo(expected(B, 0, 200));
   }
 
   @Test
   void historyLossGoesOnlyToThePartitionsWhoseNextChangeItLost() {
     SharedReader<String> reader = reader(10, 40, 100, Duration.ofSeconds(30));
-    PartitionSpec a = new PartitionSpec(0, 3);
-    PartitionSpec b = new PartitionSpec(1, 3);
-    PartitionSpec c = new PartitionSpec(2, 3);
+    PartitionSpec p0 = new PartitionSpec(0, 3);
+    PartitionSpec p1 = new PartitionSpec(1, 3);
+    PartitionSpec p2 = new PartitionSpec(2, 3);
     append(0, 100);
-    FeedCursor<String> ca = reader.join(a, at(0));
-    FeedCursor<String> cb = reader.join(b, at(0));
-    FeedCursor<String> cc = reader.join(c, at(80)); // ahead: its history is still there
+    FeedCursor<String> ca = reader.join(p0, at(0));
+    FeedCursor<String> cb = reader.join(p1, at(0));
+    FeedCursor<String> cc = reader.join(p2, at(80)); // ahead: its history is still there
     feed.trimBefore(50);
     assertThatThrownBy(() -> ca.poll(POLL)).isInstanceOf(HistoryLostException.class);
     assertThatThrownBy(() -> cb.poll(POLL)).isInstanceOf(HistoryLostException.class);
-    assertThat(drain(cc, expected(c, 80, 100).size())).isEqualTo(expected(c, 80, 100));
+    assertThat(drain(cc, expected(p2, 80, 100).size())).isEqualTo(expected(p2, 80, 100));
     // A partition starting before the retained history is told so at once.
-    assertThatThrownBy(() -> reader.join(a, at(10))).isInstanceOf(HistoryLostException.class);
+    assertThatThrownBy(() -> reader.join(p0, at(10))).isInstanceOf(HistoryLostException.class);
   }
 
   @Test
   void theEndOfTheStreamReachesEveryPartitionAfterItsChanges() {
     SharedReader<String> reader = reader(10, 400, 100, Duration.ofSeconds(30));
-    PartitionSpec a = new PartitionSpec(0, 2);
-    PartitionSpec b = new PartitionSpec(1, 2);
     append(0, 120);
     feed.end();
-    FeedCursor<String> ca = reader.join(a, at(0));
-    FeedCursor<String> cb = reader.join(b, at(0));
-    assertThat(drain(ca, expected(a, 0, 120).size())).isEqualTo(expected(a, 0, 120));
-    assertThat(drain(cb, expected(b, 0, 120).size())).isEqualTo(expected(b, 0, 120));
+    FeedCursor<String> ca = reader.join(A, at(0));
+    FeedCursor<String> cb = reader.join(B, at(0));
+    assertThat(drain(ca, expected(A, 0, 120).size())).isEqualTo(expected(A, 0, 120));
+    assertThat(drain(cb, expected(B, 0, 120).size())).isEqualTo(expected(B, 0, 120));
     await().atMost(Duration.ofSeconds(10)).until(() -> {
       ca.poll(POLL);
       cb.poll(POLL);
@@ -314,17 +304,16 @@ class SharedReaderTest {
   @Test
   void theSharedCursorIsClosedWithItsLastPartitionAndOpenedAgainForTheNext() {
     SharedReader<String> reader = reader(10, 40, 100, Duration.ofSeconds(30));
-    PartitionSpec a = new PartitionSpec(0, 2);
     append(0, 50);
-    FeedCursor<String> ca = reader.join(a, at(0));
-    List<String> first = drain(ca, expected(a, 0, 50).size());
+    FeedCursor<String> ca = reader.join(A, at(0));
+    List<String> first = drain(ca, expected(A, 0, 50).size());
     Position p = ca.position();
     ca.close();
     assertThat(reader.readers()).containsExactly(0, 0);
     append(50, 100);
-    FeedCursor<String> again = reader.join(a, p);
-    first.addAll(drain(again, expected(a, 50, 100).size()));
-    assertThat(first).isEqualTo(expected(a, 0, 100));
+    FeedCursor<String> again = reader.join(A, p);
+    first.addAll(drain(again, expected(A, 50, 100).size()));
+    assertThat(first).isEqualTo(expected(A, 0, 100));
     assertThat(sharedOpens).hasValue(2);
   }
 

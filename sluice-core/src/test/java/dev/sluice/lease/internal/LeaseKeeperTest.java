@@ -7,8 +7,8 @@ import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
-import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.LeaseStoreException;
+import dev.sluice.lease.StubLeaseStore;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -225,7 +225,7 @@ class LeaseKeeperTest {
   }
 
   /** A store whose renewals the test scripts; records releases. */
-  private static final class ScriptedStore implements LeaseStore {
+  private static final class ScriptedStore extends StubLeaseStore {
     Supplier<Lease> onRenew = () -> {
       throw new AssertionError("unexpected renewal");
     };
@@ -245,16 +245,6 @@ class LeaseKeeperTest {
     }
 
     @Override
-    public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public Lease commit(Lease lease, Position checkpoint) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
     public Optional<LeaseRecord> read(String name) {
       return Optional.empty();
     }
@@ -267,16 +257,6 @@ class LeaseKeeperTest {
     @Override
     public Instant now() {
       return Instant.EPOCH;
-    }
-
-    @Override
-    public boolean delete(Lease lease) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public boolean deleteIfIdle(String name, long epoch) {
-      throw new UnsupportedOperationException();
     }
   }
 }

@@ -9,17 +9,16 @@ import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
-import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.LeaseStoreException;
+import dev.sluice.lease.StubLeaseStore;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerConfig;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -36,7 +35,7 @@ class LayoutCheckTest {
   private volatile List<LeaseRecord> records = List.of();
   private volatile RuntimeException failNext;
 
-  private final LeaseStore store = new LeaseStore() {
+  private final LeaseStore store = new StubLeaseStore() {
     @Override
     public List<LeaseRecord> list(String prefix) {
       lists.incrementAndGet();
@@ -54,43 +53,8 @@ class LayoutCheckTest {
     }
 
     @Override
-    public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public Lease renew(Lease lease, Duration duration) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public Lease commit(Lease lease, Position checkpoint) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public boolean release(Lease lease) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public Optional<LeaseRecord> read(String name) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
     public Instant now() {
       return Instant.now();
-    }
-
-    @Override
-    public boolean delete(Lease lease) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public boolean deleteIfIdle(String name, long epoch) {
-      throw new UnsupportedOperationException();
     }
   };
 
