@@ -21,6 +21,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
@@ -52,6 +54,16 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
   private final Map<String, Object> config;
   private final int maxRequestSize;
   private final Map<String, Pending> pendingByLease = new ConcurrentHashMap<>();
+  /**
+   * Settles completed flushes: off the producer's I/O thread (whose callbacks complete them), and
+   * off the JVM's common pool, because settling a failure closes the producer, which can block for
+   * up to the flush timeout. One daemon thread per sink, stopped by {@link #close}.
+   */
+  private final ExecutorService settler = Executors.newSingleThreadExecutor(r -> {
+    Thread t = new Thread(r, "sluice-kafka-settle");
+    t.setDaemon(true);
+    return t;
+  });
   private final Map<String, MessageRejectedException> rejected =
       Collections.synchronizedMap(
           new LinkedHashMap<>() {
@@ -223,7 +235,7 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
             throw f;
           }
           return null;
-        });
+        }, settler);
   }
 
   /**
@@ -311,6 +323,7 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     if (old != null) {
       old.close(flushTimeout);
     }
+    settler.shutdown();
   }
 
   private static String describe(OutboundMessage<?> m) {
