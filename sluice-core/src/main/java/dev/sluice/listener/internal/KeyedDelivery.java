@@ -15,7 +15,8 @@ import java.util.concurrent.LinkedBlockingQueue;
  * dispatches to the worker's lanes and alone moves the tenure's progress: {@code lastProcessed}
  * is the position of the newest change below which every change of the batch is handled or parked
  * (the watermark), so a checkpoint never covers a change still in a handler or not yet started.
- * It checkpoints by count as the sequential loop does, while later changes are in handlers.
+ * It checkpoints by count as the sequential loop does, pipelined as it is (ADR 0073), while later
+ * changes are in handlers.
  *
  * <p>When a delivery ends the tenure (lease lost, stop) or a checkpoint rewinds, nothing more is
  * started; the changes in handlers are waited for (as a close waits for the handler call in
@@ -107,7 +108,8 @@ final class KeyedDelivery<D> {
         worker.processedTo = tenure.lastProcessed;
         if (step == Step.CONTINUE && error == null
             && tenure.uncommitted >= tenure.config.checkpoint().maxChanges()) {
-          step = tenure.checkpointer.checkpoint();
+          // As the sequential loop: ask for a flush and go on; wait only past flushesInFlight.
+          step = tenure.checkpointer.changesDue();
         }
       }
     }
