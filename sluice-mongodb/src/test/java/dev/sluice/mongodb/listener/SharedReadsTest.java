@@ -10,7 +10,11 @@ import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.event.CommandListener;
 import com.mongodb.event.CommandStartedEvent;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.listener.FailurePolicy;
 import dev.sluice.listener.Listener;
+import dev.sluice.listener.PartitionState;
+import dev.sluice.listener.RetryPolicy;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
@@ -152,5 +156,44 @@ class SharedReadsTest {
     // One stream per process, plus at most one more each time a partition moved between them
     // while they settled on 3 and 2 (it then opens at its checkpoint).
     assertThat(streamsOpened.get()).isLessThanOrEqualTo(2 + 5);
+  }
+
+  @Test
+  void aPartitionBlockedOnAPoisonChangeDoesNotHoldUpTheOthersInItsProcess() {
+    MongoClient client = countingClient();
+    String db = MONGO.freshDatabase().getName();
+    Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
+    // Small batches, so the blocked partition's queue fills and would hold the shared cursor back.
+    Listener<BsonDocument> l = Listener.builder(
+            MongoChangeFeed.builder(client, db, "orders").batchSize(10).build(),
+            MongoLeaseStore.builder(client.getDatabase(db)).build())
+        .group("g").owner("p1").partitions(4).leaseDuration(Duration.ofSeconds(3))
+        .onFailure(FailurePolicy.block(RetryPolicy.attempts(3, Duration.ofMillis(50), Duration.ofMillis(200))))
+        .handler((change, fence) -> {
+          if (change.key().equals("o0")) { // a string _id is its own key
+            throw new IllegalStateException("poison: " + change.key());
+          }
+          seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>())
+              .add((change.changedFields() != null ? change.changedFields() : change.document())
+                  .getInt32("n").getValue());
+        })
+        .build();
+    closing.add(l);
+    l.start();
+    await().atMost(Duration.ofSeconds(30))
+        .until(() -> l.status().stream().filter(s -> s.epoch() > 0).count() == 4);
+    int blocked = PartitionSpec.indexOf("o0", 4);
+    long others = java.util.stream.IntStream.range(0, KEYS)
+        .filter(k -> PartitionSpec.indexOf("o" + k, 4) != blocked).count();
+    write(client.getDatabase(db).getCollection("orders"));
+    // Every key of the other three partitions gets all its changes, in order, while the blocked
+    // one retries its first change (the shared cursor moves it to a cursor of its own).
+    await().atMost(Duration.ofSeconds(60)).until(() -> {
+      long complete = seen.entrySet().stream().filter(e -> e.getValue().size() >= ROUNDS
+          && e.getValue().get(e.getValue().size() - 1) == ROUNDS - 1).count();
+      return complete == others;
+    });
+    seen.forEach((key, values) -> assertThat(values.stream().distinct().toList()).as(key).hasSize(ROUNDS).isSorted());
+    assertThat(l.status().get(blocked).state()).isEqualTo(PartitionState.BLOCKED);
   }
 }
