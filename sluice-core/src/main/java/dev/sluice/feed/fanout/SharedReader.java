@@ -92,7 +92,6 @@ public final class SharedReader<D> {
   private final ArrayDeque<Keyed<D>> window = new ArrayDeque<>();
   /** Every change after this key up to {@link #upstreamKey} is in {@link #window}. */
   private String windowFloorKey;
-  private long opens;
 
   /**
    * @param stream the stream's name, for logs
@@ -156,16 +155,6 @@ public final class SharedReader<D> {
     return m;
   }
 
-  /** How many times the shared cursor was opened (tests, metrics). */
-  public long sharedOpens() {
-    lock.lock();
-    try {
-      return opens;
-    } finally {
-      lock.unlock();
-    }
-  }
-
   /** Partitions reading through the shared cursor right now, and on cursors of their own. */
   public int[] readers() {
     lock.lock();
@@ -192,12 +181,15 @@ public final class SharedReader<D> {
    * shared cursor when there is none (only when {@code mayOpen}). Caller holds the lock.
    */
   private boolean attach(Member m, boolean mayOpen) {
+    int count = anyPartitionCount();
+    if (count > 0 && count != m.partition.count()) {
+      return false; // partitions of another layout: they never share one distribution
+    }
     if (upstream == null) {
       if (!mayOpen || reading) {
         return false;
       }
       upstream = opener.open(PartitionSpec.single(), m.floor);
-      opens++;
       upstreamPosition = m.floor;
       upstreamKey = m.floorKey;
       upstreamCaughtUp = false;

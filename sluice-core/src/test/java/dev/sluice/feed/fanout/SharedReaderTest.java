@@ -317,6 +317,18 @@ class SharedReaderTest {
     assertThat(sharedOpens).hasValue(2);
   }
 
+  @Test
+  void aPartitionOfAnotherCountReadsOnItsOwnCursor() {
+    SharedReader<String> reader = reader(10, 400, 100, Duration.ofSeconds(30));
+    append(0, 100);
+    FeedCursor<String> ca = reader.join(A, at(0));
+    PartitionSpec ofThree = new PartitionSpec(0, 3);
+    FeedCursor<String> other = reader.join(ofThree, at(0));
+    assertThat(ownOpens).hasValue(1);
+    assertThat(drain(other, expected(ofThree, 0, 100).size())).isEqualTo(expected(ofThree, 0, 100));
+    assertThat(drain(ca, expected(A, 0, 100).size())).isEqualTo(expected(A, 0, 100));
+  }
+
   private static List<String> values(List<ChangeEvent<String>> events) {
     return events.stream().map(ChangeEvent::document).toList();
   }
