@@ -72,6 +72,42 @@ class SharedReaderTest {
     return got;
   }
 
+  private final List<List<String>> got = new ArrayList<>();
+
+  /**
+   * Each of the eight cursors polls on a thread of its own, as partitions do, until it has its
+   * share of the changes before {@code to}; partition 0 starts with {@code already}.
+   */
+  private List<Thread> readOnThreads(List<FeedCursor<String>> cursors, int to, List<String> already) {
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < cursors.size(); i++) {
+      List<String> mine = new CopyOnWriteArrayList<>(i == 0 ? already : List.of());
+      got.add(mine);
+      FeedCursor<String> c = cursors.get(i);
+      int count = expected(new PartitionSpec(i, cursors.size()), 0, to).size();
+      Thread t = new Thread(() -> {
+        while (mine.size() < count && !Thread.currentThread().isInterrupted()) {
+          c.poll(POLL).forEach(e -> mine.add(e.document()));
+        }
+      });
+      t.setDaemon(true);
+      threads.add(t);
+      t.start();
+    }
+    return threads;
+  }
+
+  /** Waits for {@link #readOnThreads} and checks that each partition got exactly its changes, in order. */
+  private void joinAndCheck(List<Thread> threads, int to) throws InterruptedException {
+    for (Thread t : threads) {
+      t.join(20_000);
+      assertThat(t.isAlive()).as("reader thread finished").isFalse();
+    }
+    for (int i = 0; i < threads.size(); i++) {
+      assertThat(got.get(i)).as("partition " + i).isEqualTo(expected(new PartitionSpec(i, threads.size()), 0, to));
+    }
+  }
+
   private static Position at(int offset) {
     return Position.of(Integer.toString(offset));
   }
@@ -84,30 +120,9 @@ class SharedReaderTest {
     for (int i = 0; i < 8; i++) {
       cursors.add(reader.join(new PartitionSpec(i, 8), at(0)));
     }
-    List<List<String>> got = new ArrayList<>();
-    List<Thread> threads = new ArrayList<>();
-    for (int i = 0; i < 8; i++) {
-      List<String> mine = new CopyOnWriteArrayList<>();
-      got.add(mine);
-      FeedCursor<String> c = cursors.get(i);
-      int count = expected(new PartitionSpec(i, 8), 0, 3000).size();
-      Thread t = new Thread(() -> {
-        while (mine.size() < count && !Thread.currentThread().isInterrupted()) {
-          c.poll(POLL).forEach(e -> mine.add(e.document()));
-        }
-      });
-      t.setDaemon(true);
-      threads.add(t);
-      t.start();
-    }
+    List<Thread> threads = readOnThreads(cursors, 3000, List.of());
     append(1000, 3000); // while they read
-    for (Thread t : threads) {
-      t.join(20_000);
-      assertThat(t.isAlive()).as("reader thread finished").isFalse();
-    }
-    for (int i = 0; i < 8; i++) {
-      assertThat(got.get(i)).as("partition " + i).isEqualTo(expected(new PartitionSpec(i, 8), 0, 3000));
-    }
+    joinAndCheck(threads, 3000);
     assertThat(sharedOpens).hasValue(1);
     assertThat(ownOpens).hasValue(0);
     // Caught up and nothing of theirs queued: each stands at the end of the stream.
@@ -207,29 +222,7 @@ class SharedReaderTest {
       assertThat(reader.queued()).isLessThanOrEqualTo(60 + 50);
     }
     // Then all take their changes, each on its thread, as partitions do.
-    List<List<String>> got = new ArrayList<>();
-    List<Thread> threads = new ArrayList<>();
-    for (int i = 0; i < 8; i++) {
-      List<String> mine = new CopyOnWriteArrayList<>(i == 0 ? first : List.of());
-      got.add(mine);
-      FeedCursor<String> c = cursors.get(i);
-      int count = expected(new PartitionSpec(i, 8), 0, 2000).size();
-      Thread t = new Thread(() -> {
-        while (mine.size() < count) {
-          c.poll(POLL).forEach(e -> mine.add(e.document()));
-        }
-      });
-      t.setDaemon(true);
-      threads.add(t);
-      t.start();
-    }
-    for (Thread t : threads) {
-      t.join(20_000);
-      assertThat(t.isAlive()).as("reader thread finished").isFalse();
-    }
-    for (int i = 0; i < 8; i++) {
-      assertThat(got.get(i)).as("partition " + i).isEqualTo(expected(new PartitionSpec(i, 8), 0, 2000));
-    }
+    joinAndCheck(readOnThreads(cursors, 2000, first), 2000);
     assertThat(ownOpens).hasValue(0);
   }
 
