@@ -28,6 +28,15 @@ public record PartitionSpec(int index, int count) {
     return count == 1 || indexOf(key, count) == index;
   }
 
+  /**
+   * Whether a change with this key is delivered to this partition: the changes of its own keys, and
+   * the keyless ones (about the whole collection or table, such as a drop), which every partition
+   * receives.
+   */
+  public boolean receives(String key) {
+    return key.isEmpty() || owns(key);
+  }
+
   /** The index of the partition, of {@code count}, that owns changes with this key. */
   public static int indexOf(String key, int count) {
     if (count == 1) {

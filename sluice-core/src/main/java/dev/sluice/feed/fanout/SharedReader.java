@@ -201,7 +201,7 @@ public final class SharedReader<D> {
         return false; // behind what the shared cursor can still give it
       }
       for (Keyed<D> k : window) {
-        if (k.key.compareTo(m.floorKey) > 0 && m.owns(k.event)) {
+        if (k.key.compareTo(m.floorKey) > 0 && m.partition.receives(k.event.key())) {
           m.queue.add(k.event);
         }
       }
@@ -341,10 +341,6 @@ public final class SharedReader<D> {
       this.partition = partition;
       this.floor = floor;
       this.floorKey = floorKey;
-    }
-
-    boolean owns(ChangeEvent<D> e) {
-      return e.key().isEmpty() || partition.owns(e.key());
     }
 
     void offer(ChangeEvent<D> e, String key) {

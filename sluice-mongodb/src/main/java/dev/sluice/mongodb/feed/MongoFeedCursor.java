@@ -184,7 +184,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     }
     everyChange.accept(change.key(),
         clusterTime != null && clusterTime.isTimestamp() ? clusterTime.asTimestamp() : null);
-    if (change.key().isEmpty() || partition.owns(change.key())) {
+    if (partition.receives(change.key())) {
       out.add(change);
     }
     // Changes of other partitions move the position too: nothing before them is ours.

@@ -509,7 +509,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         Collections.unmodifiableMap(documentKey), document == null ? null : Collections.unmodifiableMap(document),
         commitTime, Collections.unmodifiableMap(raw),
         document == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE, null, before);
-    if (key.isEmpty() || partition.owns(key)) {
+    if (partition.receives(key)) {
       out.add(event);
     }
   }
