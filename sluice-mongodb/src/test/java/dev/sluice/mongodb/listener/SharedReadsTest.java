@@ -3,13 +3,8 @@ package dev.sluice.mongodb.listener;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
-import com.mongodb.event.CommandListener;
-import com.mongodb.event.CommandStartedEvent;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.listener.FailurePolicy;
 import dev.sluice.listener.Listener;
@@ -24,7 +19,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.BsonDocument;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterEach;
@@ -44,7 +38,7 @@ class SharedReadsTest {
   private static final int KEYS = 40;
   private static final int ROUNDS = 25;
 
-  private final AtomicInteger streamsOpened = new AtomicInteger();
+  private final StreamCounter streams = new StreamCounter("orders");
   private final List<AutoCloseable> closing = new ArrayList<>();
 
   @AfterEach
@@ -55,24 +49,7 @@ class SharedReadsTest {
   }
 
   private MongoClient countingClient() {
-    CommandListener counter = new CommandListener() {
-      @Override
-      public void commandStarted(CommandStartedEvent event) {
-        if (event.getCommandName().equals("aggregate")) {
-          BsonDocument cmd = event.getCommand();
-          // The orders stream only: the lease store watches its own collection for releases.
-          if (cmd.isString("aggregate") && cmd.getString("aggregate").getValue().equals("orders")
-              && cmd.containsKey("pipeline") && !cmd.getArray("pipeline").isEmpty()
-              && cmd.getArray("pipeline").get(0).asDocument().containsKey("$changeStream")) {
-            streamsOpened.incrementAndGet();
-          }
-        }
-      }
-    };
-    MongoClient client = MongoClients.create(MongoClientSettings.builder()
-        .applyConnectionString(new ConnectionString(MONGO.connectionString()))
-        .addCommandListener(counter)
-        .build());
+    MongoClient client = streams.client(MONGO.connectionString());
     closing.add(client);
     return client;
   }
@@ -86,11 +63,8 @@ class SharedReadsTest {
         .owner(owner)
         .partitions(partitions)
         .leaseDuration(Duration.ofSeconds(3))
-        // The value this change wrote: an update's changed fields (its looked-up document is the
-        // document as it is when read, possibly after later updates), an insert's document.
         .handler((change, fence) -> seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>())
-            .add((change.changedFields() != null ? change.changedFields() : change.document())
-                .getInt32("n").getValue()))
+            .add(StreamCounter.written(change)))
         .build();
     closing.add(l);
     return l;
@@ -128,7 +102,7 @@ class SharedReadsTest {
         .until(() -> l.status().stream().filter(s -> s.epoch() > 0).count() == 8);
     write(client.getDatabase(db).getCollection("orders"));
     assertEveryChangeInKeyOrder(seen);
-    return streamsOpened.get();
+    return streams.opened();
   }
 
   @Test
@@ -155,7 +129,7 @@ class SharedReadsTest {
     assertEveryChangeInKeyOrder(seen);
     // One stream per process, plus at most one more each time a partition moved between them
     // while they settled on 3 and 2 (it then opens at its checkpoint).
-    assertThat(streamsOpened.get()).isLessThanOrEqualTo(2 + 5);
+    assertThat(streams.opened()).isLessThanOrEqualTo(2 + 5);
   }
 
   @Test
@@ -173,9 +147,7 @@ class SharedReadsTest {
           if (change.key().equals("o0")) { // a string _id is its own key
             throw new IllegalStateException("poison: " + change.key());
           }
-          seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>())
-              .add((change.changedFields() != null ? change.changedFields() : change.document())
-                  .getInt32("n").getValue());
+          seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>()).add(StreamCounter.written(change));
         })
         .build();
     closing.add(l);

@@ -7,13 +7,8 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
-import com.mongodb.event.CommandListener;
-import com.mongodb.event.CommandStartedEvent;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.PartitionState;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
@@ -24,7 +19,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.BsonDocument;
 import org.bson.Document;
 import org.junit.jupiter.api.Test;
@@ -41,17 +35,7 @@ class ThousandPartitionsTest {
 
   @Test
   void aThousandPartitionsInOneProcessReadThroughOneStream() {
-    AtomicInteger streams = new AtomicInteger();
-    CommandListener counter = new CommandListener() {
-      @Override
-      public void commandStarted(CommandStartedEvent event) {
-        BsonDocument cmd = event.getCommand();
-        if (event.getCommandName().equals("aggregate") && cmd.isString("aggregate")
-            && cmd.getString("aggregate").getValue().equals("orders")) {
-          streams.incrementAndGet();
-        }
-      }
-    };
+    StreamCounter streams = new StreamCounter("orders");
     ListAppender<ILoggingEvent> warnings = new ListAppender<>();
     warnings.start();
     Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
@@ -59,15 +43,12 @@ class ThousandPartitionsTest {
     String db = MONGO.freshDatabase().getName();
     Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
     long start = System.nanoTime();
-    try (MongoClient client = MongoClients.create(MongoClientSettings.builder()
-            .applyConnectionString(new ConnectionString(MONGO.connectionString()))
-            .addCommandListener(counter).build());
+    try (MongoClient client = streams.client(MONGO.connectionString());
         Listener<BsonDocument> l = Listener.builder(MongoChangeFeed.builder(client, db, "orders").build(),
                 MongoLeaseStore.builder(client.getDatabase(db)).build())
             .group("g").partitions(1000)
             .handler((change, fence) -> seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>())
-                .add((change.changedFields() != null ? change.changedFields() : change.document())
-                    .getInt32("n").getValue()))
+                .add(StreamCounter.written(change)))
             .build().start()) {
       await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200))
           .until(() -> l.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE));
@@ -86,7 +67,7 @@ class ThousandPartitionsTest {
           && seen.values().stream().allMatch(v -> v.get(v.size() - 1) == 2));
       seen.forEach((k, v) -> assertThat(v.stream().distinct().toList()).as(k).containsExactly(0, 1, 2));
       System.out.printf("1000 partitions: all held after %d ms, delivered after %d ms more; %d streams; %d threads%n",
-          (held - start) / 1_000_000, (System.nanoTime() - held) / 1_000_000, streams.get(),
+          (held - start) / 1_000_000, (System.nanoTime() - held) / 1_000_000, streams.opened(),
           Thread.activeCount());
     } finally {
       root.detachAppender(warnings);
@@ -95,6 +76,6 @@ class ThousandPartitionsTest {
     assertThat(warnings.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.WARN))
         .filter(e -> e.getLoggerName().startsWith("dev.sluice"))
         .map(ILoggingEvent::getFormattedMessage).toList()).isEmpty();
-    assertThat(streams.get()).isLessThanOrEqualTo(3);
+    assertThat(streams.opened()).isLessThanOrEqualTo(3);
   }
 }
