@@ -142,11 +142,13 @@ class PipelinedCheckpointTest {
     assertThat(h.seen).containsExactlyInAnyOrderElementsOf(values(0, 100));
     // Each key's changes in order (keys are k0..k6, value i has key k<i % 7>).
     for (int k = 0; k < 7; k++) {
-      int key = k;
-      List<String> ofKey = h.seen.stream().filter(v -> Integer.parseInt(v.substring(1)) % 7 == key).toList();
-      assertThat(ofKey).isEqualTo(values(0, 100).stream()
-          .filter(v -> Integer.parseInt(v.substring(1)) % 7 == key).toList());
+      assertThat(ofKey(h.seen, k)).isEqualTo(ofKey(values(0, 100), k));
     }
+  }
+
+  /** The values of key {@code k<key>} among {@code values}, in their order. */
+  private static List<String> ofKey(List<String> values, int key) {
+    return values.stream().filter(v -> Integer.parseInt(v.substring(1)) % 7 == key).toList();
   }
 
   @Test
