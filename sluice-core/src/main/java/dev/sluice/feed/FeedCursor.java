@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.List;
 
 /**
- * SPI: an open read position on a feed, used by one thread.
+ * SPI: an open read position on a feed, used by one thread at a time.
  *
  * @param <D> the backend's document type
  */
@@ -59,6 +59,28 @@ public interface FeedCursor<D> extends AutoCloseable {
    */
   default String endReason() {
     return "the source ended the stream at " + position();
+  }
+
+  /**
+   * Lets a few threads serve many partitions (ADR 0075). The engine calls it once after opening
+   * the cursor. A cursor that accepts, by returning true, never waits in {@link #poll} for work
+   * that another partition does for it (a read through a cursor the partitions of a process
+   * share): such a poll returns an empty list at once and leaves the cursor {@link #parked()},
+   * and the cursor runs {@code wake} once, from any thread, as soon as a poll can make progress
+   * again (changes arrived for it, a failure, or its turn to read). {@code wake} must not block.
+   * The default, false, keeps every poll waiting up to its {@code maxWait}.
+   */
+  default boolean wakeInsteadOfWaiting(Runnable wake) {
+    return false;
+  }
+
+  /**
+   * After a poll that returned nothing: whether the cursor parked and will run the {@code wake}
+   * given to {@link #wakeInsteadOfWaiting} (false again once it did). Always false for a cursor
+   * that did not accept.
+   */
+  default boolean parked() {
+    return false;
   }
 
   @Override

@@ -5,9 +5,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
- * The user's processing of changes. Called by one thread per partition, in feed order (with
- * {@link Listener.Builder#concurrency} above 1: several changes of different keys at once, each
- * key's in feed order).
+ * The user's processing of changes. Called for each partition with one change at a time, in feed
+ * order, from one of the listener's {@linkplain Listener.Builder#threads threads} (not always the
+ * same one; with {@link Listener.Builder#concurrency} above 1: several changes of different keys at
+ * once, each key's in feed order).
  *
  * <p>Throwing from {@link #handle} triggers the listener's {@link FailurePolicy}; throwing
  * {@link StaleFenceException} stops the partition at once (another owner took over).

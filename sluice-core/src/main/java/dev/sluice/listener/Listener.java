@@ -63,6 +63,7 @@ public interface Listener<D> extends AutoCloseable {
     private Duration renewInterval;
     private Duration acquireInterval;
     private int concurrency = 1;
+    private int threads;
     private Duration pollWait;
     private CheckpointPolicy checkpoint = CheckpointPolicy.defaults();
     private BootstrapPolicy bootstrap = BootstrapPolicy.oldest();
@@ -103,7 +104,6 @@ public interface Listener<D> extends AutoCloseable {
       return this;
     }
 
-    /** How many partitions the stream is split into; every instance must use the same number. */
     /**
      * How many changes of one partition the handler may handle at once; default 1 (one at a time,
      * in feed order). With more, changes of different keys are handled concurrently, never two of
@@ -111,7 +111,8 @@ public interface Listener<D> extends AutoCloseable {
      * position below which every change is handled (a watermark), so a restart never skips one;
      * parking still parks every later change of a parked key. The handler must then be
      * thread-safe, and its {@link Handler#flush} may run while it handles later changes. Threads:
-     * up to this many per partition held, in addition to the partition's own (they end when idle).
+     * up to this many per {@linkplain #threads thread} of the listener, in addition to those (they
+     * end when idle).
      * Refused for handlers whose {@link Handler#concurrentCalls()} is false (Sluice's Kafka and
      * AMQP sinks, which overlap their sends themselves).
      */
@@ -122,6 +123,24 @@ public interface Listener<D> extends AutoCloseable {
       return this;
     }
 
+    /**
+     * How many threads run this listener's partitions, at most; default one per partition, up to
+     * {@value ListenerConfig#DEFAULT_MAX_THREADS}. A partition takes a thread only while it has
+     * something to do (an acquisition attempt, a batch to handle, a commit): standbys and partitions
+     * waiting for changes hold none (ADR 0075), so a thousand partitions run on a few threads. With
+     * fewer threads than partitions that have work at the same moment, they take turns, one batch
+     * each; a handler that blocks holds its thread meanwhile. Partitions whose cursor cannot wait
+     * without a thread (PostgreSQL, MongoDB without shared reads) hold one for up to {@link
+     * #pollWait} per empty read: give them a thread each.
+     */
+    public Builder<D> threads(int threads) {
+      ConfigurationException.require(threads >= 1 && threads <= ListenerConfig.MAX_PARTITIONS, "threads",
+          threads, "must be in [1, " + ListenerConfig.MAX_PARTITIONS + "]");
+      this.threads = threads;
+      return this;
+    }
+
+    /** How many partitions the stream is split into; every instance must use the same number. */
     public Builder<D> partitions(int partitions) {
       ConfigurationException.require(partitions >= 1, "partitions", partitions, "must be >= 1");
       this.partitions = partitions;
@@ -226,7 +245,8 @@ public interface Listener<D> extends AutoCloseable {
               failure,
               observer,
               clock,
-              concurrency));
+              concurrency,
+              threads > 0 ? threads : Math.min(partitions, ListenerConfig.DEFAULT_MAX_THREADS)));
     }
 
     private static final Duration DEFAULT_POLL_WAIT = Duration.ofMillis(200);

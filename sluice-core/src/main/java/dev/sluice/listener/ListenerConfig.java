@@ -28,13 +28,17 @@ public record ListenerConfig<D>(
     FailurePolicy failure,
     ListenerObserver observer,
     Clock clock,
-    int concurrency) {
+    int concurrency,
+    int threads) {
 
   /**
-   * Largest partition count a listener accepts, whatever its feed: every member runs a worker
-   * thread per partition of the group (held or not), and a lease record each.
+   * Largest partition count a listener accepts, whatever its feed: every member keeps a worker per
+   * partition of the group (held or not; they share {@link #threads} threads), and a lease record each.
    */
   public static final int MAX_PARTITIONS = 4_096;
+
+  /** Default of {@link Listener.Builder#threads}: one per partition, up to this many. */
+  public static final int DEFAULT_MAX_THREADS = 64;
 
   /** Largest {@link Listener.Builder#concurrency}: changes handled at once per partition. */
   public static final int MAX_CONCURRENCY = 256;
@@ -66,7 +70,7 @@ public record ListenerConfig<D>(
     ConfigurationException.require(!owner.isBlank(), "owner", "'" + owner + "'", "must not be blank");
     ConfigurationException.require(partitions >= 1, "partitions", partitions, "must be >= 1");
     ConfigurationException.require(partitions <= MAX_PARTITIONS, "partitions", partitions,
-        "must be <= " + MAX_PARTITIONS + ": every member runs a thread per partition of the group");
+        "must be <= " + MAX_PARTITIONS + ": every member keeps a worker and a lease record per partition of the group");
     ConfigurationException.require(
         partitions <= feed.maxPartitions(),
         "partitions",
@@ -98,6 +102,8 @@ public record ListenerConfig<D>(
     ConfigurationException.requireNonNull(clock, "clock");
     ConfigurationException.require(concurrency >= 1 && concurrency <= MAX_CONCURRENCY, "concurrency", concurrency,
         "must be in [1, " + MAX_CONCURRENCY + "]");
+    ConfigurationException.require(threads >= 1 && threads <= MAX_PARTITIONS, "threads", threads,
+        "must be in [1, " + MAX_PARTITIONS + "]");
     ConfigurationException.require(concurrency == 1 || handler.concurrentCalls(), "concurrency", concurrency,
         "must be 1 for handler " + handler + ": it handles one change at a time per partition (a sink that"
             + " overlaps its sends itself says so)");

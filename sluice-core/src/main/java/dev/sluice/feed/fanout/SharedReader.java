@@ -75,7 +75,10 @@ public final class SharedReader<D> {
   private final long stallNanos;
 
   private final ReentrantLock lock = new ReentrantLock();
-  /** Partitions waiting in a poll (for a read by another partition, or for room), oldest first. */
+  /**
+   * Partitions waiting in a poll (for a read by another partition, or for room), oldest first, and
+   * partitions parked instead ({@link FeedCursor#wakeInsteadOfWaiting}).
+   */
   private final java.util.LinkedHashSet<Member> waiting = new java.util.LinkedHashSet<>();
   private final List<Member> members = new ArrayList<>();
   /** Members reading through the shared cursor, by partition index. */
@@ -311,7 +314,7 @@ public final class SharedReader<D> {
   /** Wakes the partition that has waited longest, to read the next batch. Caller holds the lock. */
   private void wakeNextReader() {
     if (!waiting.isEmpty()) {
-      waiting.iterator().next().ready.signal();
+      waiting.iterator().next().signal();
     }
   }
 
@@ -336,6 +339,10 @@ public final class SharedReader<D> {
     boolean ended;
     String endReason;
     boolean closed;
+    /** Run instead of waiting in a poll (FeedCursor#wakeInsteadOfWaiting), or null. */
+    Runnable wake;
+    /** In {@link #waiting} without a thread: {@link #wake} runs when it may poll again. */
+    boolean parked;
 
     Member(PartitionSpec partition, Position floor, String floorKey) {
       this.partition = partition;
@@ -362,6 +369,10 @@ public final class SharedReader<D> {
           throw new IllegalStateException("cursor of " + partition + " of " + stream + " is closed");
         }
         lastPoll = System.nanoTime();
+        if (parked) {
+          parked = false; // polled before its wake: no longer waiting
+          waiting.remove(this);
+        }
         while (true) {
           if (!queue.isEmpty()) {
             return take();
@@ -383,6 +394,9 @@ public final class SharedReader<D> {
             if (remaining <= 0) {
               return advanced();
             }
+            if (wake != null) {
+              return park();
+            }
             await(remaining);
             continue;
           }
@@ -398,6 +412,9 @@ public final class SharedReader<D> {
             }
             if (remaining <= 0) {
               return advanced();
+            }
+            if (wake != null) {
+              return park(); // polled again within the engine's poll wait, which re-checks the stall
             }
             await(Math.min(remaining, stallNanos - stalledFor));
             continue;
@@ -436,7 +453,7 @@ public final class SharedReader<D> {
         lock.lock();
         reading = false;
         failed(e);
-        waiting.forEach(m -> m.ready.signal());
+        List.copyOf(waiting).forEach(Member::signal);
         return;
       } catch (Error e) {
         lock.lock();
@@ -454,13 +471,52 @@ public final class SharedReader<D> {
       }
       // Wake the partitions that have something now, and one more to read the next batch.
       boolean next = false;
-      for (Member m : waiting) {
+      for (Member m : List.copyOf(waiting)) {
         if (!m.queue.isEmpty() || !m.sharing || upstreamEnded) {
-          m.ready.signal();
+          m.signal();
         } else if (!next) {
           next = true;
-          m.ready.signal();
+          m.signal();
         }
+      }
+    }
+
+    /** Leaves the poll without waiting; {@link #signal} runs the wake. Caller holds the lock. */
+    private List<ChangeEvent<D>> park() {
+      parked = true;
+      waiting.add(this);
+      return advanced();
+    }
+
+    /** Lets the partition poll again: wakes its thread, or runs its wake if it parked. Caller holds the lock. */
+    void signal() {
+      if (wake == null) {
+        ready.signal();
+      } else if (parked) {
+        parked = false;
+        waiting.remove(this);
+        wake.run();
+      }
+    }
+
+    @Override
+    public boolean wakeInsteadOfWaiting(Runnable wake) {
+      lock.lock();
+      try {
+        this.wake = Objects.requireNonNull(wake, "wake");
+        return true;
+      } finally {
+        lock.unlock();
+      }
+    }
+
+    @Override
+    public boolean parked() {
+      lock.lock();
+      try {
+        return parked;
+      } finally {
+        lock.unlock();
       }
     }
 
@@ -604,6 +660,8 @@ public final class SharedReader<D> {
         }
         closed = true;
         members.remove(this);
+        waiting.remove(this);
+        parked = false;
         if (sharing) {
           detach(this);
         }

@@ -14,11 +14,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The listener: one {@link PartitionWorker} thread per partition, each competing for its lease,
- * one scheduler thread for the membership, the assignment and release notices, a small pool that
- * renews the held partition leases (one thread per {@value #LEASES_PER_RENEWAL_THREAD} partitions,
- * at most {@value #MAX_RENEWAL_THREADS}), and one thread that asks the source for its history every
- * few seconds ({@link SourceProbe}).
+ * The listener: one {@link PartitionWorker} per partition, each competing for its lease, running
+ * in turns on a pool of at most {@link ListenerConfig#threads()} threads (ADR 0075) with one timer
+ * thread for the waits between turns; one scheduler thread for the membership, the assignment and
+ * release notices; a small pool that renews the held partition leases (one thread per {@value
+ * #LEASES_PER_RENEWAL_THREAD} partitions, at most {@value #MAX_RENEWAL_THREADS}); and one thread
+ * that asks the source for its history every few seconds ({@link SourceProbe}). With a concurrency
+ * above 1, one pool of lanes for every partition: at most threads × concurrency.
  */
 public final class ListenerEngine<D> implements Listener<D> {
   private static final Logger log = LoggerFactory.getLogger(ListenerEngine.class);
@@ -26,7 +28,12 @@ public final class ListenerEngine<D> implements Listener<D> {
   private final ListenerConfig<D> config;
   private final LifecycleLog lifecycle;
   private final List<PartitionWorker<D>> workers = new ArrayList<>();
-  private final List<Thread> threads = new ArrayList<>();
+  /** Runs the partitions' turns. */
+  private java.util.concurrent.ThreadPoolExecutor turns;
+  /** Times the waits between turns; its tasks only submit a turn. */
+  private ScheduledExecutorService timers;
+  /** The lanes of a concurrency above 1, shared by the partitions; else null. */
+  private java.util.concurrent.ThreadPoolExecutor lanes;
   private ScheduledExecutorService renewals;
   /** Renews the partitions' leases: one renewal is one round trip, and 1,000 must fit in a renewal interval. */
   private ScheduledExecutorService keepers;
@@ -79,18 +86,37 @@ public final class ListenerEngine<D> implements Listener<D> {
       t.setDaemon(true);
       return t;
     });
+    String prefix = "sluice-" + config.group() + "-" + config.feed().stream() + "-";
+    turns = pool(config.threads(), prefix);
+    if (config.concurrency() > 1) {
+      lanes = pool(config.threads() * config.concurrency(), prefix + "lane-");
+    }
+    timers = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, prefix + "timer");
+      t.setDaemon(true);
+      return t;
+    });
     LayoutCheck layout = new LayoutCheck(config);
     for (int i = 0; i < config.partitions(); i++) {
-      PartitionWorker<D> worker = new PartitionWorker<>(config, i, keepers, assignment, probe, lifecycle, layout);
-      Thread thread = new Thread(worker, "sluice-" + worker.leaseName());
-      thread.setDaemon(true);
-      workers.add(worker);
-      threads.add(thread);
+      workers.add(new PartitionWorker<>(config, i, keepers, assignment, probe, lifecycle, layout, lanes));
     }
     lifecycle.started();
-    threads.forEach(Thread::start);
+    workers.forEach(w -> w.start(turns, timers));
     watchReleases();
     return this;
+  }
+
+  /** A pool of at most {@code size} daemon threads, which end after a minute idle. */
+  private static java.util.concurrent.ThreadPoolExecutor pool(int size, String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(size, size,
+        1, TimeUnit.MINUTES, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, prefix + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
   }
 
   /**
@@ -151,18 +177,30 @@ public final class ListenerEngine<D> implements Listener<D> {
     // feed in flight (that thread leaves when its read returns and touches the lease no more).
     workers.forEach(PartitionWorker::stopAndHandOver);
     long waitMillis = config.leaseDuration().toMillis() * 2;
-    for (int i = 0; i < threads.size(); i++) {
-      Thread t = threads.get(i);
+    long start = System.nanoTime();
+    for (PartitionWorker<D> w : workers) {
+      // One deadline for all: a partition that holds its lease may take a handler call to stop.
+      long budget = w.holdsLease() ? waitMillis : 1_000;
+      long left = budget - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
       try {
-        t.join(workers.get(i).holdsLease() ? waitMillis : 200);
-        if (t.isAlive() && workers.get(i).holdsLease()) {
-          log.warn("{} did not stop within {} ms (handler still running); its lease will expire",
-              t.getName(), waitMillis);
+        if (!w.awaitFinished(Math.max(0, left)) && w.holdsLease()) {
+          log.warn("Partition {} did not stop within {} ms (handler still running); its lease will expire",
+              w.leaseName(), waitMillis);
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         break;
       }
+    }
+    // No interrupts: a handler still running finishes on its own; its partition runs no more turns.
+    if (turns != null) {
+      turns.shutdown();
+    }
+    if (lanes != null) {
+      lanes.shutdown();
+    }
+    if (timers != null) {
+      timers.shutdownNow();
     }
     if (probes != null) {
       probes.shutdownNow();

@@ -29,9 +29,14 @@ import org.slf4j.LoggerFactory;
  * {@link Error}) is recorded in the status, the lease is released, and the partition is restarted
  * with back-off. It ends only when the listener closes or the partition failed for good ({@link
  * PartitionState#FAILED}, {@link PartitionState#ENDED}), and then it no longer claims the
- * partition, so a peer can take it. Runs on its own thread.
+ * partition, so a peer can take it.
+ *
+ * <p>It has no thread of its own (ADR 0075): it runs in turns on the listener's pool, one turn at a
+ * time: an acquisition attempt, or one batch of its tenure. Between turns it waits without a
+ * thread (until its next attempt, or until its parked cursor wakes it), so standbys and idle
+ * partitions cost none, and a thousand partitions run on a few threads.
  */
-final class PartitionWorker<D> implements Runnable {
+final class PartitionWorker<D> {
   private static final Logger log = LoggerFactory.getLogger(PartitionWorker.class);
   private static final Duration FIRST_RESTART_DELAY = Duration.ofMillis(500);
   private static final Duration MAX_RESTART_DELAY = Duration.ofSeconds(30);
@@ -43,9 +48,9 @@ final class PartitionWorker<D> implements Runnable {
   final ListenerObserver observer;
   final Assignment assignment;
   /**
-   * Held by the worker thread while it handles or commits, never while it waits for the feed:
-   * {@link #stopAndHandOver} takes it to commit and release from the closing thread, so a close
-   * never waits for a read in flight.
+   * Held by the thread running a turn of the tenure while it handles or commits, never while it
+   * waits for the feed: {@link #stopAndHandOver} takes it to commit and release from the closing
+   * thread, so a close never waits for a read in flight.
    */
   final ReentrantLock deliveryLock = new ReentrantLock();
   private final Object wakeUp = new Object();
@@ -70,8 +75,10 @@ final class PartitionWorker<D> implements Runnable {
   private volatile Tenure<D> tenure;
 
   PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler,
-      Assignment assignment, SourceProbe source, LifecycleLog lifecycle, LayoutCheck layout) {
+      Assignment assignment, SourceProbe source, LifecycleLog lifecycle, LayoutCheck layout,
+      java.util.concurrent.ExecutorService lanes) {
     this.config = config;
+    this.lanes = lanes;
     this.layout = layout;
     this.source = source;
     this.assignment = assignment;
@@ -150,34 +157,32 @@ final class PartitionWorker<D> implements Runnable {
     return t != null && !t.ended();
   }
 
+  /** Ends any wait: a pause inside a turn, and the wait between turns. */
   void wake() {
     synchronized (wakeUp) {
       wakeUp.notifyAll();
     }
+    runNow();
   }
 
-  /** Set by {@link #tryNow()}: the next acquisition pause ends at once. Guarded by {@code wakeUp}. */
-  private boolean tryNow;
+  /** The partition's cursor can make progress again (FeedCursor#wakeInsteadOfWaiting). */
+  void cursorReady() {
+    runNow();
+  }
 
   /**
-   * Ends the pause between acquisition attempts now (the lease store reported the partition
-   * released): the next attempt comes at once instead of at the end of the acquire interval.
+   * Ends the wait before the next acquisition attempt now (the lease store reported the partition
+   * released): the attempt comes at once instead of at the end of the acquire interval.
    */
   void tryNow() {
-    synchronized (wakeUp) {
-      tryNow = true;
-      wakeUp.notifyAll();
+    tryNowPending = true;
+    if (waiting == Wait.ATTEMPT) {
+      runNow();
     }
   }
 
-  /** The pause between acquisition attempts: {@link #pause}, ended early by {@link #tryNow()}. */
-  private void pauseBeforeNextAttempt(Duration d) {
-    long deadline = System.nanoTime() + d.toNanos();
-    synchronized (wakeUp) {
-      awaitWakeUp(deadline, () -> tryNow);
-      tryNow = false;
-    }
-  }
+  /** Set by {@link #tryNow()}: the next wait before an attempt ends at once. */
+  private volatile boolean tryNowPending;
 
   /**
    * Waits on {@code wakeUp} until {@code deadline}, a stop, or {@code ended}; the caller holds
@@ -192,7 +197,7 @@ final class PartitionWorker<D> implements Runnable {
       try {
         TimeUnit.NANOSECONDS.timedWait(wakeUp, left);
       } catch (InterruptedException e) {
-        log.warn("Partition {}: the worker thread was interrupted; ignored (close the listener"
+        log.warn("Partition {}: its thread was interrupted; ignored (close the listener"
             + " to stop it)", leaseName);
       }
     }
@@ -263,76 +268,175 @@ final class PartitionWorker<D> implements Runnable {
     wake();
   }
 
-  /** The threads that handle changes with a concurrency above 1; created on first use. */
-  private java.util.concurrent.ThreadPoolExecutor lanes;
+  /** The listener's lanes for a concurrency above 1, or null. */
+  private final java.util.concurrent.ExecutorService lanes;
 
-  /**
-   * The lanes of a listener with a concurrency above 1: that many threads at most, which end after
-   * a minute idle (a standby partition holds none) and when the worker ends.
-   */
-  synchronized java.util.concurrent.ExecutorService lanes() {
-    if (lanes == null) {
-      int k = config.concurrency();
-      java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
-      lanes = new java.util.concurrent.ThreadPoolExecutor(k, k, 1, TimeUnit.MINUTES,
-          new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
-            Thread t = new Thread(r, "sluice-" + leaseName + "-lane-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-          });
-      lanes.allowCoreThreadTimeOut(true);
-    }
+  /** The lanes of a listener with a concurrency above 1 (shared by its partitions). */
+  java.util.concurrent.ExecutorService lanes() {
     return lanes;
   }
 
-  private synchronized void shutDownLanes() {
-    if (lanes != null) {
-      lanes.shutdown(); // nothing is in flight: a batch is waited for before its tenure ends
+  // ---- Turns: how a partition runs on the listener's few threads (ADR 0075) ----
+
+  /** What a turn asks for next. */
+  private record Next(long delayNanos, Wait kind, boolean done) {
+    static final Next NOW = new Next(0, Wait.NONE, false);
+    static final Next DONE = new Next(0, Wait.NONE, true);
+
+    static Next after(Duration d, Wait kind) {
+      return new Next(Math.max(0, d.toNanos()), kind, false);
     }
   }
 
-  @Override
-  public void run() {
+  /** Why a partition waits between turns: what may end the wait early (a stop always does). */
+  private enum Wait {
+    NONE,
+    /** Until its next acquisition attempt: {@link #tryNow()} too. */
+    ATTEMPT,
+    /** A pause after a tenure or an unexpected error: only a stop. */
+    PAUSE,
+    /** Its cursor parked: the cursor's wake, a lost lease, or the poll wait, whichever first. */
+    PARKED
+  }
+
+  private static final int IDLE = 0;
+  private static final int QUEUED = 1;
+  private static final int RUNNING = 2;
+  /** Running, and asked to run again as soon as this turn ends. */
+  private static final int AGAIN = 3;
+  private static final int FINISHED = 4;
+
+  private final java.util.concurrent.atomic.AtomicInteger turnState =
+      new java.util.concurrent.atomic.AtomicInteger(IDLE);
+  private volatile Wait waiting = Wait.NONE;
+  private java.util.concurrent.ScheduledFuture<?> timer;
+  private final java.util.concurrent.CountDownLatch finished = new java.util.concurrent.CountDownLatch(1);
+  private java.util.concurrent.Executor turns;
+  private ScheduledExecutorService timers;
+  private Duration restartDelay = FIRST_RESTART_DELAY;
+
+  /**
+   * Starts competing: turns run on {@code turns}, timed waits between them on {@code timers}
+   * (whose tasks only submit a turn, so one thread serves every partition).
+   */
+  void start(java.util.concurrent.Executor turns, ScheduledExecutorService timers) {
+    this.turns = turns;
+    this.timers = timers;
+    runNow();
+  }
+
+  /** Runs a turn as soon as a thread is free; if one is running, another right after it. */
+  void runNow() {
+    while (true) {
+      int s = turnState.get();
+      if (s == IDLE) {
+        if (turnState.compareAndSet(IDLE, QUEUED)) {
+          submit();
+          return;
+        }
+      } else if (s == RUNNING) {
+        if (turnState.compareAndSet(RUNNING, AGAIN)) {
+          return;
+        }
+      } else {
+        return; // queued, already asked again, or finished
+      }
+    }
+  }
+
+  private void submit() {
     try {
-      compete();
-    } finally {
-      shutDownLanes();
+      turns.execute(this::turn);
+    } catch (java.util.concurrent.RejectedExecutionException closed) {
+      end(); // the listener shut its threads down
     }
   }
 
-  private void compete() {
-    Duration restartDelay = FIRST_RESTART_DELAY;
-    while (running) {
-      PartitionState end;
-      try {
-        end = competeOnce();
-        restartDelay = FIRST_RESTART_DELAY;
-      } catch (Throwable t) {
-        // Nothing may end a partition silently: record, release (the tenure did), restart.
-        // The error first: whoever sees the restart count move also sees its cause.
-        recordError("partition restarted after an unexpected error: " + t);
-        restarts++;
-        log.error("Partition {} ({}): unexpected error, restarting in {}", leaseName,
-            config.owner(), restartDelay, t);
-        setState(PartitionState.ACQUIRING);
-        pause(restartDelay, null);
-        restartDelay = min(restartDelay.multipliedBy(2), MAX_RESTART_DELAY);
-        continue;
-      }
-      if (end == PartitionState.FAILED || end == PartitionState.ENDED) {
-        setState(end);
-        return; // for good; the lease was released so a peer may take the partition
-      }
+  /** Whether the partition will run no more turns (the listener waits for it on close). */
+  boolean awaitFinished(long millis) throws InterruptedException {
+    return finished.await(millis, TimeUnit.MILLISECONDS);
+  }
+
+  private void end() {
+    turnState.set(FINISHED);
+    finished.countDown();
+  }
+
+  private void turn() {
+    turnState.set(RUNNING);
+    java.util.concurrent.ScheduledFuture<?> t = timer;
+    if (t != null) {
+      t.cancel(false);
+      timer = null;
     }
+    if (waiting == Wait.ATTEMPT) {
+      tryNowPending = false; // this is the attempt it asked for
+    }
+    waiting = Wait.NONE;
+    Next next;
+    try {
+      next = tenure == null ? competeTurn() : holdTurn();
+      restartDelay = FIRST_RESTART_DELAY;
+    } catch (Throwable e) {
+      next = unexpected(e);
+    }
+    if (next.done()) {
+      end();
+      return;
+    }
+    if (next.kind() == Wait.ATTEMPT && tryNowPending) {
+      tryNowPending = false;
+      next = Next.NOW;
+    }
+    if (next.delayNanos() == 0) {
+      turnState.set(QUEUED);
+      submit();
+      return;
+    }
+    waiting = next.kind();
+    try {
+      timer = timers.schedule(this::runNow, next.delayNanos(), TimeUnit.NANOSECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException closed) {
+      end();
+      return;
+    }
+    if (!turnState.compareAndSet(RUNNING, IDLE)) {
+      // Asked to run again during the turn (a wake, a stop): do, now.
+      turnState.set(QUEUED);
+      submit();
+    }
+  }
+
+  /** Nothing may end a partition silently: record, release (the tenure did), restart with back-off. */
+  private Next unexpected(Throwable e) {
+    Tenure<D> t = tenure;
+    if (t != null) {
+      endTenure(); // released by the tenure's turn as it failed
+    }
+    // The error first: whoever sees the restart count move also sees its cause.
+    recordError("partition restarted after an unexpected error: " + e);
+    restarts++;
+    log.error("Partition {} ({}): unexpected error, restarting in {}", leaseName,
+        config.owner(), restartDelay, e);
+    setState(PartitionState.ACQUIRING);
+    Duration d = restartDelay;
+    restartDelay = min(restartDelay.multipliedBy(2), MAX_RESTART_DELAY);
+    return running ? Next.after(d, Wait.PAUSE) : stopped();
+  }
+
+  private Next stopped() {
     setState(PartitionState.STOPPED);
+    return Next.DONE;
   }
 
-  /** One round: acquire if within the share, hold until the tenure ends. */
-  private PartitionState competeOnce() {
+  /** One acquisition attempt, within the share; on success the tenure's first turn at once. */
+  private Next competeTurn() {
+    if (!running) {
+      return stopped();
+    }
     setState(PartitionState.ACQUIRING);
     if (!assignment.reserve(partition.index())) {
-      pauseBeforeNextAttempt(jitter(config.acquireInterval()));
-      return null;
+      return Next.after(jitter(config.acquireInterval()), Wait.ATTEMPT);
     }
     long requestStart = System.nanoTime();
     Optional<Lease> lease;
@@ -345,7 +449,7 @@ final class PartitionWorker<D> implements Runnable {
         assignment.unreserve(partition.index());
         fail("the lease store rejects acquiring '" + leaseName + "' (retrying cannot help): "
             + e.getMessage(), e);
-        return PartitionState.FAILED;
+        return Next.DONE; // for good; a peer may take the partition
       }
       log.warn("Cannot reach the lease store to acquire '{}': {}", leaseName, e.toString());
       lease = Optional.empty();
@@ -355,28 +459,36 @@ final class PartitionWorker<D> implements Runnable {
     }
     if (lease.isEmpty()) {
       assignment.unreserve(partition.index());
-      pauseBeforeNextAttempt(heldElsewhere ? untilNextAttempt() : jitter(config.acquireInterval()));
-      return null;
+      return Next.after(heldElsewhere ? untilNextAttempt() : jitter(config.acquireInterval()), Wait.ATTEMPT);
     }
     assignment.acquired(partition.index());
-    Tenure<D> t = new Tenure<>(this, lease.get(), requestStart);
-    PartitionState end;
-    try {
-      tenure = t;
-      end = t.run();
-    } finally {
-      tenure = null;
-      heldEpoch = 0;
-      assignment.released(partition.index());
+    tenure = new Tenure<>(this, lease.get(), requestStart);
+    return holdTurn();
+  }
+
+  /** One turn of the tenure; when it ended, what comes after it. */
+  private Next holdTurn() {
+    Tenure<D> t = tenure;
+    PartitionState end = t.turn();
+    if (end == null) {
+      return t.cursorParked() ? Next.after(config.pollWait(), Wait.PARKED) : Next.NOW;
     }
+    endTenure();
     if (end == PartitionState.FAILED || end == PartitionState.ENDED) {
-      return end;
+      setState(end);
+      return Next.DONE; // for good; the lease was released so a peer may take the partition
     }
-    if (running) {
-      // Lost, or handed back to balance the cluster: compete again later, within the share.
-      pause(jitter(config.acquireInterval()), null);
+    if (!running) {
+      return stopped();
     }
-    return null;
+    // Lost, or handed back to balance the cluster: compete again later, within the share.
+    return Next.after(jitter(config.acquireInterval()), Wait.PAUSE);
+  }
+
+  private void endTenure() {
+    tenure = null;
+    heldEpoch = 0;
+    assignment.released(partition.index());
   }
 
   /** How far past a holder's expiry the next attempt comes, at least (store round trips, clock steps). */

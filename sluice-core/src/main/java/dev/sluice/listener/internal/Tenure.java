@@ -84,34 +84,64 @@ final class Tenure<D> {
     return ended;
   }
 
-  /** Holds the lease until it is lost, the listener stops, or the partition fails or ends. */
-  PartitionState run() {
+  /** Whether {@link #begin} ran. Guarded by worker.deliveryLock. */
+  private boolean begun;
+  /** The back-off before re-opening a failed feed; grows with each failure in a row. */
+  private Duration feedBackoff = Duration.ofMillis(100);
+  /** The last turn found nothing to read and its cursor parked (FeedCursor#wakeInsteadOfWaiting). */
+  private volatile boolean cursorParked;
+  /** Whether the current cursor parks instead of waiting in a poll. */
+  private boolean cursorParks;
+
+  /**
+   * Runs the tenure's next part on the calling thread: its start (layout check, parked keys, the
+   * feed opened) on the first call, then one batch of the feed loop per call. Returns null while
+   * the lease is held and there is more to do ({@link #cursorParked()} says whether to wait for the
+   * cursor first); otherwise how the tenure ended, the lease released unless it was lost.
+   */
+  PartitionState turn() {
     worker.deliveryLock.lock();
+    boolean over = true;
     try {
-      keeper.start();
-      Lease lease = keeper.lease();
-      worker.heldEpoch = lease.epoch();
-      worker.committed = lease.checkpoint();
-      worker.observer.acquired(lease); // logged by LifecycleLog
-      Step step = checkLayout();
-      if (step == Step.CONTINUE) {
-        step = loadParkedKeys();
-      }
-      if (step == Step.CONTINUE) {
-        step = open();
-      }
-      if (step == Step.CONTINUE) {
-        worker.setState(PartitionState.ACTIVE);
-        return feedLoop();
-      }
-      return endOf(step);
+      PartitionState end = begun ? feedTurn() : begin();
+      over = end != null;
+      return end;
     } finally {
       try {
-        finish();
+        if (over) {
+          finish(); // also when the turn threw
+        }
       } finally {
         worker.deliveryLock.unlock();
       }
     }
+  }
+
+  /** After a turn that returned null: whether the cursor parked and will wake the worker. */
+  boolean cursorParked() {
+    return cursorParked;
+  }
+
+  /** Starts holding: the renewals, the layout check, the parked keys, the feed. Null once streaming. */
+  private PartitionState begin() {
+    begun = true;
+    keeper.start();
+    Lease lease = keeper.lease();
+    worker.heldEpoch = lease.epoch();
+    worker.committed = lease.checkpoint();
+    worker.observer.acquired(lease); // logged by LifecycleLog
+    Step step = checkLayout();
+    if (step == Step.CONTINUE) {
+      step = loadParkedKeys();
+    }
+    if (step == Step.CONTINUE) {
+      step = open();
+    }
+    if (step == Step.CONTINUE) {
+      worker.setState(PartitionState.ACTIVE);
+      return null;
+    }
+    return endOf(step);
   }
 
   private PartitionState endOf(Step step) {
@@ -257,7 +287,7 @@ final class Tenure<D> {
       try {
         if (skipping != null) {
           boolean repair = config.historyLost() == HistoryLostPolicy.RESNAPSHOT;
-          cursor = config.feed().open(worker.partition, repair ? StartPoint.snapshot() : StartPoint.latest());
+          cursor = openCursor(repair ? StartPoint.snapshot() : StartPoint.latest());
           Position resumedAt = cursor.position();
           // The status shows the gap before the checkpoint moves past it: whoever sees the new
           // checkpoint (an operator, a test) also sees why changes before it were skipped.
@@ -279,9 +309,9 @@ final class Tenure<D> {
                 resumedAt, skipping.lostFrom(), resumedAt);
           }
         } else if (lastProcessed != null) {
-          cursor = config.feed().open(worker.partition, StartPoint.after(lastProcessed));
+          cursor = openCursor(StartPoint.after(lastProcessed));
         } else {
-          cursor = config.feed().open(worker.partition, config.bootstrap().startPoint());
+          cursor = openCursor(config.bootstrap().startPoint());
           // Pin the bootstrap point: a crash before the first change is processed must not let
           // the next owner resolve "latest" again and miss what came in between (figure 4b).
           Step pinned = checkpointer.commit(cursor.position(), 0);
@@ -323,6 +353,13 @@ final class Tenure<D> {
     return Step.STOPPING;
   }
 
+  /** Opens the partition's cursor at {@code start}; it wakes the worker instead of waiting when it can. */
+  private FeedCursor<D> openCursor(StartPoint start) {
+    FeedCursor<D> c = config.feed().open(worker.partition, start);
+    cursorParks = c.wakeInsteadOfWaiting(worker::cursorReady);
+    return c;
+  }
+
   /** Closes the cursor and opens it again at the last checkpoint after {@code delay}. */
   Step reopenAtCheckpoint(Duration delay) {
     closeCursor();
@@ -336,123 +373,128 @@ final class Tenure<D> {
     return open();
   }
 
-  /** The feed loop. */
-  private PartitionState feedLoop() {
-    Duration feedBackoff = Duration.ofMillis(100);
-    while (worker.running && !ended) {
-      if (!keeper.isValid()) {
-        return PartitionState.LOST;
+  /**
+   * One turn of the feed loop: read a batch, deliver it, commit per the policy. Null while there
+   * is more to do.
+   */
+  private PartitionState feedTurn() {
+    cursorParked = false;
+    if (!worker.running || ended) {
+      return stopping();
+    }
+    if (!keeper.isValid()) {
+      return PartitionState.LOST;
+    }
+    if (worker.assignment.shouldHandBack(worker.partition.index())) {
+      log.info("Partition {}: handing back to balance the cluster", worker.leaseName);
+      Step s = checkpointer.checkpoint();
+      return s == Step.FAILED ? PartitionState.FAILED
+          : s == Step.LOST ? PartitionState.LOST : PartitionState.STOPPED;
+    }
+    List<ChangeEvent<D>> batch;
+    Step step = Step.CONTINUE;
+    try {
+      batch = pollUnlocked();
+      feedBackoff = Duration.ofMillis(100);
+    } catch (HistoryLostException e) {
+      batch = List.of();
+      step = checkpointer.checkpoint();
+      if (step == Step.CONTINUE) {
+        closeCursor();
+        step = historyLostWhileReading(e);
       }
-      if (worker.assignment.shouldHandBack(worker.partition.index())) {
-        log.info("Partition {}: handing back to balance the cluster", worker.leaseName);
-        Step s = checkpointer.checkpoint();
-        return s == Step.FAILED ? PartitionState.FAILED
-            : s == Step.LOST ? PartitionState.LOST : PartitionState.STOPPED;
-      }
-      List<ChangeEvent<D>> batch;
-      Step step = Step.CONTINUE;
-      try {
-        batch = pollUnlocked();
-        feedBackoff = Duration.ofMillis(100);
-      } catch (HistoryLostException e) {
-        batch = List.of();
+    } catch (FeedException e) {
+      batch = List.of();
+      if (!e.retryable()) {
         step = checkpointer.checkpoint();
-        if (step == Step.CONTINUE) {
-          closeCursor();
-          step = historyLostWhileReading(e);
+        if (step == Step.CONTINUE || step == Step.REWOUND) {
+          worker.fail("feed failed: " + e.getMessage(), e);
+          step = Step.FAILED;
         }
-      } catch (FeedException e) {
-        batch = List.of();
-        if (!e.retryable()) {
-          step = checkpointer.checkpoint();
-          if (step == Step.CONTINUE || step == Step.REWOUND) {
-            worker.fail("feed failed: " + e.getMessage(), e);
-            step = Step.FAILED;
-          }
-        } else {
-          worker.observer.feedFailed(worker.leaseName, e);
-          log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
-              worker.leaseName, feedBackoff, e.toString());
-          step = reopenAtCheckpoint(feedBackoff);
-          feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
-        }
-      } catch (RuntimeException e) {
-        // Not a typed feed error (a driver or feed bug): restart the cursor from the checkpoint
-        // after a back-off rather than let the partition die (seed 004, "Error Handling").
-        batch = List.of();
+      } else {
         worker.observer.feedFailed(worker.leaseName, e);
-        log.error("Feed of {} threw an unexpected error, re-opening at the last checkpoint in {}",
-            worker.leaseName, feedBackoff, e);
+        log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
+            worker.leaseName, feedBackoff, e.toString());
         step = reopenAtCheckpoint(feedBackoff);
         feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }
-      if (ended) {
-        return PartitionState.STOPPED; // handed over by close() while we were reading
-      }
-      if (keyed != null && step == Step.CONTINUE && !batch.isEmpty()) {
-        step = keyed.deliver(batch);
-      } else {
-        for (ChangeEvent<D> event : batch) {
-          if (!worker.running || step != Step.CONTINUE) {
-            break;
-          }
-          if (!keeper.isValid()) {
-            return PartitionState.LOST;
-          }
-          worker.newestRead = event.position();
-          worker.caughtUp = false;
-          step = delivery.deliver(event);
-          if (step == Step.CONTINUE) {
-            lastProcessed = event.position();
-            uncommitted++;
-          }
-          worker.processedTo = lastProcessed;
-          if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
-            step = checkpointer.changesDue();
-          } else if (step == Step.CONTINUE) {
-            step = checkpointer.acknowledged(false); // flushes that completed meanwhile
-          }
+    } catch (RuntimeException e) {
+      // Not a typed feed error (a driver or feed bug): restart the cursor from the checkpoint
+      // after a back-off rather than let the partition die (seed 004, "Error Handling").
+      batch = List.of();
+      worker.observer.feedFailed(worker.leaseName, e);
+      log.error("Feed of {} threw an unexpected error, re-opening at the last checkpoint in {}",
+          worker.leaseName, feedBackoff, e);
+      step = reopenAtCheckpoint(feedBackoff);
+      feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+    }
+    if (ended) {
+      return PartitionState.STOPPED; // handed over by close() while we were reading
+    }
+    if (keyed != null && step == Step.CONTINUE && !batch.isEmpty()) {
+      step = keyed.deliver(batch);
+    } else {
+      for (ChangeEvent<D> event : batch) {
+        if (!worker.running || step != Step.CONTINUE) {
+          break;
         }
-      }
-      if (step == Step.CONTINUE) {
-        step = checkpointer.acknowledged(false); // flushes that completed while we read
-      }
-      if (step == Step.REWOUND) {
-        continue; // the rest of the batch is stale; the cursor reads again from the checkpoint
-      }
-      if (step != Step.CONTINUE) {
-        return step == Step.STOPPING ? stopping() : endOf(step);
-      }
-      if (batch.isEmpty() && cursor != null) {
-        // Progress without changes for this partition (other partitions' changes, post-batch
-        // resume tokens) is worth committing too, so a restart does not re-scan it.
-        Position p = cursor.position();
-        if (p != null) {
-          lastProcessed = p;
+        if (!keeper.isValid()) {
+          return PartitionState.LOST;
         }
-      }
-      worker.processedTo = lastProcessed;
-      worker.caughtUp = cursor != null && cursor.caughtUp();
-      if (checkpointer.dueByTime()) {
-        step = checkpointer.checkpoint();
-        if (step != Step.CONTINUE && step != Step.REWOUND) {
-          return step == Step.STOPPING ? stopping() : endOf(step);
+        worker.newestRead = event.position();
+        worker.caughtUp = false;
+        step = delivery.deliver(event);
+        if (step == Step.CONTINUE) {
+          lastProcessed = event.position();
+          uncommitted++;
         }
-      }
-      if (cursor != null && cursor.ended()) {
-        step = checkpointer.checkpoint();
-        if (step == Step.LOST || step == Step.FAILED) {
-          return endOf(step);
+        worker.processedTo = lastProcessed;
+        if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
+          step = checkpointer.changesDue();
+        } else if (step == Step.CONTINUE) {
+          step = checkpointer.acknowledged(false); // flushes that completed meanwhile
         }
-        Position at = cursor.position();
-        worker.observer.streamEnded(worker.leaseName, at);
-        String reason = cursor.endReason();
-        worker.recordError(reason);
-        log.warn("Partition {}: {}", worker.leaseName, reason);
-        return PartitionState.ENDED;
       }
     }
-    return stopping();
+    if (step == Step.CONTINUE) {
+      step = checkpointer.acknowledged(false); // flushes that completed while we read
+    }
+    if (step == Step.REWOUND) {
+      return null; // the rest of the batch is stale; the cursor reads again from the checkpoint
+    }
+    if (step != Step.CONTINUE) {
+      return step == Step.STOPPING ? stopping() : endOf(step);
+    }
+    if (batch.isEmpty() && cursor != null) {
+      // Progress without changes for this partition (other partitions' changes, post-batch
+      // resume tokens) is worth committing too, so a restart does not re-scan it.
+      Position p = cursor.position();
+      if (p != null) {
+        lastProcessed = p;
+      }
+    }
+    worker.processedTo = lastProcessed;
+    worker.caughtUp = cursor != null && cursor.caughtUp();
+    if (checkpointer.dueByTime()) {
+      step = checkpointer.checkpoint();
+      if (step != Step.CONTINUE && step != Step.REWOUND) {
+        return step == Step.STOPPING ? stopping() : endOf(step);
+      }
+    }
+    if (cursor != null && cursor.ended()) {
+      step = checkpointer.checkpoint();
+      if (step == Step.LOST || step == Step.FAILED) {
+        return endOf(step);
+      }
+      Position at = cursor.position();
+      worker.observer.streamEnded(worker.leaseName, at);
+      String reason = cursor.endReason();
+      worker.recordError(reason);
+      log.warn("Partition {}: {}", worker.leaseName, reason);
+      return PartitionState.ENDED;
+    }
+    cursorParked = batch.isEmpty() && cursorParks && cursor != null && cursor.parked();
+    return null;
   }
 
   /** Stopped by close(): commit what was processed, then release in {@link #finish}. */

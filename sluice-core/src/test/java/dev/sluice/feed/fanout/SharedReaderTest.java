@@ -16,6 +16,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -320,6 +322,92 @@ class SharedReaderTest {
     assertThat(ownOpens).hasValue(1);
     assertThat(drain(other, expected(ofThree, 0, 100).size())).isEqualTo(expected(ofThree, 0, 100));
     assertThat(drain(ca, expected(A, 0, 100).size())).isEqualTo(expected(A, 0, 100));
+  }
+
+  /** A reader whose shared cursor counts down {@code reading} each time a read of it starts. */
+  private SharedReader<String> readerSignalling(CountDownLatch reading) {
+    return new SharedReader<String>("s", (spec, after) -> {
+      FeedCursor<String> c = feed.open(spec, StartPoint.after(after));
+      if (spec.count() != 1) {
+        return c;
+      }
+      return new FeedCursor<String>() {
+        @Override
+        public List<ChangeEvent<String>> poll(Duration maxWait) {
+          reading.countDown();
+          return c.poll(maxWait);
+        }
+
+        @Override
+        public Position position() {
+          return c.position();
+        }
+
+        @Override
+        public void close() {
+          c.close();
+        }
+      };
+    }, p -> String.format("%010d", Long.parseLong(p.token())), 10, 400, 1_000_000, 100, Duration.ofSeconds(30));
+  }
+
+  private static String keyOf(PartitionSpec p) {
+    for (int i = 0; ; i++) {
+      if (p.owns("key" + i)) {
+        return "key" + i;
+      }
+    }
+  }
+
+  /**
+   * ADR 0075: a partition on a pool thread does not wait while another partition reads for it; it
+   * parks, and its wake runs when the read brings it a change.
+   */
+  @Test
+  void aPartitionThatParksIsWokenWhenAReadBringsItsChange() throws Exception {
+    CountDownLatch reading = new CountDownLatch(1);
+    SharedReader<String> reader = readerSignalling(reading);
+    FeedCursor<String> ca = reader.join(A, at(0));
+    FeedCursor<String> cb = reader.join(B, at(0));
+    CountDownLatch woken = new CountDownLatch(1);
+    assertThat(cb.wakeInsteadOfWaiting(woken::countDown)).isTrue();
+    Thread a = new Thread(() -> ca.poll(Duration.ofSeconds(2)));
+    a.start();
+    assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue(); // A reads for both, waiting for a change
+    assertThat(cb.poll(Duration.ofSeconds(30))).isEmpty();
+    assertThat(cb.parked()).isTrue();
+    assertThat(woken.getCount()).isEqualTo(1);
+
+    feed.append(keyOf(B), "b0");
+    assertThat(woken.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(cb.parked()).isFalse();
+    assertThat(values(cb.poll(POLL))).containsExactly("b0");
+    a.join(10_000);
+    assertThat(a.isAlive()).isFalse();
+  }
+
+  /** A read that brought a parked partition nothing still wakes it: it may read the next batch. */
+  @Test
+  void aParkedPartitionIsWokenToReadTheNextBatch() throws Exception {
+    CountDownLatch reading = new CountDownLatch(1);
+    SharedReader<String> reader = readerSignalling(reading);
+    FeedCursor<String> ca = reader.join(A, at(0));
+    FeedCursor<String> cb = reader.join(B, at(0));
+    CountDownLatch woken = new CountDownLatch(1);
+    assertThat(cb.wakeInsteadOfWaiting(woken::countDown)).isTrue();
+    List<String> gotA = new CopyOnWriteArrayList<>();
+    Thread a = new Thread(() -> gotA.addAll(values(ca.poll(Duration.ofSeconds(2)))));
+    a.start();
+    assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(cb.poll(Duration.ofSeconds(30))).isEmpty();
+    assertThat(cb.parked()).isTrue();
+
+    feed.append(keyOf(A), "a0");
+    assertThat(woken.await(10, TimeUnit.SECONDS)).isTrue();
+    a.join(10_000);
+    assertThat(gotA).containsExactly("a0");
+    assertThat(cb.poll(POLL)).isEmpty(); // reads for itself now; nothing of B's
+    assertThat(cb.parked()).isFalse();
   }
 
   private static List<String> values(List<ChangeEvent<String>> events) {

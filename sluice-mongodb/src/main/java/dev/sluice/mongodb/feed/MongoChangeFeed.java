@@ -75,8 +75,8 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
 
   /**
    * {@value #MAX_PARTITIONS}: partitions filter on the client; with {@link Builder#sharedReads} (the
-   * default) the partitions one process holds read the stream through one cursor, but each still
-   * has a thread of its own in the listener.
+   * default) the partitions one process holds read the stream through one cursor, and wait for it
+   * without a thread (ADR 0075).
    */
   @Override
   default int maxPartitions() {

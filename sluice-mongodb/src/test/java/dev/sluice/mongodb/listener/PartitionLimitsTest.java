@@ -14,7 +14,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A partition count beyond what the feed or the engine can serve is refused when the listener is
- * built, naming the limit and why (issue 15 item 3), instead of starting a thread per partition
+ * built, naming the limit and why (issue 15 item 3), instead of creating workers and lease records
  * until the process runs out of memory.
  */
 class PartitionLimitsTest {
@@ -31,7 +31,7 @@ class PartitionLimitsTest {
     assertThatThrownBy(() -> builder().partitions(Integer.MAX_VALUE).build())
         .isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("partitions must be <= 4096")
-        .hasMessageContaining("a thread per partition");
+        .hasMessageContaining("a worker and a lease record per partition");
     assertThatThrownBy(() -> builder().partitions(MongoChangeFeed.MAX_PARTITIONS + 1).build())
         .isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("must be <= " + MongoChangeFeed.MAX_PARTITIONS + " for feed limits.orders");

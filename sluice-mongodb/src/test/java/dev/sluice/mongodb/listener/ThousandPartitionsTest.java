@@ -10,6 +10,7 @@ import ch.qos.logback.core.read.ListAppender;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.listener.Listener;
+import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.PartitionState;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
@@ -27,7 +28,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * 1,000 partitions in one process (issue 15 item 3): every one held, every change delivered in key
- * order, one change stream on the server, and not one warning about the lease store.
+ * order, one change stream on the server, a bounded number of threads (ADR 0075: partitions run in
+ * turns on the listener's pool), and not one warning about the lease store.
  */
 class ThousandPartitionsTest {
   @RegisterExtension
@@ -66,9 +68,13 @@ class ThousandPartitionsTest {
       await().atMost(Duration.ofSeconds(60)).until(() -> seen.size() == 100
           && seen.values().stream().allMatch(v -> v.get(v.size() - 1) == 2));
       seen.forEach((k, v) -> assertThat(v.stream().distinct().toList()).as(k).containsExactly(0, 1, 2));
-      System.out.printf("1000 partitions: all held after %d ms, delivered after %d ms more; %d streams; %d threads%n",
-          (held - start) / 1_000_000, (System.nanoTime() - held) / 1_000_000, streams.opened(),
-          Thread.activeCount());
+      List<String> sluiceThreads = Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+          .filter(n -> n.startsWith("sluice-")).toList();
+      System.out.printf("1000 partitions: all held after %d ms, delivered after %d ms more; %d streams;"
+          + " %d Sluice threads, %d in all%n", (held - start) / 1_000_000, (System.nanoTime() - held) / 1_000_000,
+          streams.opened(), sluiceThreads.size(), Thread.activeCount());
+      // At most the default 64 partition threads, 8 lease keepers, the membership, source and timer threads.
+      assertThat(sluiceThreads).hasSizeLessThanOrEqualTo(ListenerConfig.DEFAULT_MAX_THREADS + 8 + 3);
     } finally {
       root.detachAppender(warnings);
     }

@@ -1,0 +1,121 @@
+package dev.sluice.listener;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.ConfigurationException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Partitions run in turns on the listener's threads (ADR 0075): more partitions than threads
+ * still deliver every change in key order, never on more threads than configured, and a handler
+ * that blocks holds one thread while the other partitions go on on the rest.
+ */
+class PartitionThreadsTest {
+  private static final String PREFIX = "sluice-threads-orders-";
+  private final InMemoryLeaseStore store = new InMemoryLeaseStore(Clock.systemUTC());
+  private final InMemoryFeed feed = new InMemoryFeed("orders");
+  private final List<Listener<String>> listeners = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() {
+    listeners.forEach(Listener::close);
+  }
+
+  private Listener<String> start(int partitions, int threads, Handler<String> handler) {
+    Listener<String> l = Listener.builder(feed, store).group("threads")
+        .partitions(partitions)
+        .threads(threads)
+        .handler(handler)
+        .leaseDuration(Duration.ofSeconds(3))
+        .renewInterval(Duration.ofMillis(300))
+        .acquireInterval(Duration.ofMillis(50))
+        .pollWait(Duration.ofMillis(20))
+        .build();
+    listeners.add(l);
+    return l.start();
+  }
+
+  /** The live threads that run this test's partitions (not its timer or lanes). */
+  private static List<String> partitionThreads() {
+    return Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+        .filter(n -> n.startsWith(PREFIX) && n.substring(PREFIX.length()).matches("\\d+")).toList();
+  }
+
+  @Test
+  void sixteenPartitionsOnTwoThreadsDeliverEveryChangeInKeyOrder() {
+    Map<String, List<String>> seen = new ConcurrentHashMap<>();
+    List<Integer> mostThreads = new CopyOnWriteArrayList<>();
+    java.util.Set<String> handledOn = ConcurrentHashMap.newKeySet();
+    Listener<String> l = start(16, 2, (change, fence) -> {
+      seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>()).add(change.document());
+      mostThreads.add(partitionThreads().size());
+      handledOn.add(Thread.currentThread().getName());
+    });
+    await().atMost(Duration.ofSeconds(20))
+        .until(() -> l.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE));
+    for (int i = 0; i < 400; i++) {
+      feed.append("k" + (i % 40), "v" + i);
+    }
+    await().atMost(Duration.ofSeconds(30))
+        .until(() -> seen.values().stream().mapToInt(List::size).sum() == 400);
+    for (int k = 0; k < 40; k++) {
+      List<String> expected = new ArrayList<>();
+      for (int i = k; i < 400; i += 40) {
+        expected.add("v" + i);
+      }
+      assertThat(seen.get("k" + k)).as("k" + k).isEqualTo(expected);
+    }
+    assertThat(handledOn).isNotEmpty().allMatch(n -> n.startsWith(PREFIX)).hasSizeLessThanOrEqualTo(2);
+    assertThat(mostThreads).allMatch(n -> n <= 2);
+    assertThat(partitionThreads()).hasSizeLessThanOrEqualTo(2);
+  }
+
+  @Test
+  void aHandlerThatBlocksHoldsOneThreadWhileTheOtherPartitionsGoOn() throws InterruptedException {
+    CountDownLatch blocked = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    Map<String, List<String>> seen = new ConcurrentHashMap<>();
+    Listener<String> l = start(4, 2, (change, fence) -> {
+      if (change.key().equals("stuck")) {
+        blocked.countDown();
+        release.await();
+      }
+      seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>()).add(change.document());
+    });
+    await().atMost(Duration.ofSeconds(20))
+        .until(() -> l.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE));
+    feed.append("stuck", "s0");
+    assertThat(blocked.await(20, TimeUnit.SECONDS)).isTrue();
+    int stuckPartition = dev.sluice.feed.PartitionSpec.indexOf("stuck", 4);
+    List<String> others = new ArrayList<>();
+    for (int i = 0; others.size() < 12; i++) {
+      String key = "key" + i;
+      if (dev.sluice.feed.PartitionSpec.indexOf(key, 4) != stuckPartition) {
+        others.add(key);
+        feed.append(key, "v" + i);
+      }
+    }
+    await().atMost(Duration.ofSeconds(20)).until(() -> others.stream().allMatch(seen::containsKey));
+    assertThat(seen).doesNotContainKey("stuck");
+    release.countDown();
+    await().atMost(Duration.ofSeconds(20)).until(() -> seen.containsKey("stuck"));
+  }
+
+  @Test
+  void refusesAThreadCountBelowOne() {
+    assertThatThrownBy(() -> Listener.builder(feed, store).group("threads").threads(0))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("threads");
+  }
+}
