@@ -129,6 +129,17 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
     return current.ended();
   }
 
+  /** As the cursor it starts with (a partition's cursor on the shared reader parks); a snapshot never does. */
+  @Override
+  public boolean wakeInsteadOfWaiting(Runnable wake) {
+    return current.wakeInsteadOfWaiting(wake);
+  }
+
+  @Override
+  public boolean parked() {
+    return current.parked();
+  }
+
   @Override
   public String endReason() {
     return current.endReason();
