@@ -91,11 +91,13 @@ public final class ListenerEngine<D> implements Listener<D> {
     if (config.concurrency() > 1) {
       lanes = pool(config.threads() * config.concurrency(), prefix + "lane-");
     }
-    timers = Executors.newSingleThreadScheduledExecutor(r -> {
+    java.util.concurrent.ScheduledThreadPoolExecutor timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, prefix + "timer");
       t.setDaemon(true);
       return t;
     });
+    timer.setRemoveOnCancelPolicy(true); // most waits end early (a wake): their timers go at once
+    timers = timer;
     LayoutCheck layout = new LayoutCheck(config);
     for (int i = 0; i < config.partitions(); i++) {
       workers.add(new PartitionWorker<>(config, i, keepers, assignment, probe, lifecycle, layout, lanes));

@@ -410,6 +410,75 @@ class SharedReaderTest {
     assertThat(cb.parked()).isFalse();
   }
 
+  /**
+   * An Error thrown by the shared cursor's read (a driver bug, an OutOfMemoryError) goes to the
+   * partition that was reading, whose engine restarts it; the partitions parked meanwhile are woken
+   * and read on, and lose nothing.
+   */
+  @Test
+  void anErrorInASharedReadGoesToTheReadingPartitionAndTheParkedOnesReadOn() throws Exception {
+    CountDownLatch reading = new CountDownLatch(1);
+    CountDownLatch fail = new CountDownLatch(1);
+    AtomicInteger reads = new AtomicInteger();
+    SharedReader<String> reader = new SharedReader<String>("s", (spec, after) -> {
+      FeedCursor<String> c = feed.open(spec, StartPoint.after(after));
+      if (spec.count() != 1) {
+        return c;
+      }
+      return new FeedCursor<String>() {
+        @Override
+        public List<ChangeEvent<String>> poll(Duration maxWait) {
+          if (reads.incrementAndGet() == 1) {
+            reading.countDown();
+            try {
+              fail.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            throw new Error("driver bug while reading");
+          }
+          return c.poll(maxWait);
+        }
+
+        @Override
+        public Position position() {
+          return c.position();
+        }
+
+        @Override
+        public void close() {
+          c.close();
+        }
+      };
+    }, p -> String.format("%010d", Long.parseLong(p.token())), 10, 400, 1_000_000, 100, Duration.ofSeconds(30));
+    append(0, 20);
+    FeedCursor<String> ca = reader.join(A, at(0));
+    FeedCursor<String> cb = reader.join(B, at(0));
+    CountDownLatch woken = new CountDownLatch(1);
+    assertThat(cb.wakeInsteadOfWaiting(woken::countDown)).isTrue();
+    List<Throwable> thrownToA = new CopyOnWriteArrayList<>();
+    Thread a = new Thread(() -> {
+      try {
+        ca.poll(Duration.ofSeconds(10));
+      } catch (Error e) {
+        thrownToA.add(e);
+      }
+    });
+    a.start();
+    assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(cb.poll(POLL)).isEmpty();
+    assertThat(cb.parked()).isTrue();
+
+    fail.countDown();
+    a.join(10_000);
+    assertThat(thrownToA).singleElement().extracting(Throwable::getMessage).isEqualTo("driver bug while reading");
+    assertThat(woken.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(drain(cb, expected(B, 0, 20).size())).isEqualTo(expected(B, 0, 20));
+    // A's engine closes its cursor and opens it again at its checkpoint: nothing of A's is lost.
+    ca.close();
+    assertThat(drain(reader.join(A, at(0)), expected(A, 0, 20).size())).isEqualTo(expected(A, 0, 20));
+  }
+
   private static List<String> values(List<ChangeEvent<String>> events) {
     return events.stream().map(ChangeEvent::document).toList();
   }
