@@ -171,7 +171,11 @@ public final class Wiring<D> implements AutoCloseable {
     FailurePolicy failure = ConfigLoader.parks(l, at)
         ? FailurePolicy.park(ConfigLoader.retry(l, at), deadLetters())
         : FailurePolicy.block(ConfigLoader.retry(l, at));
-    return Listener.builder(feed(l), leaseStore()).group(ConfigLoader.group(l, at))
+    Listener.Builder<D> builder = Listener.builder(feed(l), leaseStore()).group(ConfigLoader.group(l, at));
+    if (l.threads() != null) {
+      builder.threads(l.threads());
+    }
+    return builder
         .handler(handler)
         .partitions(l.partitions() == null ? 1 : l.partitions())
         .leaseDuration(ConfigLoader.leaseDuration(l, at))

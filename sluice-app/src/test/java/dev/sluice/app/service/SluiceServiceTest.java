@@ -116,6 +116,8 @@ class SluiceServiceTest {
           http: { port: 0 }
           listeners:
             - collection: orders
+              partitions: 4
+              threads: 2
               leaseDuration: 3s
               checkpoint: { every: 50, maxDelay: 200ms }
               sink:
@@ -143,7 +145,9 @@ class SluiceServiceTest {
           assertThat(keys).as("keys relayed to topic %s", topic).isEqualTo(expected);
         }
         assertThat(service.leases()).extracting(r -> r.name())
-            .contains("kafka-indexer/" + shop + ".orders#0of1", "kafka-cache/" + shop + ".orders#0of1");
+            .contains("kafka-indexer/" + shop + ".orders#3of4", "kafka-cache/" + shop + ".orders#0of1");
+        // 4 partitions taking turns on the 2 threads the entry gives them; the other entry's default.
+        assertThat(service.listeners()).extracting(l -> l.config().threads()).containsExactly(2, 1);
       }
 
       // The current state of every document, replayed to another topic, names the entry by group.

@@ -266,6 +266,9 @@ public final class ConfigLoader {
       require(l != null, at, "is empty");
       validateTarget(c, l, at);
       require(l.partitions() == null || l.partitions() >= 1, at + ".partitions", "must be >= 1, but was " + l.partitions());
+      require(l.threads() == null || (l.threads() >= 1 && l.threads() <= dev.sluice.listener.ListenerConfig.MAX_PARTITIONS),
+          at + ".threads", "must be between 1 and " + dev.sluice.listener.ListenerConfig.MAX_PARTITIONS + ", but was "
+          + l.threads());
       require(l.sink() != null, at + ".sink", "is required (kafka or amqp)");
       int sinks = (l.sink().kafka() != null ? 1 : 0) + (l.sink().amqp() != null ? 1 : 0);
       require(sinks == 1, at + ".sink", "must configure exactly one of kafka, amqp, but had " + sinks);

@@ -78,6 +78,7 @@ public record SluiceConfig(MongoSection mongodb, PostgresSection postgres, List<
       String collection,
       String table,
       Integer partitions,
+      Integer threads,
       String leaseDuration,
       CheckpointSection checkpoint,
       String bootstrap,

@@ -72,6 +72,10 @@ class ConfigLoaderTest {
     assertThat(ConfigLoader.onInvalidate(startAfter, "x")).isEqualTo(dev.sluice.mongodb.feed.MongoChangeFeed.OnInvalidate.START_AFTER);
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: two"), "sluice.yaml"))
         .hasMessageContaining("listeners[0].partitions");
+    assertThat(ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: 2\n    threads: 8"), "sluice.yaml")
+        .listeners().get(0).threads()).isEqualTo(8);
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: 2\n    threads: 0"), "sluice.yaml"))
+        .hasMessageContaining("listeners[0].threads").hasMessageContaining("must be between 1 and 4096, but was 0");
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("mongodb://localhost:27017", "localhost"), "sluice.yaml"))
         .hasMessageContaining("mongodb.uri").hasMessageContaining("'localhost'");
     String events = VALID.replace("topic: orders }", "topic: orders }\n      publish: { mode: domain-events, field: lastEvent, onMissing: drop }");
