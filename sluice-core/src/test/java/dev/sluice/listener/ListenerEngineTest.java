@@ -51,12 +51,7 @@ class ListenerEngineTest {
   }
 
   private Listener.Builder<String> builder(Handler<String> handler) {
-    return Listener.builder(feed, store).group("test-group")
-        .handler(handler)
-        .leaseDuration(Duration.ofSeconds(3))
-        .renewInterval(Duration.ofMillis(300))
-        .acquireInterval(Duration.ofMillis(50))
-        .pollWait(Duration.ofMillis(20));
+    return EngineTimings.fast(Listener.builder(feed, store).group("test-group").handler(handler));
   }
 
   private Listener<String> start(Listener.Builder<String> b) {

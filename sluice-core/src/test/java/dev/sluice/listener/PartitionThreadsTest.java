@@ -34,14 +34,9 @@ class PartitionThreadsTest {
   }
 
   private Listener<String> start(int partitions, int threads, Handler<String> handler) {
-    Listener<String> l = Listener.builder(feed, store).group("threads")
+    Listener<String> l = EngineTimings.fast(Listener.builder(feed, store).group("threads").handler(handler))
         .partitions(partitions)
         .threads(threads)
-        .handler(handler)
-        .leaseDuration(Duration.ofSeconds(3))
-        .renewInterval(Duration.ofMillis(300))
-        .acquireInterval(Duration.ofMillis(50))
-        .pollWait(Duration.ofMillis(20))
         .build();
     listeners.add(l);
     return l.start();

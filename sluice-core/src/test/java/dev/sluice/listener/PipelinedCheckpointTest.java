@@ -60,14 +60,9 @@ class PipelinedCheckpointTest {
   }
 
   private Listener<String> start(Handler<String> handler, CheckpointPolicy policy, int concurrency) {
-    Listener<String> l = Listener.builder(feed, store).group("test-group")
+    Listener<String> l = EngineTimings.fast(Listener.builder(feed, store).group("test-group").handler(handler))
         .concurrency(concurrency)
-        .handler(handler)
         .checkpoint(policy)
-        .leaseDuration(Duration.ofSeconds(3))
-        .renewInterval(Duration.ofMillis(300))
-        .acquireInterval(Duration.ofMillis(50))
-        .pollWait(Duration.ofMillis(20))
         .build();
     listeners.add(l);
     return l.start();

@@ -42,12 +42,7 @@ class SupervisionTest {
   }
 
   private Listener.Builder<String> builder(Handler<String> handler) {
-    return Listener.builder(feed, store).group("sup")
-        .handler(handler)
-        .leaseDuration(Duration.ofSeconds(3))
-        .renewInterval(Duration.ofMillis(300))
-        .acquireInterval(Duration.ofMillis(50))
-        .pollWait(Duration.ofMillis(20))
+    return EngineTimings.fast(Listener.builder(feed, store).group("sup").handler(handler))
         .checkpoint(CheckpointPolicy.everyChange())
         .onFailure(FailurePolicy.block(RetryPolicy.attempts(3, Duration.ofMillis(10),
             Duration.ofMillis(50))));

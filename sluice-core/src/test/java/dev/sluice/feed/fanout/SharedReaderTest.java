@@ -324,8 +324,14 @@ class SharedReaderTest {
     assertThat(drain(ca, expected(A, 0, 100).size())).isEqualTo(expected(A, 0, 100));
   }
 
-  /** A reader whose shared cursor counts down {@code reading} each time a read of it starts. */
-  private SharedReader<String> readerSignalling(CountDownLatch reading) {
+  /** What a read of the shared cursor does, given that cursor on the feed: a test's interposition. */
+  @FunctionalInterface
+  private interface SharedRead {
+    List<ChangeEvent<String>> poll(FeedCursor<String> cursor, Duration maxWait);
+  }
+
+  /** A reader whose shared cursor reads through {@code read}; partitions' own cursors as they are. */
+  private SharedReader<String> readerReading(SharedRead read) {
     return new SharedReader<String>("s", (spec, after) -> {
       FeedCursor<String> c = feed.open(spec, StartPoint.after(after));
       if (spec.count() != 1) {
@@ -334,8 +340,7 @@ class SharedReaderTest {
       return new FeedCursor<String>() {
         @Override
         public List<ChangeEvent<String>> poll(Duration maxWait) {
-          reading.countDown();
-          return c.poll(maxWait);
+          return read.poll(c, maxWait);
         }
 
         @Override
@@ -349,6 +354,14 @@ class SharedReaderTest {
         }
       };
     }, p -> String.format("%010d", Long.parseLong(p.token())), 10, 400, 1_000_000, 100, Duration.ofSeconds(30));
+  }
+
+  /** A reader whose shared cursor counts down {@code reading} each time a read of it starts. */
+  private SharedReader<String> readerSignalling(CountDownLatch reading) {
+    return readerReading((c, maxWait) -> {
+      reading.countDown();
+      return c.poll(maxWait);
+    });
   }
 
   private static String keyOf(PartitionSpec p) {
@@ -420,37 +433,18 @@ class SharedReaderTest {
     CountDownLatch reading = new CountDownLatch(1);
     CountDownLatch fail = new CountDownLatch(1);
     AtomicInteger reads = new AtomicInteger();
-    SharedReader<String> reader = new SharedReader<String>("s", (spec, after) -> {
-      FeedCursor<String> c = feed.open(spec, StartPoint.after(after));
-      if (spec.count() != 1) {
-        return c;
+    SharedReader<String> reader = readerReading((c, maxWait) -> {
+      if (reads.incrementAndGet() == 1) {
+        reading.countDown();
+        try {
+          fail.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        throw new Error("driver bug while reading");
       }
-      return new FeedCursor<String>() {
-        @Override
-        public List<ChangeEvent<String>> poll(Duration maxWait) {
-          if (reads.incrementAndGet() == 1) {
-            reading.countDown();
-            try {
-              fail.await();
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-            }
-            throw new Error("driver bug while reading");
-          }
-          return c.poll(maxWait);
-        }
-
-        @Override
-        public Position position() {
-          return c.position();
-        }
-
-        @Override
-        public void close() {
-          c.close();
-        }
-      };
-    }, p -> String.format("%010d", Long.parseLong(p.token())), 10, 400, 1_000_000, 100, Duration.ofSeconds(30));
+      return c.poll(maxWait);
+    });
     append(0, 20);
     FeedCursor<String> ca = reader.join(A, at(0));
     FeedCursor<String> cb = reader.join(B, at(0));
