@@ -108,6 +108,61 @@ class PartitionThreadsTest {
     await().atMost(Duration.ofSeconds(20)).until(() -> seen.containsKey("stuck"));
   }
 
+  /**
+   * A partition blocked on a change that keeps failing waits for its next attempt without a thread:
+   * on a listener with one thread, the other partitions go on, and the blocked one keeps its order.
+   */
+  @Test
+  void aPartitionBlockedOnAFailingChangeLeavesTheOnlyThreadToTheOthers() {
+    java.util.concurrent.atomic.AtomicBoolean fixed = new java.util.concurrent.atomic.AtomicBoolean();
+    Map<String, List<String>> seen = new ConcurrentHashMap<>();
+    List<String> order = new CopyOnWriteArrayList<>();
+    Listener<String> l = EngineTimings.fast(Listener.builder(feed, store).group("threads").handler((change, fence) -> {
+      if (change.key().equals("poison") && !fixed.get()) {
+        throw new IllegalStateException("the target rejects it for now");
+      }
+      seen.computeIfAbsent(change.key(), k -> new CopyOnWriteArrayList<>()).add(change.document());
+      order.add(change.document());
+    }))
+        .partitions(4)
+        .threads(1)
+        .onFailure(FailurePolicy.block(RetryPolicy.attempts(2, Duration.ofMillis(20), Duration.ofMillis(50))))
+        .build();
+    listeners.add(l);
+    l.start();
+    await().atMost(Duration.ofSeconds(20))
+        .until(() -> l.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE));
+    int blocked = dev.sluice.feed.PartitionSpec.indexOf("poison", 4);
+    String sameKeyAfter = keyIn(blocked, "after");
+    feed.append("poison", "p0");
+    feed.append(sameKeyAfter, "a0");
+    List<String> others = new ArrayList<>();
+    for (int i = 0; others.size() < 12; i++) {
+      String key = "key" + i;
+      if (dev.sluice.feed.PartitionSpec.indexOf(key, 4) != blocked) {
+        others.add(key);
+        feed.append(key, "v" + i);
+      }
+    }
+    await().atMost(Duration.ofSeconds(20)).until(() -> others.stream().allMatch(seen::containsKey)
+        && l.status().get(blocked).state() == PartitionState.BLOCKED);
+    assertThat(seen).doesNotContainKeys("poison", sameKeyAfter);
+
+    fixed.set(true);
+    await().atMost(Duration.ofSeconds(20)).until(() -> seen.containsKey(sameKeyAfter));
+    assertThat(order.indexOf("p0")).isLessThan(order.indexOf("a0"));
+    await().atMost(Duration.ofSeconds(20)).until(() -> l.status().get(blocked).state() == PartitionState.ACTIVE);
+  }
+
+  /** A key of partition {@code partition} of 4 whose name starts with {@code prefix}. */
+  private static String keyIn(int partition, String prefix) {
+    for (int i = 0; ; i++) {
+      if (dev.sluice.feed.PartitionSpec.indexOf(prefix + i, 4) == partition) {
+        return prefix + i;
+      }
+    }
+  }
+
   @Test
   void refusesAThreadCountBelowOne() {
     assertThatThrownBy(() -> Listener.builder(feed, store).group("threads").threads(0))

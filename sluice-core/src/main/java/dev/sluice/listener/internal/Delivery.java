@@ -35,19 +35,53 @@ final class Delivery<D> {
 
   /**
    * Delivers {@code event}; CONTINUE once it was handled or parked (the caller then counts it as
-   * processed). Thread-safe for changes of different keys (listener concurrency above 1).
+   * processed). Between attempts it waits in place. Thread-safe for changes of different keys
+   * (listener concurrency above 1).
    */
   Step deliver(ChangeEvent<D> event) {
+    return deliver(event, false);
+  }
+
+  /** The change the sequential feed loop retries later, or null; its next attempt, its state, when. */
+  private ChangeEvent<D> retrying;
+  private int retryAttempt;
+  private boolean retryBlocking;
+  private long retryAtNanos;
+  private Duration retryIn;
+
+  /** After {@link Step#RETRY_LATER}: how long until the change's next attempt. */
+  Duration retryIn() {
+    return retryIn;
+  }
+
+  /**
+   * As {@link #deliver(ChangeEvent)}; with {@code yieldBetweenAttempts} (the sequential feed loop,
+   * ADR 0075) a failed attempt returns {@link Step#RETRY_LATER} instead of waiting for the next
+   * one, and the caller hands the same change back later: the back-off holds no thread.
+   */
+  Step deliver(ChangeEvent<D> event, boolean yieldBetweenAttempts) {
     FailurePolicy policy = tenure.config.failure();
     RetryPolicy retry = policy.retry();
-    if (policy instanceof FailurePolicy.Park<?>) {
+    int attempt = 1;
+    boolean blocking = false;
+    if (retrying != null && retrying != event) {
+      abandonRetry(); // the feed was rewound: the change comes again as a new delivery
+    }
+    if (retrying == event) {
+      long left = retryAtNanos - System.nanoTime();
+      if (left > 0) {
+        retryIn = Duration.ofNanos(left); // woken early (a read, a timer): not yet
+        return Step.RETRY_LATER;
+      }
+      attempt = retryAttempt;
+      blocking = retryBlocking;
+      retrying = null;
+    } else if (policy instanceof FailurePolicy.Park<?>) {
       Step behind = parkedBehind(event);
       if (behind != null) {
         return behind;
       }
     }
-    int attempt = 1;
-    boolean blocking = false;
     while (true) {
       long start = System.nanoTime();
       Throwable failure;
@@ -96,6 +130,14 @@ final class Delivery<D> {
       log.warn("Handler failed on {} (attempt {}{}), retrying in {}: {}", event, attempt,
           attempt >= retry.maxAttempts() ? ", blocking the partition until it succeeds" : "",
           delay, describe(failure));
+      if (yieldBetweenAttempts) {
+        retrying = event;
+        retryAttempt = attempt + 1;
+        retryBlocking = blocking;
+        retryAtNanos = System.nanoTime() + delay.toNanos();
+        retryIn = delay;
+        return Step.RETRY_LATER;
+      }
       worker.pause(delay, tenure);
       if (!worker.running || tenure.ended()) {
         return Step.STOPPING; // not processed: the next owner gets it again from the checkpoint
@@ -105,6 +147,14 @@ final class Delivery<D> {
       }
       attempt++;
     }
+  }
+
+  /** Forgets the change waiting for its next attempt; the partition is no longer blocked on it. */
+  void abandonRetry() {
+    if (retrying != null && retryBlocking) {
+      unblocked();
+    }
+    retrying = null;
   }
 
   /** Parks {@code event} behind an earlier parked change of its key, or returns null. */

@@ -293,7 +293,10 @@ final class PartitionWorker<D> {
     NONE,
     /** Until its next acquisition attempt: {@link #tryNow()} too. */
     ATTEMPT,
-    /** A pause after a tenure or an unexpected error: only a stop. */
+    /**
+     * A pause after a tenure or an unexpected error, or a failed change's back-off: a stop or a
+     * lost lease ends it, a release notice does not.
+     */
     PAUSE,
     /** Its cursor parked: the cursor's wake, a lost lease, or the poll wait, whichever first. */
     PARKED
@@ -471,6 +474,10 @@ final class PartitionWorker<D> {
     Tenure<D> t = tenure;
     PartitionState end = t.turn();
     if (end == null) {
+      Duration retry = t.retryIn();
+      if (retry != null) {
+        return Next.after(retry, Wait.PAUSE); // a failed change's back-off, without a thread
+      }
       return t.cursorParked() ? Next.after(config.pollWait(), Wait.PARKED) : Next.NOW;
     }
     endTenure();

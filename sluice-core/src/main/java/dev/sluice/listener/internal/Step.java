@@ -14,5 +14,10 @@ enum Step {
   /** The lease was lost: stop delivering at once. */
   LOST,
   /** The partition cannot go on (the error is recorded): stop for good and release the lease. */
-  FAILED
+  FAILED,
+  /**
+   * The handler failed and the change is tried again after a back-off ({@link Delivery#retryIn}),
+   * without holding the thread meanwhile: the feed loop keeps it and the rest of its batch.
+   */
+  RETRY_LATER
 }

@@ -92,6 +92,10 @@ final class Tenure<D> {
   private volatile boolean cursorParked;
   /** Whether the current cursor parks instead of waiting in a poll. */
   private boolean cursorParks;
+  /** The changes of the last batch not yet delivered: the first waits for its next attempt. */
+  private final java.util.ArrayDeque<ChangeEvent<D>> pending = new java.util.ArrayDeque<>();
+  /** After a turn that returned null: how long until a failed change's next attempt, or null. */
+  private volatile Duration retryIn;
 
   /**
    * Runs the tenure's next part on the calling thread: its start (layout check, parked keys, the
@@ -120,6 +124,11 @@ final class Tenure<D> {
   /** After a turn that returned null: whether the cursor parked and will wake the worker. */
   boolean cursorParked() {
     return cursorParked;
+  }
+
+  /** After a turn that returned null: the wait before a failed change is tried again, or null. */
+  Duration retryIn() {
+    return retryIn;
   }
 
   /** Starts holding: the renewals, the layout check, the parked keys, the feed. Null once streaming. */
@@ -363,6 +372,7 @@ final class Tenure<D> {
   /** Closes the cursor and opens it again at the last checkpoint after {@code delay}. */
   Step reopenAtCheckpoint(Duration delay) {
     closeCursor();
+    dropPending();
     checkpointer.discardInFlight();
     lastProcessed = committed;
     uncommitted = 0;
@@ -379,6 +389,7 @@ final class Tenure<D> {
    */
   private PartitionState feedTurn() {
     cursorParked = false;
+    retryIn = null;
     if (!worker.running || ended) {
       return stopping();
     }
@@ -391,10 +402,13 @@ final class Tenure<D> {
       return s == Step.FAILED ? PartitionState.FAILED
           : s == Step.LOST ? PartitionState.LOST : PartitionState.STOPPED;
     }
-    List<ChangeEvent<D>> batch;
+    List<ChangeEvent<D>> batch = List.of();
     Step step = Step.CONTINUE;
+    boolean read = pending.isEmpty(); // else the rest of the last batch first
     try {
-      batch = pollUnlocked();
+      if (read) {
+        batch = pollUnlocked();
+      }
       feedBackoff = Duration.ofMillis(100);
     } catch (HistoryLostException e) {
       batch = List.of();
@@ -431,19 +445,30 @@ final class Tenure<D> {
     if (ended) {
       return PartitionState.STOPPED; // handed over by close() while we were reading
     }
+    boolean retryLater = false;
     if (keyed != null && step == Step.CONTINUE && !batch.isEmpty()) {
       step = keyed.deliver(batch);
     } else {
-      for (ChangeEvent<D> event : batch) {
+      if (step == Step.CONTINUE) {
+        pending.addAll(batch);
+      }
+      while (!pending.isEmpty()) {
         if (!worker.running || step != Step.CONTINUE) {
           break;
         }
         if (!keeper.isValid()) {
           return PartitionState.LOST;
         }
+        ChangeEvent<D> event = pending.peekFirst();
         worker.newestRead = event.position();
         worker.caughtUp = false;
-        step = delivery.deliver(event);
+        step = delivery.deliver(event, true);
+        if (step == Step.RETRY_LATER) {
+          retryLater = true; // it and the rest of the batch stay pending; the thread is free meanwhile
+          step = Step.CONTINUE;
+          break;
+        }
+        pending.pollFirst();
         if (step == Step.CONTINUE) {
           lastProcessed = event.position();
           uncommitted++;
@@ -465,7 +490,7 @@ final class Tenure<D> {
     if (step != Step.CONTINUE) {
       return step == Step.STOPPING ? stopping() : endOf(step);
     }
-    if (batch.isEmpty() && cursor != null) {
+    if (read && batch.isEmpty() && cursor != null) {
       // Progress without changes for this partition (other partitions' changes, post-batch
       // resume tokens) is worth committing too, so a restart does not re-scan it.
       Position p = cursor.position();
@@ -474,12 +499,19 @@ final class Tenure<D> {
       }
     }
     worker.processedTo = lastProcessed;
-    worker.caughtUp = cursor != null && cursor.caughtUp();
+    worker.caughtUp = pending.isEmpty() && cursor != null && cursor.caughtUp();
     if (checkpointer.dueByTime()) {
       step = checkpointer.checkpoint();
       if (step != Step.CONTINUE && step != Step.REWOUND) {
         return step == Step.STOPPING ? stopping() : endOf(step);
       }
+    }
+    if (retryLater && pending.isEmpty()) {
+      retryLater = false; // a rewind by the checkpoint above dropped the batch: read again
+    }
+    if (retryLater) {
+      retryIn = delivery.retryIn();
+      return null;
     }
     if (cursor != null && cursor.ended()) {
       step = checkpointer.checkpoint();
@@ -493,7 +525,7 @@ final class Tenure<D> {
       log.warn("Partition {}: {}", worker.leaseName, reason);
       return PartitionState.ENDED;
     }
-    cursorParked = batch.isEmpty() && cursorParks && cursor != null && cursor.parked();
+    cursorParked = read && batch.isEmpty() && cursorParks && cursor != null && cursor.parked();
     return null;
   }
 
@@ -512,10 +544,17 @@ final class Tenure<D> {
       return Step.FAILED;
     }
     // Re-open through open(), which skips to latest with its retries and records the gap.
+    dropPending();
     checkpointer.discardInFlight();
     lastProcessed = committed;
     uncommitted = 0;
     return open(e);
+  }
+
+  /** Forgets the rest of the last batch (the feed is read again from the checkpoint). */
+  private void dropPending() {
+    pending.clear();
+    delivery.abandonRetry();
   }
 
   /** Reads a batch without holding the delivery lock, so close() can hand over meanwhile. */
