@@ -68,9 +68,12 @@ public interface FeedCursor<D> extends AutoCloseable {
    * share): such a poll returns an empty list at once and leaves the cursor {@link #parked()},
    * and the cursor runs {@code wake} once, from any thread, as soon as a poll can make progress
    * again (changes arrived for it, a failure, or its turn to read). {@code wake} must not block.
-   * The default, false, keeps every poll waiting up to its {@code maxWait}.
+   * {@code waitingForThread} says whether the partition's next poll is only waiting for one of the
+   * engine's threads (behind other partitions' work): such a partition is slow, not stalled, and a
+   * shared reader does not move it to a cursor of its own for that. The default, false, keeps every
+   * poll waiting up to its {@code maxWait}.
    */
-  default boolean wakeInsteadOfWaiting(Runnable wake) {
+  default boolean wakeInsteadOfWaiting(Runnable wake, java.util.function.BooleanSupplier waitingForThread) {
     return false;
   }
 

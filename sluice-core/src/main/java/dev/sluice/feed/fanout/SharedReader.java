@@ -341,6 +341,8 @@ public final class SharedReader<D> {
     boolean closed;
     /** Run instead of waiting in a poll (FeedCursor#wakeInsteadOfWaiting), or null. */
     Runnable wake;
+    /** Whether its next poll waits for one of the engine's threads; never for a cursor that waits itself. */
+    java.util.function.BooleanSupplier waitingForThread = () -> false;
     /** In {@link #waiting} without a thread: {@link #wake} runs when it may poll again. */
     boolean parked;
 
@@ -403,7 +405,7 @@ public final class SharedReader<D> {
           Member full = holdingBack();
           if (full != null) {
             long stalledFor = System.nanoTime() - full.lastPoll;
-            if (stalledFor >= stallNanos) {
+            if (stalledFor >= stallNanos && !full.waitingForThread.getAsBoolean()) {
               log.info("{} of {} has not taken a change for {} ms with {} queued: it reads on a cursor of its own"
                   + " from now on, so the other partitions of this process go on", full.partition, stream,
                   TimeUnit.NANOSECONDS.toMillis(stalledFor), full.queue.size());
@@ -416,7 +418,8 @@ public final class SharedReader<D> {
             if (wake != null) {
               return park(); // polled again within the engine's poll wait, which re-checks the stall
             }
-            await(Math.min(remaining, stallNanos - stalledFor));
+            long untilStalled = stallNanos - stalledFor; // <= 0: it waits for a thread, not stalled
+            await(untilStalled > 0 ? Math.min(remaining, untilStalled) : remaining);
             continue;
           }
           readForAll(Duration.ofNanos(Math.max(0, remaining)));
@@ -500,10 +503,11 @@ public final class SharedReader<D> {
     }
 
     @Override
-    public boolean wakeInsteadOfWaiting(Runnable wake) {
+    public boolean wakeInsteadOfWaiting(Runnable wake, java.util.function.BooleanSupplier waitingForThread) {
       lock.lock();
       try {
         this.wake = Objects.requireNonNull(wake, "wake");
+        this.waitingForThread = Objects.requireNonNull(waitingForThread, "waitingForThread");
         return true;
       } finally {
         lock.unlock();

@@ -170,6 +170,11 @@ final class PartitionWorker<D> {
     runNow();
   }
 
+  /** Whether its next turn waits in the pool's queue for a thread (slow, not stalled). */
+  boolean waitingForThread() {
+    return turnState.get() == QUEUED;
+  }
+
   /**
    * Ends the wait before the next acquisition attempt now (the lease store reported the partition
    * released): the attempt comes at once instead of at the end of the acquire interval.

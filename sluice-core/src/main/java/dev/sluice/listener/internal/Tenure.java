@@ -365,7 +365,7 @@ final class Tenure<D> {
   /** Opens the partition's cursor at {@code start}; it wakes the worker instead of waiting when it can. */
   private FeedCursor<D> openCursor(StartPoint start) {
     FeedCursor<D> c = config.feed().open(worker.partition, start);
-    cursorParks = c.wakeInsteadOfWaiting(worker::cursorReady);
+    cursorParks = c.wakeInsteadOfWaiting(worker::cursorReady, worker::waitingForThread);
     return c;
   }
 

@@ -208,6 +208,35 @@ class SharedReaderTest {
     assertThat(ownOpens).hasValue(1);
   }
 
+  /**
+   * A partition whose next poll only waits for one of the engine's threads (behind other
+   * partitions' work) is slow, not stalled: it keeps the shared cursor, holding the others back,
+   * until it is truly not polling.
+   */
+  @Test
+  void aPartitionWaitingForAThreadIsNotMovedToItsOwnCursor() {
+    Duration stall = Duration.ofMillis(200);
+    SharedReader<String> reader = reader(10, 20, 10, stall);
+    append(0, 1000);
+    FeedCursor<String> ca = reader.join(A, at(0)); // never polls until the end
+    FeedCursor<String> cb = reader.join(B, at(0));
+    java.util.concurrent.atomic.AtomicBoolean aWaitsForAThread = new java.util.concurrent.atomic.AtomicBoolean(true);
+    assertThat(ca.wakeInsteadOfWaiting(() -> { }, aWaitsForAThread::get)).isTrue();
+    List<String> gotB = new ArrayList<>();
+    long until = System.nanoTime() + stall.multipliedBy(3).toNanos();
+    while (System.nanoTime() < until) {
+      gotB.addAll(values(cb.poll(POLL)));
+    }
+    assertThat(reader.readers()).containsExactly(2, 0);
+    assertThat(gotB.size()).isLessThan(expected(B, 0, 1000).size());
+
+    aWaitsForAThread.set(false); // now it is not polling although it could
+    gotB.addAll(drain(cb, expected(B, 0, 1000).size() - gotB.size()));
+    assertThat(gotB).isEqualTo(expected(B, 0, 1000));
+    assertThat(reader.readers()).containsExactly(1, 1);
+    assertThat(drain(ca, expected(A, 0, 1000).size())).isEqualTo(expected(A, 0, 1000));
+  }
+
   @Test
   void whatIsQueuedForAllPartitionsTogetherStaysBoundedWhateverTheirCount() throws Exception {
     SharedReader<String> reader = reader(10, 40, 60, 10, Duration.ofSeconds(30));
@@ -383,7 +412,7 @@ class SharedReaderTest {
     FeedCursor<String> ca = reader.join(A, at(0));
     FeedCursor<String> cb = reader.join(B, at(0));
     CountDownLatch woken = new CountDownLatch(1);
-    assertThat(cb.wakeInsteadOfWaiting(woken::countDown)).isTrue();
+    assertThat(cb.wakeInsteadOfWaiting(woken::countDown, () -> false)).isTrue();
     Thread a = new Thread(() -> ca.poll(Duration.ofSeconds(2)));
     a.start();
     assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue(); // A reads for both, waiting for a change
@@ -407,7 +436,7 @@ class SharedReaderTest {
     FeedCursor<String> ca = reader.join(A, at(0));
     FeedCursor<String> cb = reader.join(B, at(0));
     CountDownLatch woken = new CountDownLatch(1);
-    assertThat(cb.wakeInsteadOfWaiting(woken::countDown)).isTrue();
+    assertThat(cb.wakeInsteadOfWaiting(woken::countDown, () -> false)).isTrue();
     List<String> gotA = new CopyOnWriteArrayList<>();
     Thread a = new Thread(() -> gotA.addAll(values(ca.poll(Duration.ofSeconds(2)))));
     a.start();
@@ -449,7 +478,7 @@ class SharedReaderTest {
     FeedCursor<String> ca = reader.join(A, at(0));
     FeedCursor<String> cb = reader.join(B, at(0));
     CountDownLatch woken = new CountDownLatch(1);
-    assertThat(cb.wakeInsteadOfWaiting(woken::countDown)).isTrue();
+    assertThat(cb.wakeInsteadOfWaiting(woken::countDown, () -> false)).isTrue();
     List<Throwable> thrownToA = new CopyOnWriteArrayList<>();
     Thread a = new Thread(() -> {
       try {

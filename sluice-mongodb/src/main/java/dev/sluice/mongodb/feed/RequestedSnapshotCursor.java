@@ -131,8 +131,8 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
 
   /** As the cursor it starts with (a partition's cursor on the shared reader parks); a snapshot never does. */
   @Override
-  public boolean wakeInsteadOfWaiting(Runnable wake) {
-    return current.wakeInsteadOfWaiting(wake);
+  public boolean wakeInsteadOfWaiting(Runnable wake, java.util.function.BooleanSupplier waitingForThread) {
+    return current.wakeInsteadOfWaiting(wake, waitingForThread);
   }
 
   @Override
