@@ -23,6 +23,15 @@ public interface ChangeFeed<D> {
   }
 
   /**
+   * Whether this feed's cursors wait for changes without a thread ({@link
+   * FeedCursor#wakeInsteadOfWaiting}). The listener's default thread count depends on it: bounded
+   * when they do, one per partition when they do not (each would hold a thread in its polls).
+   */
+  default boolean cursorsPark() {
+    return false;
+  }
+
+  /**
    * Asks the source how much history it retains and how far it has got. The engine calls it every
    * few seconds from a thread of the listener's own (never a partition's), for the lag and
    * history-window figures; it is a network call, bounded like any other read of the source, and

@@ -124,14 +124,15 @@ public interface Listener<D> extends AutoCloseable {
     }
 
     /**
-     * How many threads run this listener's partitions, at most; default one per partition, up to
-     * {@value ListenerConfig#DEFAULT_MAX_THREADS}. A partition takes a thread only while it has
-     * something to do (an acquisition attempt, a batch to handle, a commit): standbys and partitions
-     * waiting for changes hold none (ADR 0075), so a thousand partitions run on a few threads. With
-     * fewer threads than partitions that have work at the same moment, they take turns, one batch
-     * each; a handler that blocks holds its thread meanwhile. Partitions whose cursor cannot wait
-     * without a thread (PostgreSQL, MongoDB without shared reads) hold one for up to {@link
-     * #pollWait} per empty read: give them a thread each.
+     * How many threads run this listener's partitions, at most. Default: one per partition, up to
+     * {@value ListenerConfig#DEFAULT_MAX_THREADS} when the feed's cursors wait for changes without a
+     * thread (MongoDB with shared reads, the default), else one per partition (PostgreSQL, MongoDB
+     * without shared reads: each of their cursors holds a thread for up to {@link #pollWait} per
+     * empty read). A partition takes a thread only while it has something to do (an acquisition
+     * attempt, a batch to handle, a commit): standbys, partitions waiting for changes and partitions
+     * waiting to retry a failed change hold none (ADR 0075), so a thousand partitions run on a few
+     * threads. With fewer threads than partitions that have work at the same moment, they take
+     * turns, one batch each; a handler that blocks holds its thread meanwhile.
      */
     public Builder<D> threads(int threads) {
       ConfigurationException.require(threads >= 1 && threads <= ListenerConfig.MAX_PARTITIONS, "threads",
@@ -227,9 +228,10 @@ public interface Listener<D> extends AutoCloseable {
       Duration renew = renewInterval != null ? renewInterval : leaseDuration.dividedBy(3);
       Duration acquire = acquireInterval != null ? acquireInterval : renew;
       String id = OwnerId.unique(owner);
+      ChangeFeed<D> grouped = feed.forGroup(group);
       return new ListenerEngine<>(
           new ListenerConfig<>(
-              feed.forGroup(group),
+              grouped,
               leaseStore,
               handler,
               group,
@@ -246,7 +248,8 @@ public interface Listener<D> extends AutoCloseable {
               observer,
               clock,
               concurrency,
-              threads > 0 ? threads : Math.min(partitions, ListenerConfig.DEFAULT_MAX_THREADS)));
+              threads > 0 ? threads
+                  : grouped.cursorsPark() ? Math.min(partitions, ListenerConfig.DEFAULT_MAX_THREADS) : partitions));
     }
 
     private static final Duration DEFAULT_POLL_WAIT = Duration.ofMillis(200);

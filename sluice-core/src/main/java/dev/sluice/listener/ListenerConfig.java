@@ -37,7 +37,10 @@ public record ListenerConfig<D>(
    */
   public static final int MAX_PARTITIONS = 4_096;
 
-  /** Default of {@link Listener.Builder#threads}: one per partition, up to this many. */
+  /**
+   * Default of {@link Listener.Builder#threads} on a feed whose cursors park: one per partition, up
+   * to this many (one per partition otherwise).
+   */
   public static final int DEFAULT_MAX_THREADS = 64;
 
   /** Largest {@link Listener.Builder#concurrency}: changes handled at once per partition. */

@@ -163,6 +163,36 @@ class PartitionThreadsTest {
     }
   }
 
+  /** The default: bounded where cursors park; one per partition where each would hold a thread in its polls. */
+  @Test
+  void theDefaultThreadCountDependsOnWhetherTheFeedsCursorsPark() {
+    dev.sluice.feed.ChangeFeed<String> parking = new dev.sluice.feed.ChangeFeed<>() {
+      @Override
+      public String stream() {
+        return feed.stream();
+      }
+
+      @Override
+      public boolean cursorsPark() {
+        return true;
+      }
+
+      @Override
+      public dev.sluice.feed.FeedCursor<String> open(dev.sluice.feed.PartitionSpec partition,
+          dev.sluice.feed.StartPoint start) {
+        return feed.open(partition, start);
+      }
+    };
+    assertThat(Listener.builder(parking, store).group("threads").handler((c, f) -> { }).partitions(1000).build()
+        .config().threads()).isEqualTo(ListenerConfig.DEFAULT_MAX_THREADS);
+    assertThat(Listener.builder(parking, store).group("threads").handler((c, f) -> { }).partitions(8).build()
+        .config().threads()).isEqualTo(8);
+    assertThat(Listener.builder(feed, store).group("threads").handler((c, f) -> { }).partitions(100).build()
+        .config().threads()).isEqualTo(100);
+    assertThat(Listener.builder(feed, store).group("threads").handler((c, f) -> { }).partitions(100).threads(4)
+        .build().config().threads()).isEqualTo(4);
+  }
+
   @Test
   void refusesAThreadCountBelowOne() {
     assertThatThrownBy(() -> Listener.builder(feed, store).group("threads").threads(0))

@@ -56,6 +56,12 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
             SHARED_WINDOW_BATCHES * settings.batchSize(), SHARED_STALL);
   }
 
+  /** A consumer group's partitions read through the shared reader, whose cursors park. */
+  @Override
+  public boolean cursorsPark() {
+    return shared != null;
+  }
+
   /** Changes queued per partition, in batches, before it holds the shared reader back. */
   static final int SHARED_QUEUE_BATCHES = 4;
   /** Changes queued for all partitions together, in batches, before the reader waits for them. */
