@@ -93,15 +93,7 @@ class PartitionThreadsTest {
         .until(() -> l.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE));
     feed.append("stuck", "s0");
     assertThat(blocked.await(20, TimeUnit.SECONDS)).isTrue();
-    int stuckPartition = dev.sluice.feed.PartitionSpec.indexOf("stuck", 4);
-    List<String> others = new ArrayList<>();
-    for (int i = 0; others.size() < 12; i++) {
-      String key = "key" + i;
-      if (dev.sluice.feed.PartitionSpec.indexOf(key, 4) != stuckPartition) {
-        others.add(key);
-        feed.append(key, "v" + i);
-      }
-    }
+    List<String> others = appendToOtherPartitionsThan(dev.sluice.feed.PartitionSpec.indexOf("stuck", 4));
     await().atMost(Duration.ofSeconds(20)).until(() -> others.stream().allMatch(seen::containsKey));
     assertThat(seen).doesNotContainKey("stuck");
     release.countDown();
@@ -136,14 +128,7 @@ class PartitionThreadsTest {
     String sameKeyAfter = keyIn(blocked, "after");
     feed.append("poison", "p0");
     feed.append(sameKeyAfter, "a0");
-    List<String> others = new ArrayList<>();
-    for (int i = 0; others.size() < 12; i++) {
-      String key = "key" + i;
-      if (dev.sluice.feed.PartitionSpec.indexOf(key, 4) != blocked) {
-        others.add(key);
-        feed.append(key, "v" + i);
-      }
-    }
+    List<String> others = appendToOtherPartitionsThan(blocked);
     await().atMost(Duration.ofSeconds(20)).until(() -> others.stream().allMatch(seen::containsKey)
         && l.status().get(blocked).state() == PartitionState.BLOCKED);
     assertThat(seen).doesNotContainKeys("poison", sameKeyAfter);
@@ -152,6 +137,19 @@ class PartitionThreadsTest {
     await().atMost(Duration.ofSeconds(20)).until(() -> seen.containsKey(sameKeyAfter));
     assertThat(order.indexOf("p0")).isLessThan(order.indexOf("a0"));
     await().atMost(Duration.ofSeconds(20)).until(() -> l.status().get(blocked).state() == PartitionState.ACTIVE);
+  }
+
+  /** Appends a change to each of 12 keys outside partition {@code partition} of 4; returns the keys. */
+  private List<String> appendToOtherPartitionsThan(int partition) {
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; keys.size() < 12; i++) {
+      String key = "key" + i;
+      if (dev.sluice.feed.PartitionSpec.indexOf(key, 4) != partition) {
+        keys.add(key);
+        feed.append(key, "v" + i);
+      }
+    }
+    return keys;
   }
 
   /** A key of partition {@code partition} of 4 whose name starts with {@code prefix}. */

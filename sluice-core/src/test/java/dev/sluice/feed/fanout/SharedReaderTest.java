@@ -401,36 +401,10 @@ class SharedReaderTest {
     }
   }
 
-  /**
-   * ADR 0075: a partition on a pool thread does not wait while another partition reads for it; it
-   * parks, and its wake runs when the read brings it a change.
-   */
-  @Test
-  void aPartitionThatParksIsWokenWhenAReadBringsItsChange() throws Exception {
-    CountDownLatch reading = new CountDownLatch(1);
-    SharedReader<String> reader = readerSignalling(reading);
-    FeedCursor<String> ca = reader.join(A, at(0));
-    FeedCursor<String> cb = reader.join(B, at(0));
-    CountDownLatch woken = new CountDownLatch(1);
-    assertThat(cb.wakeInsteadOfWaiting(woken::countDown, () -> false)).isTrue();
-    Thread a = new Thread(() -> ca.poll(Duration.ofSeconds(2)));
-    a.start();
-    assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue(); // A reads for both, waiting for a change
-    assertThat(cb.poll(Duration.ofSeconds(30))).isEmpty();
-    assertThat(cb.parked()).isTrue();
-    assertThat(woken.getCount()).isEqualTo(1);
+  /** B parked while A reads for both on a thread of its own (A's poll waits up to 2 s for a change). */
+  private record ParkedWhileAReads(FeedCursor<String> cb, CountDownLatch woken, Thread a, List<String> gotA) {}
 
-    feed.append(keyOf(B), "b0");
-    assertThat(woken.await(10, TimeUnit.SECONDS)).isTrue();
-    assertThat(cb.parked()).isFalse();
-    assertThat(values(cb.poll(POLL))).containsExactly("b0");
-    a.join(10_000);
-    assertThat(a.isAlive()).isFalse();
-  }
-
-  /** A read that brought a parked partition nothing still wakes it: it may read the next batch. */
-  @Test
-  void aParkedPartitionIsWokenToReadTheNextBatch() throws Exception {
+  private ParkedWhileAReads parkBWhileAReads() throws InterruptedException {
     CountDownLatch reading = new CountDownLatch(1);
     SharedReader<String> reader = readerSignalling(reading);
     FeedCursor<String> ca = reader.join(A, at(0));
@@ -440,9 +414,36 @@ class SharedReaderTest {
     List<String> gotA = new CopyOnWriteArrayList<>();
     Thread a = new Thread(() -> gotA.addAll(values(ca.poll(Duration.ofSeconds(2)))));
     a.start();
-    assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue(); // A reads for both, waiting for a change
     assertThat(cb.poll(Duration.ofSeconds(30))).isEmpty();
     assertThat(cb.parked()).isTrue();
+    assertThat(woken.getCount()).isEqualTo(1);
+    return new ParkedWhileAReads(cb, woken, a, gotA);
+  }
+
+  /**
+   * ADR 0075: a partition on a pool thread does not wait while another partition reads for it; it
+   * parks, and its wake runs when the read brings it a change.
+   */
+  @Test
+  void aPartitionThatParksIsWokenWhenAReadBringsItsChange() throws Exception {
+    ParkedWhileAReads p = parkBWhileAReads();
+    feed.append(keyOf(B), "b0");
+    assertThat(p.woken().await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.cb().parked()).isFalse();
+    assertThat(values(p.cb().poll(POLL))).containsExactly("b0");
+    p.a().join(10_000);
+    assertThat(p.a().isAlive()).isFalse();
+  }
+
+  /** A read that brought a parked partition nothing still wakes it: it may read the next batch. */
+  @Test
+  void aParkedPartitionIsWokenToReadTheNextBatch() throws Exception {
+    ParkedWhileAReads p = parkBWhileAReads();
+    FeedCursor<String> cb = p.cb();
+    CountDownLatch woken = p.woken();
+    Thread a = p.a();
+    List<String> gotA = p.gotA();
 
     feed.append(keyOf(A), "a0");
     assertThat(woken.await(10, TimeUnit.SECONDS)).isTrue();
