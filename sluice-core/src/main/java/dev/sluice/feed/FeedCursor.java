@@ -2,6 +2,7 @@ package dev.sluice.feed;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 
 /**
  * SPI: an open read position on a feed, used by one thread at a time.
@@ -73,7 +74,7 @@ public interface FeedCursor<D> extends AutoCloseable {
    * shared reader does not move it to a cursor of its own for that. The default, false, keeps every
    * poll waiting up to its {@code maxWait}.
    */
-  default boolean wakeInsteadOfWaiting(Runnable wake, java.util.function.BooleanSupplier waitingForThread) {
+  default boolean wakeInsteadOfWaiting(Runnable wake, BooleanSupplier waitingForThread) {
     return false;
   }
 

@@ -9,12 +9,14 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -79,7 +81,7 @@ public final class SharedReader<D> {
    * Partitions waiting in a poll (for a read by another partition, or for room), oldest first, and
    * partitions parked instead ({@link FeedCursor#wakeInsteadOfWaiting}).
    */
-  private final java.util.LinkedHashSet<Member> waiting = new java.util.LinkedHashSet<>();
+  private final LinkedHashSet<Member> waiting = new LinkedHashSet<>();
   private final List<Member> members = new ArrayList<>();
   /** Members reading through the shared cursor, by partition index. */
   private final Map<Integer, List<Member>> shared = new HashMap<>();
@@ -342,7 +344,7 @@ public final class SharedReader<D> {
     /** Run instead of waiting in a poll (FeedCursor#wakeInsteadOfWaiting), or null. */
     Runnable wake;
     /** Whether its next poll waits for one of the engine's threads; never for a cursor that waits itself. */
-    java.util.function.BooleanSupplier waitingForThread = () -> false;
+    BooleanSupplier waitingForThread = () -> false;
     /** In {@link #waiting} without a thread: {@link #wake} runs when it may poll again. */
     boolean parked;
 
@@ -503,7 +505,7 @@ public final class SharedReader<D> {
     }
 
     @Override
-    public boolean wakeInsteadOfWaiting(Runnable wake, java.util.function.BooleanSupplier waitingForThread) {
+    public boolean wakeInsteadOfWaiting(Runnable wake, BooleanSupplier waitingForThread) {
       lock.lock();
       try {
         this.wake = Objects.requireNonNull(wake, "wake");

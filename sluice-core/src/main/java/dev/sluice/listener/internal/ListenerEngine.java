@@ -7,7 +7,11 @@ import dev.sluice.listener.PartitionStatus;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
@@ -29,11 +33,11 @@ public final class ListenerEngine<D> implements Listener<D> {
   private final LifecycleLog lifecycle;
   private final List<PartitionWorker<D>> workers = new ArrayList<>();
   /** Runs the partitions' turns. */
-  private java.util.concurrent.ThreadPoolExecutor turns;
+  private ThreadPoolExecutor turns;
   /** Times the waits between turns; its tasks only submit a turn. */
   private ScheduledExecutorService timers;
   /** The lanes of a concurrency above 1, shared by the partitions; else null. */
-  private java.util.concurrent.ThreadPoolExecutor lanes;
+  private ThreadPoolExecutor lanes;
   private ScheduledExecutorService renewals;
   /** Renews the partitions' leases: one renewal is one round trip, and 1,000 must fit in a renewal interval. */
   private ScheduledExecutorService keepers;
@@ -91,7 +95,7 @@ public final class ListenerEngine<D> implements Listener<D> {
     if (config.concurrency() > 1) {
       lanes = pool(config.threads() * config.concurrency(), prefix + "lane-");
     }
-    java.util.concurrent.ScheduledThreadPoolExecutor timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+    ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, prefix + "timer");
       t.setDaemon(true);
       return t;
@@ -109,10 +113,10 @@ public final class ListenerEngine<D> implements Listener<D> {
   }
 
   /** A pool of at most {@code size} daemon threads, which end after a minute idle. */
-  private static java.util.concurrent.ThreadPoolExecutor pool(int size, String prefix) {
+  private static ThreadPoolExecutor pool(int size, String prefix) {
     AtomicInteger n = new AtomicInteger();
-    java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(size, size,
-        1, TimeUnit.MINUTES, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(size, size,
+        1, TimeUnit.MINUTES, new LinkedBlockingQueue<>(), r -> {
           Thread t = new Thread(r, prefix + n.incrementAndGet());
           t.setDaemon(true);
           return t;
@@ -147,7 +151,7 @@ public final class ListenerEngine<D> implements Listener<D> {
             assignment.refresh();
             told.forEach(PartitionWorker::tryNow);
           });
-        } catch (java.util.concurrent.RejectedExecutionException closing) {
+        } catch (RejectedExecutionException closing) {
           // closed meanwhile
         }
       });

@@ -15,11 +15,18 @@ import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -76,7 +83,7 @@ final class PartitionWorker<D> {
 
   PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler,
       Assignment assignment, SourceProbe source, LifecycleLog lifecycle, LayoutCheck layout,
-      java.util.concurrent.ExecutorService lanes) {
+      ExecutorService lanes) {
     this.config = config;
     this.lanes = lanes;
     this.layout = layout;
@@ -193,7 +200,7 @@ final class PartitionWorker<D> {
    * Waits on {@code wakeUp} until {@code deadline}, a stop, or {@code ended}; the caller holds
    * {@code wakeUp}. Interrupts do not end it (handler code may leave the flag set).
    */
-  private void awaitWakeUp(long deadline, java.util.function.BooleanSupplier ended) {
+  private void awaitWakeUp(long deadline, BooleanSupplier ended) {
     while (running && !ended.getAsBoolean()) {
       long left = deadline - System.nanoTime();
       if (left <= 0) {
@@ -274,10 +281,10 @@ final class PartitionWorker<D> {
   }
 
   /** The listener's lanes for a concurrency above 1, or null. */
-  private final java.util.concurrent.ExecutorService lanes;
+  private final ExecutorService lanes;
 
   /** The lanes of a listener with a concurrency above 1 (shared by its partitions). */
-  java.util.concurrent.ExecutorService lanes() {
+  ExecutorService lanes() {
     return lanes;
   }
 
@@ -314,12 +321,12 @@ final class PartitionWorker<D> {
   private static final int AGAIN = 3;
   private static final int FINISHED = 4;
 
-  private final java.util.concurrent.atomic.AtomicInteger turnState =
-      new java.util.concurrent.atomic.AtomicInteger(IDLE);
+  private final AtomicInteger turnState =
+      new AtomicInteger(IDLE);
   private volatile Wait waiting = Wait.NONE;
-  private java.util.concurrent.ScheduledFuture<?> timer;
-  private final java.util.concurrent.CountDownLatch finished = new java.util.concurrent.CountDownLatch(1);
-  private java.util.concurrent.Executor turns;
+  private ScheduledFuture<?> timer;
+  private final CountDownLatch finished = new CountDownLatch(1);
+  private Executor turns;
   private ScheduledExecutorService timers;
   private Duration restartDelay = FIRST_RESTART_DELAY;
 
@@ -327,7 +334,7 @@ final class PartitionWorker<D> {
    * Starts competing: turns run on {@code turns}, timed waits between them on {@code timers}
    * (whose tasks only submit a turn, so one thread serves every partition).
    */
-  void start(java.util.concurrent.Executor turns, ScheduledExecutorService timers) {
+  void start(Executor turns, ScheduledExecutorService timers) {
     this.turns = turns;
     this.timers = timers;
     runNow();
@@ -355,7 +362,7 @@ final class PartitionWorker<D> {
   private void submit() {
     try {
       turns.execute(this::turn);
-    } catch (java.util.concurrent.RejectedExecutionException closed) {
+    } catch (RejectedExecutionException closed) {
       end(); // the listener shut its threads down
     }
   }
@@ -372,7 +379,7 @@ final class PartitionWorker<D> {
 
   private void turn() {
     turnState.set(RUNNING);
-    java.util.concurrent.ScheduledFuture<?> t = timer;
+    ScheduledFuture<?> t = timer;
     if (t != null) {
       t.cancel(false);
       timer = null;
@@ -404,7 +411,7 @@ final class PartitionWorker<D> {
     waiting = next.kind();
     try {
       timer = timers.schedule(this::runNow, next.delayNanos(), TimeUnit.NANOSECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException closed) {
+    } catch (RejectedExecutionException closed) {
       end();
       return;
     }

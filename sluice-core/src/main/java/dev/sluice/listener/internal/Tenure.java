@@ -1,7 +1,6 @@
 package dev.sluice.listener.internal;
 
 import dev.sluice.Ticker;
-import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
@@ -10,12 +9,14 @@ import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseRecord;
-import dev.sluice.listener.Fence;
+import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.listener.FailurePolicy;
+import dev.sluice.listener.Fence;
 import dev.sluice.listener.HistoryLostPolicy;
 import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.PartitionState;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -93,7 +94,7 @@ final class Tenure<D> {
   /** Whether the current cursor parks instead of waiting in a poll. */
   private boolean cursorParks;
   /** The changes of the last batch not yet delivered: the first waits for its next attempt. */
-  private final java.util.ArrayDeque<ChangeEvent<D>> pending = new java.util.ArrayDeque<>();
+  private final ArrayDeque<ChangeEvent<D>> pending = new ArrayDeque<>();
   /** After a turn that returned null: how long until a failed change's next attempt, or null. */
   private volatile Duration retryIn;
 

@@ -7,6 +7,7 @@ import dev.sluice.feed.Position;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.BiFunction;
+import java.util.function.BooleanSupplier;
 import org.bson.BsonDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -131,7 +132,7 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
 
   /** As the cursor it starts with (a partition's cursor on the shared reader parks); a snapshot never does. */
   @Override
-  public boolean wakeInsteadOfWaiting(Runnable wake, java.util.function.BooleanSupplier waitingForThread) {
+  public boolean wakeInsteadOfWaiting(Runnable wake, BooleanSupplier waitingForThread) {
     return current.wakeInsteadOfWaiting(wake, waitingForThread);
   }
 
