@@ -11,9 +11,11 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -65,41 +67,23 @@ public final class ListenerEngine<D> implements Listener<D> {
     }
     refuseAConflictingLayout();
     started = true;
-    AtomicInteger n = new AtomicInteger();
-    renewals = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "sluice-renew-" + config.feed().stream() + "-" + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+    renewals = Executors.newSingleThreadScheduledExecutor(numbered("sluice-renew-" + config.feed().stream() + "-"));
     assignment = new Assignment(config, renewals, dev.sluice.Ticker.system());
     assignment.refresh();
     renewals.scheduleWithFixedDelay(assignment::refresh, config.renewInterval().toNanos(),
         config.renewInterval().toNanos(), TimeUnit.NANOSECONDS);
     SourceProbe probe = new SourceProbe(config.feed());
-    probes = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "sluice-source-" + config.feed().stream());
-      t.setDaemon(true);
-      return t;
-    });
+    probes = Executors.newSingleThreadScheduledExecutor(daemons(() -> "sluice-source-" + config.feed().stream()));
     probes.scheduleWithFixedDelay(probe::refresh, 0, SourceProbe.INTERVAL.toNanos(), TimeUnit.NANOSECONDS);
     int keeperThreads = Math.min(MAX_RENEWAL_THREADS,
         (config.partitions() + LEASES_PER_RENEWAL_THREAD - 1) / LEASES_PER_RENEWAL_THREAD);
-    AtomicInteger k = new AtomicInteger();
-    keepers = Executors.newScheduledThreadPool(keeperThreads, r -> {
-      Thread t = new Thread(r, "sluice-keep-" + config.feed().stream() + "-" + k.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+    keepers = Executors.newScheduledThreadPool(keeperThreads, numbered("sluice-keep-" + config.feed().stream() + "-"));
     String prefix = "sluice-" + config.group() + "-" + config.feed().stream() + "-";
     turns = pool(config.threads(), prefix);
     if (config.concurrency() > 1) {
       lanes = pool(config.threads() * config.concurrency(), prefix + "lane-");
     }
-    ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread t = new Thread(r, prefix + "timer");
-      t.setDaemon(true);
-      return t;
-    });
+    ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, daemons(() -> prefix + "timer"));
     timer.setRemoveOnCancelPolicy(true); // most waits end early (a wake): their timers go at once
     timers = timer;
     LayoutCheck layout = new LayoutCheck(config);
@@ -114,15 +98,25 @@ public final class ListenerEngine<D> implements Listener<D> {
 
   /** A pool of at most {@code size} daemon threads, which end after a minute idle. */
   private static ThreadPoolExecutor pool(int size, String prefix) {
-    AtomicInteger n = new AtomicInteger();
-    ThreadPoolExecutor pool = new ThreadPoolExecutor(size, size,
-        1, TimeUnit.MINUTES, new LinkedBlockingQueue<>(), r -> {
-          Thread t = new Thread(r, prefix + n.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(size, size, 1, TimeUnit.MINUTES,
+        new LinkedBlockingQueue<>(), numbered(prefix));
     pool.allowCoreThreadTimeOut(true);
     return pool;
+  }
+
+  /** Daemon threads, each named by {@code name}. */
+  private static ThreadFactory daemons(Supplier<String> name) {
+    return r -> {
+      Thread t = new Thread(r, name.get());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  /** Daemon threads named {@code prefix} 1, 2, ... */
+  private static ThreadFactory numbered(String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return daemons(() -> prefix + n.incrementAndGet());
   }
 
   /**

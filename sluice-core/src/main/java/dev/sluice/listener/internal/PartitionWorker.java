@@ -26,7 +26,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -147,7 +146,7 @@ final class PartitionWorker<D> {
   /**
    * Stops the partition and hands its lease over at once: waits for the handler call in progress
    * (if any), commits what was processed and releases the lease, without waiting for a read of
-   * the feed in flight (the worker thread leaves when that read returns).
+   * the feed in flight (the turn in that read leaves when it returns).
    */
   void stopAndHandOver() {
     running = false;
@@ -197,28 +196,9 @@ final class PartitionWorker<D> {
   private volatile boolean tryNowPending;
 
   /**
-   * Waits on {@code wakeUp} until {@code deadline}, a stop, or {@code ended}; the caller holds
-   * {@code wakeUp}. Interrupts do not end it (handler code may leave the flag set).
-   */
-  private void awaitWakeUp(long deadline, BooleanSupplier ended) {
-    while (running && !ended.getAsBoolean()) {
-      long left = deadline - System.nanoTime();
-      if (left <= 0) {
-        return;
-      }
-      try {
-        TimeUnit.NANOSECONDS.timedWait(wakeUp, left);
-      } catch (InterruptedException e) {
-        log.warn("Partition {}: its thread was interrupted; ignored (close the listener"
-            + " to stop it)", leaseName);
-      }
-    }
-  }
-
-  /**
-   * Waits up to {@code d}, returning early on stop or when {@code lost} says the lease is gone.
-   * Interrupts do not stop the partition (handler code may leave the flag set): only {@link
-   * #stopAndHandOver} does.
+   * Waits up to {@code d} inside a turn of {@code holding} (a back-off between store or feed
+   * retries), returning early on stop or when its lease is lost. Interrupts do not stop the
+   * partition (handler code may leave the flag set): only {@link #stopAndHandOver} does.
    */
   void pause(Duration d, Tenure<D> holding) {
     long deadline = System.nanoTime() + d.toNanos();
@@ -229,7 +209,18 @@ final class PartitionWorker<D> {
     }
     try {
       synchronized (wakeUp) {
-        awaitWakeUp(deadline, () -> holding != null && holding.keeper().lostReason() != null);
+        while (running && holding.keeper().lostReason() == null) {
+          long left = deadline - System.nanoTime();
+          if (left <= 0) {
+            return;
+          }
+          try {
+            TimeUnit.NANOSECONDS.timedWait(wakeUp, left);
+          } catch (InterruptedException e) {
+            log.warn("Partition {}: its thread was interrupted; ignored (close the listener"
+                + " to stop it)", leaseName);
+          }
+        }
       }
     } finally {
       if (unlocked) {
@@ -266,7 +257,7 @@ final class PartitionWorker<D> {
   /**
    * Called once per tenure, the moment its lease is known lost (by the renewal thread, or by the
    * worker when a commit or renewal was rejected): the partition stops counting toward this
-   * instance's share at once, not when the worker thread gets back from a slow read.
+   * instance's share at once, not when its turn gets back from a slow read.
    */
   void leaseLost(Lease lease, String reason) {
     assignment.released(partition.index());

@@ -186,7 +186,7 @@ final class Tenure<D> {
 
   /**
    * Called by the closing thread: waits for the handler call in progress, commits what was
-   * processed and releases the lease, while the worker thread may still be blocked in a read.
+   * processed and releases the lease, while a turn of the partition may still be blocked in a read.
    */
   void handOverFromOutside() {
     worker.deliveryLock.lock();
