@@ -47,6 +47,20 @@ public interface LockProvider extends AutoCloseable {
   /** One attempt: the lock, or empty if someone else holds it. */
   Optional<Lock> tryAcquire(String name);
 
+  /**
+   * One attempt at a {@link TimedLock}: a lock that is not extended in the background and
+   * expires {@code atMostFor} after the store granted it, and that a release keeps taken until
+   * {@code atLeastFor} has passed (the model of scheduled jobs; ShedLock's {@code lockAtMostFor}
+   * and {@code lockAtLeastFor}). Unlike {@link Builder#leaseDuration}, any {@code atMostFor} of
+   * at least 1 ms is accepted: nothing has to renew it. The token and the store's clock work as
+   * for every lock.
+   *
+   * @return the lock, or empty if someone else holds it
+   * @throws dev.sluice.ConfigurationException if {@code atMostFor} is under 1 ms, or {@code
+   *     atLeastFor} is negative or above {@code atMostFor}
+   */
+  Optional<TimedLock> tryAcquireFor(String name, Duration atMostFor, Duration atLeastFor);
+
   /** Releases every lock this provider still holds and stops extending them. Idempotent. */
   @Override
   void close();

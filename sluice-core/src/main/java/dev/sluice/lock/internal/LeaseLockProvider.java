@@ -10,6 +10,7 @@ import dev.sluice.lock.Lock;
 import dev.sluice.lock.LockLostListener;
 import dev.sluice.lock.LockProvider;
 import dev.sluice.lock.LockTimeoutException;
+import dev.sluice.lock.TimedLock;
 import dev.sluice.Ticker;
 import java.time.Duration;
 import java.util.List;
@@ -56,7 +57,7 @@ public final class LeaseLockProvider implements LockProvider {
   final ScheduledThreadPoolExecutor extender;
   /** Runs the store calls of {@link #acquire}, so a store that does not answer cannot hold it. */
   private final ExecutorService acquiring;
-  private final Set<LeaseLock> held = ConcurrentHashMap.newKeySet();
+  private final Set<Lock> held = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
   public LeaseLockProvider(LeaseStore store, Duration leaseDuration, Duration extendEvery,
@@ -118,6 +119,27 @@ public final class LeaseLockProvider implements LockProvider {
       requireOpen();
     }
     lock.startExtending();
+    return Optional.of(lock);
+  }
+
+  @Override
+  public Optional<TimedLock> tryAcquireFor(String name, Duration atMostFor, Duration atLeastFor) {
+    TimedLeaseLock.requireTerms(atMostFor, atLeastFor);
+    String leaseName = leaseName(name);
+    requireOpen();
+    String owner = ownerBase + "#" + acquisitions.incrementAndGet();
+    long sentAt = ticker.nanos();
+    Optional<Lease> lease = store.tryAcquire(leaseName, owner, atMostFor);
+    if (lease.isEmpty()) {
+      return Optional.empty();
+    }
+    TimedLeaseLock lock = new TimedLeaseLock(this, name, lease.get(), sentAt, ticker.nanos(),
+        atMostFor, atLeastFor);
+    held.add(lock);
+    if (closed) {
+      lock.close();
+      requireOpen();
+    }
     return Optional.of(lock);
   }
 
@@ -244,11 +266,11 @@ public final class LeaseLockProvider implements LockProvider {
     }
   }
 
-  void forget(LeaseLock lock) {
+  void forget(Lock lock) {
     held.remove(lock);
   }
 
-  void notifyLost(LeaseLock lock, SluiceException cause) {
+  void notifyLost(Lock lock, SluiceException cause) {
     try {
       onLost.lockLost(lock, cause);
     } catch (RuntimeException e) {
@@ -262,7 +284,7 @@ public final class LeaseLockProvider implements LockProvider {
       return;
     }
     closed = true;
-    for (LeaseLock lock : List.copyOf(held)) {
+    for (Lock lock : List.copyOf(held)) {
       lock.close();
     }
     extender.shutdownNow();

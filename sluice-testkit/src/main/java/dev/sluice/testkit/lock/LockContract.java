@@ -15,6 +15,7 @@ import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.lock.Lock;
 import dev.sluice.lock.LockProvider;
 import dev.sluice.lock.LockTimeoutException;
+import dev.sluice.lock.TimedLock;
 import dev.sluice.Ticker;
 import java.time.Duration;
 import java.time.Instant;
@@ -440,6 +441,148 @@ public abstract class LockContract {
     await().during(SHORT_LEASE.multipliedBy(2)).atMost(SHORT_LEASE.multipliedBy(4))
         .pollInterval(Duration.ofMillis(100))
         .until(() -> fastLock.isHeld() && slow.tryAcquire(name).isEmpty());
+  }
+
+  // ------------------------------------------------------------------ timed locks
+
+  @Test
+  void aTimedLockIsNotExtendedAndExpiresAtItsAtMostForWhileItsHolderStillRuns() {
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("timed");
+    TimedLock lock = a.tryAcquireFor(name, Duration.ofMillis(300), Duration.ZERO).orElseThrow();
+    assertThat(b.tryAcquire(name)).as("taken while within atMostFor").isEmpty();
+
+    // Nothing extends it: the other provider gets it soon after 300 ms, though `lock` is open.
+    Lock next = await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(20))
+        .until(() -> b.tryAcquire(name).orElse(null), java.util.Objects::nonNull);
+    assertThat(next.token()).isGreaterThan(lock.token());
+    assertThat(lock.isHeld()).isFalse();
+    assertThat(lock.extend(Duration.ofSeconds(10), Duration.ZERO))
+        .as("an expired lock that someone else took cannot be extended").isFalse();
+    lock.close(); // harmless: never releases the new holder's lock
+    assertThat(next.isHeld()).isTrue();
+    assertThat(a.tryAcquire(name)).isEmpty();
+  }
+
+  @Test
+  void aReleaseKeepsATimedLockTakenUntilAtLeastForHasPassedOnTheStoresClock() {
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("atleast");
+    long before = System.nanoTime();
+    TimedLock lock = a.tryAcquireFor(name, Duration.ofSeconds(30), Duration.ofMillis(700))
+        .orElseThrow();
+    lock.close();
+    assertThat(lock.isHeld()).isFalse();
+    assertThat(a.tryAcquire(name)).as("not even for its own provider").isEmpty();
+
+    Lock next = await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
+        .until(() -> b.tryAcquire(name).orElse(null), java.util.Objects::nonNull);
+    assertThat(Duration.ofNanos(System.nanoTime() - before))
+        .as("the store granted it after the call began, and kept it atLeastFor from there")
+        .isGreaterThanOrEqualTo(Duration.ofMillis(700));
+    assertThat(next.token()).isGreaterThan(lock.token());
+
+    // Without atLeastFor, or once it has passed, a release frees the lock at once.
+    next.close();
+    TimedLock quick = a.tryAcquireFor(name, Duration.ofSeconds(30), Duration.ZERO).orElseThrow();
+    quick.close();
+    assertThat(b.tryAcquire(name)).isPresent();
+  }
+
+  @Test
+  void extendingATimedLockMovesItsExpiryOnTheStoresClockAndKeepsTheToken() {
+    LeaseStore store = createLeaseStore();
+    LockProvider a = provider(store, LEASE, EXTEND, Ticker.system());
+    LockProvider b = provider();
+    String name = uniqueName("extend");
+    TimedLock lock = a.tryAcquireFor(name, Duration.ofMillis(500), Duration.ZERO).orElseThrow();
+    assertThat(lock.extend(Duration.ofSeconds(20), Duration.ZERO)).isTrue();
+    LeaseRecord record = store.read("lock:" + name).orElseThrow();
+    assertThat(Duration.between(record.storeTime(), record.expiresAt()))
+        .isGreaterThan(Duration.ofSeconds(15));
+    assertThat(record.epoch()).isEqualTo(lock.token());
+    assertThat(lock.isHeld()).isTrue();
+
+    // A later extension that asks for atLeastFor keeps it taken after the release.
+    assertThat(lock.extend(Duration.ofSeconds(20), Duration.ofSeconds(15))).isTrue();
+    lock.close();
+    assertThat(b.tryAcquire(name)).isEmpty();
+    assertThatThrownBy(() -> lock.extend(Duration.ofSeconds(1), Duration.ZERO))
+        .isInstanceOf(IllegalStateException.class).hasMessageContaining(name)
+        .hasMessageContaining("released");
+  }
+
+  @Test
+  void aTimedLockThatRanOutCannotBeExtendedAndIsFreeForOthers() {
+    LeaseStore store = createLeaseStore();
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String name = uniqueName("ranout");
+    TimedLock lock = a.tryAcquireFor(name, Duration.ofMillis(1), Duration.ZERO).orElseThrow();
+    await().atMost(Duration.ofSeconds(2)).until(() -> !lock.isHeld());
+    assertThat(lock.extend(Duration.ofSeconds(10), Duration.ZERO)).isFalse();
+    await().atMost(Duration.ofSeconds(2))
+        .until(() -> store.read("lock:" + name).map(r -> !r.isHeld()).orElse(false));
+    try (Lock next = b.tryAcquire(name).orElseThrow()) {
+      assertThat(next.token()).isGreaterThan(lock.token());
+    }
+  }
+
+  @Test
+  void anExtensionTheStoreRefusesAfterATakeoverReturnsFalse() {
+    LeaseStore store = createLeaseStore();
+    // A ticker that stands still: on its own reckoning this holder never runs out, so only the
+    // store's answer can tell it that the lock was taken over.
+    long frozenAt = System.nanoTime();
+    LockProvider paused = provider(store, LEASE, EXTEND, () -> frozenAt);
+    LockProvider b = provider();
+    String name = uniqueName("takeover");
+    TimedLock lock = paused.tryAcquireFor(name, Duration.ofMillis(100), Duration.ZERO)
+        .orElseThrow();
+    Lock next = await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(20))
+        .until(() -> b.tryAcquire(name).orElse(null), java.util.Objects::nonNull);
+    assertThat(lock.isHeld()).as("its own reckoning").isTrue();
+    assertThat(lock.extend(Duration.ofSeconds(10), Duration.ZERO)).isFalse();
+    assertThat(lock.isHeld()).isFalse();
+    assertThat(store.read("lock:" + name).orElseThrow().epoch()).isEqualTo(next.token());
+  }
+
+  @Test
+  void timedLockTermsAreValidatedNamingTheParameter() {
+    LockProvider p = provider();
+    String name = uniqueName("terms");
+    assertThatThrownBy(() -> p.tryAcquireFor(name, Duration.ZERO, Duration.ZERO))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("atMostFor")
+        .hasMessageContaining("at least 1 ms");
+    assertThatThrownBy(() -> p.tryAcquireFor(name, Duration.ofSeconds(1), Duration.ofSeconds(2)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("atLeastFor")
+        .hasMessageContaining("above atMostFor");
+    assertThatThrownBy(() -> p.tryAcquireFor(name, Duration.ofSeconds(1), Duration.ofMillis(-1)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("atLeastFor");
+    assertThatThrownBy(() -> p.tryAcquireFor(name, null, Duration.ZERO))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("atMostFor");
+    TimedLock lock = p.tryAcquireFor(name, Duration.ofSeconds(5), Duration.ZERO).orElseThrow();
+    assertThatThrownBy(() -> lock.extend(Duration.ofSeconds(1), Duration.ofSeconds(3)))
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("atLeastFor");
+    assertThat(lock.isHeld()).as("a refused extension changes nothing").isTrue();
+    lock.close();
+  }
+
+  @Test
+  void closingTheProviderReleasesItsTimedLocksHonouringAtLeastFor() {
+    LockProvider a = provider();
+    LockProvider b = provider();
+    String free = uniqueName("free");
+    String kept = uniqueName("kept");
+    a.tryAcquireFor(free, Duration.ofSeconds(30), Duration.ZERO).orElseThrow();
+    a.tryAcquireFor(kept, Duration.ofSeconds(30), Duration.ofSeconds(20)).orElseThrow();
+    a.close();
+    assertThat(b.tryAcquire(free)).as("released at once").isPresent();
+    assertThat(b.tryAcquire(kept)).as("kept until atLeastFor").isEmpty();
+    assertThatThrownBy(() -> a.tryAcquireFor(uniqueName("closed"), Duration.ofSeconds(1),
+        Duration.ZERO)).isInstanceOf(SluiceException.class).hasMessageContaining("closed");
   }
 
   // ------------------------------------------------------------------ configuration
