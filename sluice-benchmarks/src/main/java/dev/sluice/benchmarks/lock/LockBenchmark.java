@@ -6,6 +6,7 @@ import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.lock.LockProvider;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.shedlock.SluiceShedLockProvider;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import dev.sluice.testkit.sql.EmbeddedMariaDb;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
@@ -72,7 +73,8 @@ public final class LockBenchmark {
       LockProvider sluice = LockProvider.on(MongoLeaseStore.builder(db).collection("sluice_leases")
           .build()).leaseDuration(AT_MOST).build();
       MongoLockProvider shed = new MongoLockProvider(db);
-      results.addAll(compare("MongoDB (mongo-java-server 1.47)", sluice(sluice), shedlock(shed)));
+      results.addAll(compare("MongoDB (mongo-java-server 1.47)", sluice(sluice),
+          adapter(sluice), shedlock(shed, "ShedLock")));
       sluice.close();
     }
 
@@ -119,7 +121,7 @@ public final class LockBenchmark {
         .Configuration.builder().withJdbcTemplate(new org.springframework.jdbc.core.JdbcTemplate(ds))
         .usingDbTime().build());
     try {
-      return compare(backend, sluice(sluice), shedlock(shed));
+      return compare(backend, sluice(sluice), adapter(sluice), shedlock(shed, "ShedLock"));
     } finally {
       sluice.close();
     }
@@ -139,11 +141,16 @@ public final class LockBenchmark {
     };
   }
 
-  private static Contender shedlock(net.javacrumbs.shedlock.core.LockProvider p) {
+  /** Sluice's timed locks through ShedLock's API: what a ShedLock user gets by switching. */
+  private static Contender adapter(LockProvider p) {
+    return shedlock(SluiceShedLockProvider.of(p), "Sluice via ShedLock API");
+  }
+
+  private static Contender shedlock(net.javacrumbs.shedlock.core.LockProvider p, String label) {
     return new Contender() {
       @Override
       public String label() {
-        return "ShedLock";
+        return label;
       }
 
       @Override
@@ -155,29 +162,34 @@ public final class LockBenchmark {
     };
   }
 
-  private static List<Result> compare(String backend, Contender sluice, Contender shed)
+  /**
+   * Measures every contender on one backend; the first is Sluice, the last ShedLock. Round 1 runs
+   * them in the given order, round 2 in reverse.
+   */
+  private static List<Result> compare(String backend, Contender... contenders)
       throws InterruptedException {
-    long[][] latency = new long[2][];
-    double[][] rates = new double[2][2];
+    int n = contenders.length;
+    long[][] latency = new long[n][];
+    double[][] rates = new double[n][2];
     for (int round = 0; round < 2; round++) {
-      Contender[] order = round == 0 ? new Contender[] {sluice, shed}
-          : new Contender[] {shed, sluice};
-      for (Contender c : order) {
-        int i = c == sluice ? 0 : 1;
-        long[] samples = uncontended(c, "uc-" + c.label() + "-" + round);
+      for (int k = 0; k < n; k++) {
+        int i = round == 0 ? k : n - 1 - k;
+        Contender c = contenders[i];
+        long[] samples = uncontended(c, "uc-" + i + "-" + round);
         latency[i] = latency[i] == null ? samples : concat(latency[i], samples);
-        double[] r = contended(c, "ct-" + c.label() + "-" + round);
+        double[] r = contended(c, "ct-" + i + "-" + round);
         rates[i][0] += r[0] / 2;
         rates[i][1] += r[1] / 2;
         System.out.printf(Locale.ROOT, "%s %s round %d: median %.3f ms, %.0f acq/s%n", backend,
             c.label(), round, median(samples) / 1e6, r[0]);
       }
     }
-    return List.of(
-        new Result(backend, "Sluice", median(latency[0]) / 1e6, p99(latency[0]) / 1e6,
-            rates[0][0], rates[0][1]),
-        new Result(backend, "ShedLock", median(latency[1]) / 1e6, p99(latency[1]) / 1e6,
-            rates[1][0], rates[1][1]));
+    List<Result> results = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      results.add(new Result(backend, contenders[i].label(), median(latency[i]) / 1e6,
+          p99(latency[i]) / 1e6, rates[i][0], rates[i][1]));
+    }
+    return results;
   }
 
   private static long[] uncontended(Contender c, String name) {
@@ -269,18 +281,16 @@ public final class LockBenchmark {
         + "%d threads x %d s contended (pooled over 2 rounds)%n%n", javaVersion,
         Runtime.getRuntime().availableProcessors(), 2 * ITERATIONS, THREADS, CONTENDED_SECONDS));
     b.append("| backend | library | uncontended median (ms) | p99 (ms) | contended acquisitions/s "
-        + "(8 threads) | attempts/s | Sluice/ShedLock latency | Sluice/ShedLock throughput |\n");
+        + "(8 threads) | attempts/s | latency / ShedLock | throughput / ShedLock |\n");
     b.append("|---|---|---|---|---|---|---|---|\n");
-    for (int i = 0; i < results.size(); i += 2) {
-      Result s = results.get(i);
-      Result h = results.get(i + 1);
-      for (Result r : List.of(s, h)) {
-        b.append(String.format(Locale.ROOT, "| %s | %s | %.3f | %.3f | %.0f | %.0f | %s | %s |%n",
-            r.backend(), r.library(), r.medianMs(), r.p99Ms(), r.perSecond(),
-            r.attemptsPerSecond(),
-            r == s ? String.format(Locale.ROOT, "%.2f", s.medianMs() / h.medianMs()) : "",
-            r == s ? String.format(Locale.ROOT, "%.2f", s.perSecond() / h.perSecond()) : ""));
-      }
+    for (Result r : results) {
+      Result h = results.stream()
+          .filter(x -> x.backend().equals(r.backend()) && x.library().equals("ShedLock"))
+          .findFirst().orElseThrow();
+      b.append(String.format(Locale.ROOT, "| %s | %s | %.3f | %.3f | %.0f | %.0f | %s | %s |%n",
+          r.backend(), r.library(), r.medianMs(), r.p99Ms(), r.perSecond(), r.attemptsPerSecond(),
+          r == h ? "" : String.format(Locale.ROOT, "%.2f", r.medianMs() / h.medianMs()),
+          r == h ? "" : String.format(Locale.ROOT, "%.2f", r.perSecond() / h.perSecond())));
     }
     return b.toString();
   }
