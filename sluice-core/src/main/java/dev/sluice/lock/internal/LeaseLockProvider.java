@@ -102,45 +102,48 @@ public final class LeaseLockProvider implements LockProvider {
 
   @Override
   public Optional<Lock> tryAcquire(String name) {
+    return attempt(name, leaseDuration, (lease, sentAt, answeredAt) -> {
+      LeaseLock lock = register(new LeaseLock(this, name, lease, sentAt));
+      lock.startExtending();
+      return lock;
+    });
+  }
+
+  @Override
+  public Optional<TimedLock> tryAcquireFor(String name, Duration atMostFor, Duration atLeastFor) {
+    TimedLeaseLock.requireTerms(atMostFor, atLeastFor);
+    return attempt(name, atMostFor, (lease, sentAt, answeredAt) -> register(
+        new TimedLeaseLock(this, name, lease, sentAt, answeredAt, atMostFor, atLeastFor)));
+  }
+
+  /** Turns a granted lease into a lock; {@code sentAt} and {@code answeredAt} on the ticker. */
+  private interface Grant<L> {
+    L lock(Lease lease, long sentAt, long answeredAt);
+  }
+
+  /** One store attempt at {@code name} for {@code duration}: the lock, or empty if held. */
+  private <L extends Lock> Optional<L> attempt(String name, Duration duration, Grant<L> grant) {
     String leaseName = leaseName(name);
     requireOpen();
     // A unique owner per acquisition: two threads of one process must exclude each other too.
     String owner = ownerBase + "#" + acquisitions.incrementAndGet();
     long sentAt = ticker.nanos();
-    Optional<Lease> lease = store.tryAcquire(leaseName, owner, leaseDuration);
+    Optional<Lease> lease = store.tryAcquire(leaseName, owner, duration);
     if (lease.isEmpty()) {
       return Optional.empty();
     }
-    LeaseLock lock = new LeaseLock(this, name, lease.get(), sentAt);
+    return Optional.of(grant.lock(lease.get(), sentAt, ticker.nanos()));
+  }
+
+  /** Tracks a new lock so that {@link #close} releases it. */
+  private <L extends Lock> L register(L lock) {
     held.add(lock);
     if (closed) {
       // Raced with close(): do not leave a lock behind that nobody extends or releases.
       lock.close();
       requireOpen();
     }
-    lock.startExtending();
-    return Optional.of(lock);
-  }
-
-  @Override
-  public Optional<TimedLock> tryAcquireFor(String name, Duration atMostFor, Duration atLeastFor) {
-    TimedLeaseLock.requireTerms(atMostFor, atLeastFor);
-    String leaseName = leaseName(name);
-    requireOpen();
-    String owner = ownerBase + "#" + acquisitions.incrementAndGet();
-    long sentAt = ticker.nanos();
-    Optional<Lease> lease = store.tryAcquire(leaseName, owner, atMostFor);
-    if (lease.isEmpty()) {
-      return Optional.empty();
-    }
-    TimedLeaseLock lock = new TimedLeaseLock(this, name, lease.get(), sentAt, ticker.nanos(),
-        atMostFor, atLeastFor);
-    held.add(lock);
-    if (closed) {
-      lock.close();
-      requireOpen();
-    }
-    return Optional.of(lock);
+    return lock;
   }
 
   @Override
