@@ -4,13 +4,11 @@ import dev.sluice.ConfigurationException;
 import dev.sluice.lock.LockProvider;
 import dev.sluice.lock.TimedLock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import net.javacrumbs.shedlock.core.AbstractSimpleLock;
-import net.javacrumbs.shedlock.core.ClockProvider;
 import net.javacrumbs.shedlock.core.ExtensibleLockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
@@ -85,25 +83,25 @@ public final class SluiceShedLockProvider implements ExtensibleLockProvider {
 
   @Override
   public Optional<SimpleLock> lock(LockConfiguration configuration) {
-    Instant now = ClockProvider.now();
-    Duration atMost = untilOrMinimum(now, configuration.getLockAtMostUntil());
-    Duration atLeast = clamp(Duration.between(now, configuration.getLockAtLeastUntil()), atMost);
-    return locks.tryAcquireFor(configuration.getName(), atMost, atLeast)
-        .map(lock -> new FencedLock(configuration, lock));
+    return locks.tryAcquireFor(configuration.getName(), atMostFor(configuration),
+        atLeastFor(configuration)).map(lock -> new FencedLock(configuration, lock));
   }
 
   /**
-   * ShedLock states its times as instants on the application's clock, computed when the task was
-   * triggered; Sluice judges durations on the store's clock from the moment it grants the lock.
-   * The time left until {@code lockAtMostUntil} is that duration (at least 1 ms: a configuration
-   * that is already past it still gets one attempt, as ShedLock's own providers give it).
+   * ShedLock states its terms twice: as instants on the application's clock (for providers that
+   * store them) and as durations. Sluice counts durations on the store's clock from the moment it
+   * grants the lock, so the durations are what it takes: no application clock is read, and two
+   * clocks of different precision cannot turn a zero {@code lockAtLeastFor} into a fraction of a
+   * millisecond that keeps the lock after its release. At least 1 ms, as a lock has to exist.
    */
-  private static Duration untilOrMinimum(Instant now, Instant until) {
-    Duration left = Duration.between(now, until);
-    return left.toMillis() >= 1 ? left : Duration.ofMillis(1);
+  private static Duration atMostFor(LockConfiguration configuration) {
+    Duration atMost = configuration.getLockAtMostFor();
+    return atMost.toMillis() >= 1 ? atMost : Duration.ofMillis(1);
   }
 
-  private static Duration clamp(Duration atLeast, Duration atMost) {
+  private static Duration atLeastFor(LockConfiguration configuration) {
+    Duration atLeast = configuration.getLockAtLeastFor();
+    Duration atMost = atMostFor(configuration);
     if (atLeast.isNegative()) {
       return Duration.ZERO;
     }
@@ -147,10 +145,7 @@ public final class SluiceShedLockProvider implements ExtensibleLockProvider {
 
     @Override
     protected Optional<SimpleLock> doExtend(LockConfiguration extended) {
-      Instant now = ClockProvider.now();
-      Duration atMost = untilOrMinimum(now, extended.getLockAtMostUntil());
-      Duration atLeast = clamp(Duration.between(now, extended.getLockAtLeastUntil()), atMost);
-      if (!lock.extend(atMost, atLeast)) {
+      if (!lock.extend(atMostFor(extended), atLeastFor(extended))) {
         HELD_HERE.get().remove(lockConfiguration.getName(), lock);
         return Optional.empty();
       }

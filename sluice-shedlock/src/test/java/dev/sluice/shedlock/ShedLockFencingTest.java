@@ -84,6 +84,22 @@ class ShedLockFencingTest {
   }
 
   @Test
+  void aReleaseWithoutLockAtLeastForFreesTheLockAtOnceWhateverClockMadeTheConfiguration() {
+    String name = "job-" + UUID.randomUUID();
+    SluiceShedLockProvider provider = SluiceShedLockProvider.of(nodeA);
+    // Instant.now() has microseconds, ShedLock's ClockProvider milliseconds; a configuration made
+    // on a clock a second ahead must not turn lockAtLeastFor 0 into a hold after release either.
+    for (Instant createdAt : new Instant[] {Instant.now(), Instant.now().plusSeconds(1)}) {
+      for (int i = 0; i < 50; i++) {
+        LockConfiguration configuration =
+            new LockConfiguration(createdAt, name, Duration.ofSeconds(30), Duration.ZERO);
+        provider.lock(configuration).orElseThrow(() -> new AssertionError("not granted right after"
+            + " a release: " + configuration)).unlock();
+      }
+    }
+  }
+
+  @Test
   void lockExtenderKeepsTheTokenAndTheLockTaken() throws Throwable {
     String name = "job-" + UUID.randomUUID();
     TaskResult<long[]> result = executorA.executeWithLock(() -> {
