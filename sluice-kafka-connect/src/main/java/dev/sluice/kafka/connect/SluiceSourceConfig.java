@@ -1,0 +1,328 @@
+package dev.sluice.kafka.connect;
+
+import com.mongodb.ConnectionString;
+import com.mongodb.client.model.changestream.FullDocument;
+import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
+import dev.sluice.mongodb.feed.MongoChangeFeed;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigDef.Importance;
+import org.apache.kafka.common.config.ConfigDef.Type;
+import org.apache.kafka.common.config.ConfigDef.Width;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.types.Password;
+
+/**
+ * The configuration of {@link SluiceSourceConnector}: every key, its default, validator and
+ * recommender. Connect's REST {@code validate} call reports a bad value under its key; the
+ * connector adds the checks that need the database (unknown collection, a partition count above
+ * the feed's limit) in {@link SluiceSourceConnector#validate}.
+ */
+public final class SluiceSourceConfig extends AbstractConfig {
+
+  /** MongoDB connection string. */
+  public static final String MONGODB_URI = "mongodb.connection.string";
+  /** The database of the collections. */
+  public static final String MONGODB_DATABASE = "mongodb.database";
+  /** The collections to read, each one stream. */
+  public static final String COLLECTIONS = "mongodb.collections";
+  /** Partitions per collection: each a source partition of its own, spread over the tasks. */
+  public static final String PARTITIONS = "partitions";
+  /** Records of collection {@code c} go to topic {@code <prefix>.<database>.<c>}. */
+  public static final String TOPIC_PREFIX = "topic.prefix";
+  /** Where a partition without a committed offset starts. */
+  public static final String STARTUP_MODE = "startup.mode";
+  /** What happens when a committed offset fell off the oplog. */
+  public static final String HISTORY_LOST_POLICY = "history.lost.policy";
+  /** What happens when the connector finds committed offsets of another partition count. */
+  public static final String PARTITIONS_CHANGE = "partitions.change";
+  /** The record value: a Connect {@code Struct} or Sluice's JSON envelope as a string. */
+  public static final String VALUE_FORMAT = "value.format";
+  /** MongoDB {@code fullDocument} mode for updates. */
+  public static final String FULL_DOCUMENT = "mongodb.full.document";
+  /** MongoDB {@code fullDocumentBeforeChange} (pre-images). */
+  public static final String FULL_DOCUMENT_BEFORE_CHANGE = "mongodb.full.document.before.change";
+  /** Interval of heartbeat records for partitions that produced nothing; 0 disables them. */
+  public static final String HEARTBEAT_INTERVAL_MS = "heartbeat.interval.ms";
+  /** Topic of the heartbeat records. */
+  public static final String HEARTBEAT_TOPIC = "heartbeat.topic";
+  /** What happens with a change the feed cannot decode. */
+  public static final String UNDECODABLE_POLICY = "undecodable.policy";
+  /** Topic of parked (undecodable) changes. */
+  public static final String PARKED_TOPIC = "parked.topic";
+  /** Longest wait of one {@code poll} for changes. */
+  public static final String POLL_MAX_WAIT_MS = "poll.max.wait.ms";
+  /** Largest number of changes read from one partition per poll. */
+  public static final String BATCH_SIZE = "batch.size";
+
+  /** Values of {@link #STARTUP_MODE}. */
+  public static final List<String> STARTUP_MODES = List.of("oldest", "latest", "snapshot");
+  /** Values of {@link #HISTORY_LOST_POLICY}. */
+  public static final List<String> HISTORY_LOST_POLICIES = List.of("fail", "skip", "resnapshot");
+  /** Values of {@link #PARTITIONS_CHANGE}. */
+  public static final List<String> PARTITIONS_CHANGES = List.of("fail", "restart-from-oldest-offset");
+  /** Values of {@link #VALUE_FORMAT}. */
+  public static final List<String> VALUE_FORMATS = List.of("struct", "envelope");
+  /** Values of {@link #FULL_DOCUMENT}. */
+  public static final List<String> FULL_DOCUMENTS = List.of("updateLookup", "whenAvailable", "required");
+  /** Values of {@link #FULL_DOCUMENT_BEFORE_CHANGE}. */
+  public static final List<String> FULL_DOCUMENTS_BEFORE_CHANGE = List.of("off", "whenAvailable", "required");
+  /** Values of {@link #UNDECODABLE_POLICY}. */
+  public static final List<String> UNDECODABLE_POLICIES = List.of("fail", "park");
+
+  /** Internal: the (collection, partition) units of one task, set by the connector. */
+  static final String TASK_UNITS = "sluice.task.units";
+  /** Internal: the task's index, for its metrics. */
+  static final String TASK_INDEX = "sluice.task.index";
+
+  private static final String MONGO = "MongoDB";
+  private static final String RECORDS = "Records";
+  private static final String RELIABILITY = "Reliability";
+
+  /** The definition of every key. */
+  public static final ConfigDef CONFIG_DEF = new ConfigDef()
+      .define(MONGODB_URI, Type.PASSWORD, ConfigDef.NO_DEFAULT_VALUE, new UriValidator(), Importance.HIGH,
+          "MongoDB connection string of a replica set or a mongos, for example "
+              + "mongodb://db1,db2,db3/?replicaSet=rs0. Stored as a password (it may hold credentials).",
+          MONGO, 1, Width.LONG, "Connection string")
+      .define(MONGODB_DATABASE, Type.STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(),
+          Importance.HIGH, "Database of the collections.", MONGO, 2, Width.MEDIUM, "Database")
+      .define(COLLECTIONS, Type.LIST, ConfigDef.NO_DEFAULT_VALUE, new CollectionsValidator(), Importance.HIGH,
+          "Collections to read, comma-separated; each is a stream with its own topic. validate() refuses"
+              + " a collection the database does not have.", MONGO, 3, Width.LONG, "Collections")
+      .define(PARTITIONS, Type.INT, 1, ConfigDef.Range.between(1, MongoChangeFeed.MAX_PARTITIONS), Importance.HIGH,
+          "Partitions of each collection (a stable hash of the document key): each partition is a Connect"
+              + " source partition with its own offset, and the partitions of one collection are spread over"
+              + " the tasks. Every change of a key is in one partition, so per-key order holds. Changing it"
+              + " later is governed by " + PARTITIONS_CHANGE + ".", RECORDS, 1, Width.SHORT, "Partitions")
+      .define(TOPIC_PREFIX, Type.STRING, "sluice", new TopicPrefixValidator(), Importance.HIGH,
+          "Records of collection c go to topic <prefix>.<database>.<c>.", RECORDS, 2, Width.MEDIUM, "Topic prefix")
+      .define(VALUE_FORMAT, Type.STRING, "struct", ConfigDef.CaseInsensitiveValidString.in(
+              VALUE_FORMATS.toArray(String[]::new)), Importance.MEDIUM,
+          "struct: the value is a Connect Struct with a schema (Sluice's envelope fields; documents as relaxed"
+              + " extended JSON strings), for the JSON converter with or without schemas and for single"
+              + " message transforms. envelope: the value is Sluice's JSON envelope (sluice/1) as a string,"
+              + " byte for byte what Sluice's own Kafka relay publishes (use the StringConverter).",
+          RECORDS, 3, Width.SHORT, "Value format", new Choices(VALUE_FORMATS))
+      .define(FULL_DOCUMENT, Type.STRING, "updateLookup", ConfigDef.CaseInsensitiveValidString.in(
+              FULL_DOCUMENTS.toArray(String[]::new)), Importance.LOW,
+          "MongoDB fullDocument mode for updates: updateLookup (the document as read, possibly later),"
+              + " whenAvailable or required (the update's own post-image, MongoDB 6.0+ with"
+              + " changeStreamPreAndPostImages).", RECORDS, 4, Width.SHORT, "Full document",
+          new Choices(FULL_DOCUMENTS))
+      .define(FULL_DOCUMENT_BEFORE_CHANGE, Type.STRING, "off", ConfigDef.CaseInsensitiveValidString.in(
+              FULL_DOCUMENTS_BEFORE_CHANGE.toArray(String[]::new)), Importance.LOW,
+          "MongoDB pre-images (fullDocumentBeforeChange): off, whenAvailable or required; the value's"
+              + " 'before' field carries them.", RECORDS, 5, Width.SHORT, "Pre-images",
+          new Choices(FULL_DOCUMENTS_BEFORE_CHANGE))
+      .define(STARTUP_MODE, Type.STRING, "oldest", ConfigDef.CaseInsensitiveValidString.in(
+              STARTUP_MODES.toArray(String[]::new)), Importance.MEDIUM,
+          "Where a partition without a committed offset starts: oldest (the oldest oplog entry: nothing written"
+              + " before the connector was created is missed), latest, or snapshot (every existing document"
+              + " as a SNAPSHOT change, then the stream). The resolved start is committed as a heartbeat at"
+              + " once, so a restart never resolves it again.", RELIABILITY, 1, Width.SHORT, "Startup mode",
+          new Choices(STARTUP_MODES))
+      .define(HISTORY_LOST_POLICY, Type.STRING, "fail", ConfigDef.CaseInsensitiveValidString.in(
+              HISTORY_LOST_POLICIES.toArray(String[]::new)), Importance.HIGH,
+          "A committed offset that fell off the oplog (MongoDB error 286): fail (the task fails, naming the"
+              + " lost range and what to do; nothing is skipped), skip (continue at the latest position,"
+              + " logged at ERROR with the gap and committed at once as a heartbeat), or resnapshot (as skip,"
+              + " then every document of the partition is read again as a SNAPSHOT change).",
+          RELIABILITY, 2, Width.SHORT, "History lost", new Choices(HISTORY_LOST_POLICIES))
+      .define(PARTITIONS_CHANGE, Type.STRING, "fail", ConfigDef.CaseInsensitiveValidString.in(
+              PARTITIONS_CHANGES.toArray(String[]::new)), Importance.MEDIUM,
+          "Committed offsets exist for another partition count than '" + PARTITIONS + "' (a different"
+              + " partitioning is a different set of source partitions): fail (tasks fail, naming both"
+              + " counts), or restart-from-oldest-offset (every new partition starts at the cluster time of"
+              + " the oldest offset of the old layout: nothing lost, changes after it published again).",
+          RELIABILITY, 3, Width.SHORT, "Partition count change", new Choices(PARTITIONS_CHANGES))
+      .define(HEARTBEAT_INTERVAL_MS, Type.LONG, 10_000L, ConfigDef.Range.between(0, 3_600_000),
+          Importance.MEDIUM, "A partition whose position moved without a record for this long (idle or"
+              + " filtered) sends a heartbeat record to " + HEARTBEAT_TOPIC + " with its position as the"
+              + " offset, so offsets never fall out of the oplog window. 0 disables heartbeats.",
+          RELIABILITY, 4, Width.SHORT, "Heartbeat interval")
+      .define(HEARTBEAT_TOPIC, Type.STRING, "__sluice-heartbeat", new ConfigDef.NonEmptyString(),
+          Importance.LOW, "Topic of the heartbeat records.", RELIABILITY, 5, Width.MEDIUM, "Heartbeat topic")
+      .define(UNDECODABLE_POLICY, Type.STRING, "fail", ConfigDef.CaseInsensitiveValidString.in(
+              UNDECODABLE_POLICIES.toArray(String[]::new)), Importance.MEDIUM,
+          "A change the feed cannot decode, or whose document cannot be converted: fail (the task fails,"
+              + " naming the change and its position), or park (it goes to " + PARKED_TOPIC + ", and so does"
+              + " every later change of its key, which keeps per-key order; other keys go on).",
+          RELIABILITY, 6, Width.SHORT, "Undecodable change", new Choices(UNDECODABLE_POLICIES))
+      .define(PARKED_TOPIC, Type.STRING, "__sluice-parked", new ConfigDef.NonEmptyString(), Importance.LOW,
+          "Topic of parked changes.", RELIABILITY, 7, Width.MEDIUM, "Parked topic")
+      .define(POLL_MAX_WAIT_MS, Type.LONG, 500L, ConfigDef.Range.between(1, 60_000), Importance.LOW,
+          "Longest wait of one poll of a task when nothing arrives.", RECORDS, 6, Width.SHORT, "Poll wait")
+      .define(BATCH_SIZE, Type.INT, MongoChangeFeed.DEFAULT_BATCH_SIZE, ConfigDef.Range.between(1, 100_000),
+          Importance.LOW, "Largest number of changes read per partition and poll, also the driver's batch"
+              + " size.", RECORDS, 7, Width.SHORT, "Batch size");
+
+  /** Parses {@code props}; throws {@link ConfigException} naming the first bad key. */
+  public SluiceSourceConfig(Map<String, String> props) {
+    super(CONFIG_DEF, props);
+  }
+
+  public String uri() {
+    Password p = getPassword(MONGODB_URI);
+    return p.value();
+  }
+
+  public String database() {
+    return getString(MONGODB_DATABASE);
+  }
+
+  public List<String> collections() {
+    return getList(COLLECTIONS);
+  }
+
+  public int partitions() {
+    return getInt(PARTITIONS);
+  }
+
+  /** The topic of {@code collection}'s records. */
+  public String topic(String collection) {
+    return getString(TOPIC_PREFIX) + "." + database() + "." + collection;
+  }
+
+  public String startupMode() {
+    return lower(STARTUP_MODE);
+  }
+
+  public String historyLostPolicy() {
+    return lower(HISTORY_LOST_POLICY);
+  }
+
+  public String partitionsChange() {
+    return lower(PARTITIONS_CHANGE);
+  }
+
+  public boolean envelopeValues() {
+    return lower(VALUE_FORMAT).equals("envelope");
+  }
+
+  public FullDocument fullDocument() {
+    return switch (lower(FULL_DOCUMENT)) {
+      case "whenavailable" -> FullDocument.WHEN_AVAILABLE;
+      case "required" -> FullDocument.REQUIRED;
+      default -> FullDocument.UPDATE_LOOKUP;
+    };
+  }
+
+  public FullDocumentBeforeChange fullDocumentBeforeChange() {
+    return switch (lower(FULL_DOCUMENT_BEFORE_CHANGE)) {
+      case "whenavailable" -> FullDocumentBeforeChange.WHEN_AVAILABLE;
+      case "required" -> FullDocumentBeforeChange.REQUIRED;
+      default -> FullDocumentBeforeChange.OFF;
+    };
+  }
+
+  /** The heartbeat interval, or null when heartbeats are off. */
+  public Duration heartbeatInterval() {
+    long ms = getLong(HEARTBEAT_INTERVAL_MS);
+    return ms == 0 ? null : Duration.ofMillis(ms);
+  }
+
+  public String heartbeatTopic() {
+    return getString(HEARTBEAT_TOPIC);
+  }
+
+  public boolean parkUndecodable() {
+    return lower(UNDECODABLE_POLICY).equals("park");
+  }
+
+  public String parkedTopic() {
+    return getString(PARKED_TOPIC);
+  }
+
+  public Duration pollMaxWait() {
+    return Duration.ofMillis(getLong(POLL_MAX_WAIT_MS));
+  }
+
+  public int batchSize() {
+    return getInt(BATCH_SIZE);
+  }
+
+  private String lower(String key) {
+    return getString(key).toLowerCase(Locale.ROOT);
+  }
+
+  /** Recommends the allowed values of an enumerated key. */
+  private record Choices(List<String> values) implements ConfigDef.Recommender {
+    @Override
+    public List<Object> validValues(String name, Map<String, Object> parsedConfig) {
+      return List.copyOf(values);
+    }
+
+    @Override
+    public boolean visible(String name, Map<String, Object> parsedConfig) {
+      return true;
+    }
+  }
+
+  /** The connection string must parse (the driver's own parser, so its message names the problem). */
+  private static final class UriValidator implements ConfigDef.Validator {
+    @Override
+    public void ensureValid(String name, Object value) {
+      String uri = value instanceof Password p ? p.value() : (String) value;
+      if (uri == null || uri.isBlank()) {
+        throw new ConfigException(name, "[hidden]", "must be a MongoDB connection string");
+      }
+      try {
+        new ConnectionString(uri);
+      } catch (RuntimeException e) {
+        // Never echo the value: it may hold a password.
+        throw new ConfigException(name, "[hidden]", "is not a valid MongoDB connection string: " + e.getMessage());
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "a MongoDB connection string (mongodb:// or mongodb+srv://)";
+    }
+  }
+
+  /** At least one collection, each a legal collection name. */
+  private static final class CollectionsValidator implements ConfigDef.Validator {
+    @Override
+    public void ensureValid(String name, Object value) {
+      @SuppressWarnings("unchecked")
+      List<String> list = (List<String>) value;
+      if (list == null || list.isEmpty()) {
+        throw new ConfigException(name, value, "must name at least one collection");
+      }
+      for (String c : list) {
+        if (c.isBlank() || c.contains("$") || c.indexOf('\0') >= 0 || c.startsWith("system.")) {
+          throw new ConfigException(name, value, "'" + c + "' is not a collection name Sluice can read");
+        }
+      }
+      if (list.stream().distinct().count() != list.size()) {
+        throw new ConfigException(name, value, "names a collection twice");
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "a non-empty list of collection names";
+    }
+  }
+
+  /** A topic prefix must make legal topic names. */
+  private static final class TopicPrefixValidator implements ConfigDef.Validator {
+    @Override
+    public void ensureValid(String name, Object value) {
+      String s = (String) value;
+      if (s == null || s.isEmpty() || !s.matches("[a-zA-Z0-9._-]+")) {
+        throw new ConfigException(name, value, "must be non-empty and use only letters, digits, '.', '_' and '-'");
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "letters, digits, '.', '_', '-'";
+    }
+  }
+}

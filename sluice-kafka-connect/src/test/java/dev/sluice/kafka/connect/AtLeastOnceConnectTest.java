@@ -1,0 +1,212 @@
+package dev.sluice.kafka.connect;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.process.ChildJvm;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import org.bson.BsonDocument;
+import org.bson.BsonTimestamp;
+import org.bson.Document;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * Without exactly-once support (at least once): a worker killed mid-stream and another added lose
+ * nothing and keep per-key order (duplicates allowed, as replays of a suffix). The same three-worker
+ * cluster then shows the value's schema working with the JSON converter (schemas on) and a standard
+ * SMT, heartbeats advancing the offset of a partition that gets no changes, and the history-lost
+ * policies fail and skip.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class AtLeastOnceConnectTest {
+  private static EmbeddedKafka kafka;
+  private static EmbeddedMongo mongo;
+  private static MongoClient client;
+  private static ConnectCluster cluster;
+  private static ChildJvm doomed;
+
+  @BeforeAll
+  static void servers() {
+    kafka = SharedServers.kafka();
+    mongo = SharedServers.mongo();
+    client = mongo.client();
+    cluster = new ConnectCluster(kafka.bootstrapServers(), "alo", false);
+    doomed = cluster.startChildWorker("alo-worker-1");
+    cluster.startWorker();
+    cluster.startWorker();
+  }
+
+  @AfterAll
+  static void close() {
+    cluster.close();
+    client.close();
+  }
+
+  @Test
+  @Order(1)
+  void aKilledWorkerLosesNothingAndKeepsPerKeyOrder() throws Exception {
+    client.getDatabase("alo").createCollection("orders");
+    MongoCollection<Document> orders = client.getDatabase("alo").getCollection("orders");
+    KeyedWrites writes = new KeyedWrites(orders, 6);
+    String topic = "sluice.alo.orders";
+    String doomedId = doomed.output().stream().filter(l -> l.startsWith("WORKER-URL ")).findFirst().orElseThrow()
+        .substring("WORKER-URL ".length()).trim().replaceFirst("^https?://", "").replaceFirst("/$", "");
+
+    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "alo", "orders", 4, 4);
+    // The value's schema with the JSON converter (schemas on) and a standard SMT that needs it.
+    config.put("value.converter", "org.apache.kafka.connect.json.JsonConverter");
+    config.put("value.converter.schemas.enable", "true");
+    config.put("transforms", "origin");
+    config.put("transforms.origin.type", "org.apache.kafka.connect.transforms.InsertField$Value");
+    config.put("transforms.origin.static.field", "origin");
+    config.put("transforms.origin.static.value", "sluice");
+    cluster.putConnector("orders", config);
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
+        && cluster.taskWorkers("orders").contains(doomedId));
+
+    AtomicBoolean writing = new AtomicBoolean(true);
+    AtomicReference<Throwable> writerFailed = new AtomicReference<>();
+    Thread writer = new Thread(() -> {
+      try {
+        while (writing.get()) {
+          writes.round();
+          LockSupport.parkNanos(Duration.ofMillis(25).toNanos()); // pacing, not synchronisation
+        }
+      } catch (Throwable t) {
+        writerFailed.set(t);
+      }
+    }, "writer");
+    writer.start();
+    await().atMost(Duration.ofSeconds(60))
+        .until(() -> ExactlyOnceConnectTest.count(KeyedWrites.read(kafka.bootstrapServers(), topic)) >= 60);
+
+    cluster.kill(doomed);
+    cluster.startWorker();
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
+        && !cluster.taskWorkers("orders").contains(doomedId));
+    int afterRecovery = writes.written();
+    await().atMost(Duration.ofSeconds(30)).until(() -> writes.written() >= afterRecovery + 60);
+    writing.set(false);
+    writer.join();
+    assertThat(writerFailed.get()).isNull();
+
+    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    writes.assertNothingLostInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
+
+    JsonNode first = KeyedWrites.values(kafka.bootstrapServers(), topic).get(0);
+    assertThat(first.path("schema").path("name").asText()).isEqualTo("dev.sluice.kafka.connect.Change");
+    assertThat(first.path("payload").path("origin").asText()).as("field added by the SMT").isEqualTo("sluice");
+    assertThat(first.path("payload").path("stream").asText()).isEqualTo("alo.orders");
+    assertThat(first.path("payload").path("envelope").asText()).isEqualTo("sluice/1");
+  }
+
+  @Test
+  @Order(2)
+  void heartbeatsAdvanceTheOffsetOfAPartitionWithoutChanges() {
+    client.getDatabase("alo").createCollection("quiet");
+    MongoCollection<Document> quiet = client.getDatabase("alo").getCollection("quiet");
+    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "alo", "quiet", 2, 1);
+    config.put("topic.prefix", "hb");
+    config.put("heartbeat.interval.ms", "200");
+    config.put("heartbeat.topic", "hb-heartbeats");
+    cluster.putConnector("quiet", config);
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("quiet", 1));
+
+    List<String> partitionZeroKeys = new ArrayList<>();
+    for (int i = 0; partitionZeroKeys.size() < 20; i++) {
+      if (PartitionSpec.indexOf("q" + i, 2) == 0) {
+        partitionZeroKeys.add("q" + i);
+      }
+    }
+    String pinned = partitionOneOffset();
+    for (String k : partitionZeroKeys) {
+      quiet.insertOne(new Document("_id", k));
+    }
+    await().atMost(Duration.ofSeconds(30)).until(() -> KeyedWrites.keys(kafka.bootstrapServers(), "hb.alo.quiet").size() == 20);
+    // Partition 1 got none of these changes, yet its committed offset moves past them by heartbeats.
+    await().atMost(Duration.ofSeconds(30)).until(() -> {
+      String now = partitionOneOffset();
+      return now != null && !now.equals(pinned);
+    });
+    List<JsonNode> beats = KeyedWrites.values(kafka.bootstrapServers(), "hb-heartbeats");
+    assertThat(beats).anySatisfy(b -> {
+      assertThat(b.path("partition").asInt()).isEqualTo(1);
+      assertThat(b.path("position").asText()).isEqualTo(partitionOneOffset());
+    });
+    assertThat(KeyedWrites.keys(kafka.bootstrapServers(), "hb.alo.quiet")).containsExactlyInAnyOrderElementsOf(partitionZeroKeys);
+  }
+
+  private static String partitionOneOffset() {
+    for (JsonNode o : cluster.get("/connectors/quiet/offsets").path("offsets")) {
+      if (o.path("partition").path("partition").asInt() == 1) {
+        return o.path("offset").path("position").asText();
+      }
+    }
+    return null;
+  }
+
+  @Test
+  @Order(3)
+  void lostHistoryFailsTheTaskSayingWhatToDoAndSkipContinuesAtTheLatestPosition() {
+    client.getDatabase("alo").createCollection("fragile");
+    MongoCollection<Document> fragile = client.getDatabase("alo").getCollection("fragile");
+    String topic = "sluice.alo.fragile";
+    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "alo", "fragile", 1, 1);
+    cluster.putConnector("fragile", config);
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("fragile", 1));
+    for (int i = 0; i < 5; i++) {
+      fragile.insertOne(new Document("_id", "a" + i));
+    }
+    await().atMost(Duration.ofSeconds(30)).until(() -> KeyedWrites.keys(kafka.bootstrapServers(), topic).size() == 5);
+
+    cluster.put("/connectors/fragile/stop", null);
+    await().atMost(Duration.ofSeconds(30)).until(() ->
+        "STOPPED".equals(cluster.get("/connectors/fragile/status").path("connector").path("state").asText()));
+    for (int i = 0; i < 5; i++) {
+      fragile.insertOne(new Document("_id", "b" + i)); // written while stopped, then lost from the oplog
+    }
+    client.getDatabase("alo").getCollection("elsewhere").insertOne(new Document("_id", "marker"));
+    BsonTimestamp marker = client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class)
+        .find().sort(new Document("$natural", -1)).first().getTimestamp("ts");
+    assertThat(mongo.trimOplogBefore(marker)).isPositive();
+
+    cluster.put("/connectors/fragile/resume", null);
+    await().atMost(Duration.ofSeconds(60)).until(() -> {
+      JsonNode tasks = cluster.get("/connectors/fragile/status").path("tasks");
+      return tasks.size() == 1 && "FAILED".equals(tasks.get(0).path("state").asText());
+    });
+    String trace = cluster.get("/connectors/fragile/status").path("tasks").get(0).path("trace").asText();
+    assertThat(trace).contains("History lost", "history.lost.policy=fail", "no change was skipped",
+        "history.lost.policy=skip");
+
+    config.put("history.lost.policy", "skip");
+    cluster.putConnector("fragile", config);
+    cluster.call("POST", "/connectors/fragile/restart?includeTasks=true&onlyFailed=true", null);
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("fragile", 1));
+    for (int i = 0; i < 3; i++) {
+      fragile.insertOne(new Document("_id", "c" + i));
+    }
+    await().atMost(Duration.ofSeconds(30)).until(() -> KeyedWrites.keys(kafka.bootstrapServers(), topic).size() >= 8);
+    Set<String> keys = new HashSet<>(KeyedWrites.keys(kafka.bootstrapServers(), topic));
+    assertThat(keys).containsExactlyInAnyOrder("a0", "a1", "a2", "a3", "a4", "c0", "c1", "c2");
+  }
+}

@@ -1,0 +1,149 @@
+package dev.sluice.kafka.connect;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.process.ChildJvm;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import org.bson.Document;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Exactly-once source mode (KIP-618) on a real three-worker Connect cluster: one worker is a child
+ * JVM killed with SIGKILL mid-stream and another worker is added; the topic read with
+ * read_committed holds every change exactly once in per-key order. Then the whole cluster stops,
+ * changes are written while it is down, and a new cluster resumes from the committed offsets:
+ * still exactly once (a restart that ignored the offsets would read the oplog from its start
+ * again, per startup.mode=oldest, and duplicate everything).
+ */
+class ExactlyOnceConnectTest {
+  private static EmbeddedKafka kafka;
+  private static EmbeddedMongo mongo;
+  private static MongoClient client;
+  private static ConnectCluster cluster;
+
+  @BeforeAll
+  static void servers() {
+    kafka = SharedServers.kafka();
+    mongo = SharedServers.mongo();
+    client = mongo.client();
+    cluster = new ConnectCluster(kafka.bootstrapServers(), "eos", true);
+  }
+
+  @AfterAll
+  static void close() {
+    cluster.close();
+    client.close();
+  }
+
+  @Test
+  void aKilledWorkerAndAWholeClusterRestartLeaveEveryChangeExactlyOnceInPerKeyOrder() throws Exception {
+    MongoCollection<Document> orders = client.getDatabase("eos").getCollection("orders");
+    client.getDatabase("eos").createCollection("orders"); // validate refuses unknown collections
+    KeyedWrites writes = new KeyedWrites(orders, 6);
+    String topic = "sluice.eos.orders";
+
+    ChildJvm doomed = cluster.startChildWorker("eos-worker-1");
+    cluster.startWorker();
+    cluster.startWorker();
+    String doomedId = idOf(doomed);
+
+    // Bad configurations are refused through Connect's own REST validate, each under its key.
+    Map<String, String> bad = ConnectCluster.connector(mongo.connectionString(), "eos", "orders,nosuch", 4, 4);
+    bad.put("value.format", "avro");
+    JsonNode result = cluster.put("/connector-plugins/SluiceSourceConnector/config/validate", bad);
+    assertThat(errors(result, "value.format")).anySatisfy(e -> assertThat(e).contains("avro"));
+    bad.put("value.format", "struct");
+    result = cluster.put("/connector-plugins/SluiceSourceConnector/config/validate", bad);
+    assertThat(errors(result, "mongodb.collections")).anySatisfy(e -> assertThat(e).contains("[nosuch]"));
+
+    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "eos", "orders", 4, 4);
+    config.put("exactly.once.support", "required");
+    cluster.putConnector("orders", config);
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
+        && cluster.taskWorkers("orders").contains(doomedId));
+
+    AtomicBoolean writing = new AtomicBoolean(true);
+    AtomicReference<Throwable> writerFailed = new AtomicReference<>();
+    Thread writer = new Thread(() -> {
+      try {
+        while (writing.get()) {
+          writes.round();
+          LockSupport.parkNanos(Duration.ofMillis(25).toNanos()); // pacing, not synchronisation
+        }
+      } catch (Throwable t) {
+        writerFailed.set(t);
+      }
+    }, "writer");
+    writer.start();
+    await().atMost(Duration.ofSeconds(60)).until(() -> count(KeyedWrites.read(kafka.bootstrapServers(), topic)) >= 60);
+
+    cluster.kill(doomed); // SIGKILL mid-stream: its open transactions are aborted, its tasks fenced
+    cluster.startWorker(); // and another worker joins
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
+        && !cluster.taskWorkers("orders").contains(doomedId));
+    int afterRecovery = writes.written();
+    await().atMost(Duration.ofSeconds(30)).until(() -> writes.written() >= afterRecovery + 60);
+    writing.set(false);
+    writer.join();
+    assertThat(writerFailed.get()).isNull();
+
+    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
+
+    // The whole cluster goes down; changes arrive meanwhile; a new cluster resumes from the offsets.
+    cluster.stopAll();
+    for (int i = 0; i < 20; i++) {
+      writes.round();
+    }
+    cluster.startWorker();
+    cluster.startWorker();
+    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
+
+    JsonNode offsets = cluster.get("/connectors/orders/offsets").path("offsets");
+    assertThat(offsets).as(offsets.toString()).hasSize(4);
+    offsets.forEach(o -> {
+      assertThat(o.path("partition").path("stream").asText()).isEqualTo("eos.orders");
+      assertThat(o.path("partition").path("partitions").asInt()).isEqualTo(4);
+      assertThat(o.path("offset").path("position").asText()).isNotBlank();
+      assertThat(o.path("offset").path("epoch").asLong()).isPositive();
+    });
+    // A partition that published after the restart did so in a later tenure than its first.
+    assertThat(offsets).anySatisfy(o -> assertThat(o.path("offset").path("epoch").asLong()).isGreaterThanOrEqualTo(2));
+  }
+
+  private static String idOf(ChildJvm child) {
+    String url = child.output().stream().filter(l -> l.startsWith("WORKER-URL ")).findFirst().orElseThrow()
+        .substring("WORKER-URL ".length()).trim();
+    return url.replaceFirst("^https?://", "").replaceFirst("/$", "");
+  }
+
+  static int count(Map<String, List<Integer>> read) {
+    return read.values().stream().mapToInt(List::size).sum();
+  }
+
+  static List<String> errors(JsonNode validate, String key) {
+    for (JsonNode c : validate.path("configs")) {
+      if (key.equals(c.path("value").path("name").asText())) {
+        List<String> out = new java.util.ArrayList<>();
+        c.path("value").path("errors").forEach(e -> out.add(e.asText()));
+        return out;
+      }
+    }
+    return List.of();
+  }
+
+}

@@ -1,0 +1,198 @@
+package dev.sluice.kafka.connect;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.Updates;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.bson.Document;
+
+/**
+ * A writer of per-key sequence numbers (seq 1 inserts the document, later ones set {@code seq}),
+ * and the read-back of a topic the connector wrote, as the sequence numbers per key in topic order.
+ */
+final class KeyedWrites {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private final MongoCollection<Document> collection;
+  private final int keys;
+  private final int[] next;
+
+  KeyedWrites(MongoCollection<Document> collection, int keys) {
+    this.collection = collection;
+    this.keys = keys;
+    this.next = new int[keys];
+  }
+
+  /** One change for every key. */
+  void round() {
+    for (int k = 0; k < keys; k++) {
+      int seq = ++next[k];
+      if (seq == 1) {
+        collection.insertOne(new Document("_id", "k" + k).append("seq", seq));
+      } else {
+        collection.updateOne(Filters.eq("_id", "k" + k), Updates.set("seq", seq));
+      }
+    }
+  }
+
+  /** Changes written so far. */
+  int written() {
+    int n = 0;
+    for (int s : next) {
+      n += s;
+    }
+    return n;
+  }
+
+  /** The sequence numbers per key in {@code topic}, read with read_committed, in offset order per partition. */
+  static Map<String, List<Integer>> read(String bootstrap, String topic) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    Map<String, List<Integer>> out = new HashMap<>();
+    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+      List<TopicPartition> parts = new ArrayList<>();
+      c.partitionsFor(topic, Duration.ofSeconds(10)).forEach(i -> parts.add(new TopicPartition(topic, i.partition())));
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      Map<TopicPartition, Long> end = c.endOffsets(parts);
+      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
+        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+          out.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(seqOf(r.value()));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The record keys of {@code topic} (read_committed), in offset order per partition. */
+  static List<String> keys(String bootstrap, String topic) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    List<String> out = new ArrayList<>();
+    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+      List<TopicPartition> parts = new ArrayList<>();
+      List<org.apache.kafka.common.PartitionInfo> infos = c.partitionsFor(topic, Duration.ofSeconds(10));
+      if (infos == null) {
+        return out;
+      }
+      infos.forEach(i -> parts.add(new TopicPartition(topic, i.partition())));
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      Map<TopicPartition, Long> end = c.endOffsets(parts);
+      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
+        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+          out.add(r.key());
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The values of {@code topic} (read_committed) as JSON, in offset order per partition. */
+  static List<JsonNode> values(String bootstrap, String topic) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    List<JsonNode> out = new ArrayList<>();
+    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+      List<TopicPartition> parts = new ArrayList<>();
+      List<org.apache.kafka.common.PartitionInfo> infos = c.partitionsFor(topic, Duration.ofSeconds(10));
+      if (infos == null) {
+        return out;
+      }
+      infos.forEach(i -> parts.add(new TopicPartition(topic, i.partition())));
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      Map<TopicPartition, Long> end = c.endOffsets(parts);
+      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
+        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+          try {
+            out.add(JSON.readTree(r.value()));
+          } catch (IOException e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The seq a change record's value (Struct as schemaless JSON) carries. */
+  static int seqOf(String value) {
+    try {
+      JsonNode v = JSON.readTree(value);
+      if (v.has("payload")) {
+        v = v.get("payload"); // JSON converter with schemas
+      }
+      String doc = v.path("operation").asText().equals("INSERT") ? v.path("document").asText()
+          : v.path("changedFields").asText();
+      return JSON.readTree(doc).path("seq").asInt();
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Every key's 1..written, each once, in order. */
+  void assertExactlyOnceInOrder(Map<String, List<Integer>> read) {
+    assertThat(read).hasSize(keys);
+    for (int k = 0; k < keys; k++) {
+      List<Integer> expected = new ArrayList<>();
+      for (int s = 1; s <= next[k]; s++) {
+        expected.add(s);
+      }
+      assertThat(read.get("k" + k)).as("key k%d", k).containsExactlyElementsOf(expected);
+    }
+  }
+
+  /**
+   * Every key's 1..written at least once; duplicates only as replays of a suffix: the first
+   * occurrences are in order.
+   */
+  void assertNothingLostInOrder(Map<String, List<Integer>> read) {
+    assertThat(read).hasSize(keys);
+    for (int k = 0; k < keys; k++) {
+      int max = 0;
+      for (int s : read.get("k" + k)) {
+        if (s > max) {
+          assertThat(s).as("key k%d: a new sequence number must be the next one (nothing skipped)", k)
+              .isEqualTo(max + 1);
+          max = s;
+        }
+      }
+      assertThat(max).as("key k%d: last sequence number", k).isEqualTo(next[k]);
+    }
+  }
+
+  /** Whether every key's last written seq is in {@code read}. */
+  boolean complete(Map<String, List<Integer>> read) {
+    for (int k = 0; k < keys; k++) {
+      List<Integer> seqs = read.get("k" + k);
+      if (seqs == null || !seqs.contains(next[k])) {
+        return false;
+      }
+    }
+    return true;
+  }
+}
