@@ -219,11 +219,14 @@ class ListenerOnMongoTest {
     write(0, 10);
     await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 10);
 
-    // Another process takes the lease over (as after this one paused): a new owner and epoch.
+    // Another process takes the lease over (as after this one paused): a new owner and epoch, and
+    // an expiry it keeps renewing (five minutes here). Left at the victim's expiry, the thief's
+    // lease would run out within the 2 s lease and the victim would rightly take it back.
     String leaseName = "test-group/" + db + ".orders#0of1";
     long stolenAt = System.nanoTime();
     database().getCollection(MongoLeaseStore.DEFAULT_COLLECTION).updateOne(Filters.eq("_id", leaseName),
-        Updates.combine(Updates.set("owner", "thief"), Updates.inc("epoch", 1L)));
+        Updates.combine(Updates.set("owner", "thief"), Updates.inc("epoch", 1L),
+            Updates.set("expiresAt", new java.util.Date(System.currentTimeMillis() + 300_000))));
     await().atMost(Duration.ofSeconds(5)).until(() -> lost.getCount() == 0);
     long detectMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stolenAt);
     Duration renew = l.config().renewInterval();
