@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.feed.PartitionSpec;
@@ -33,8 +34,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  * Without exactly-once support (at least once): a worker killed mid-stream and another added lose
  * nothing and keep per-key order (duplicates allowed, as replays of a suffix). The same three-worker
  * cluster then shows the value's schema working with the JSON converter (schemas on) and a standard
- * SMT, heartbeats advancing the offset of a partition that gets no changes, and the history-lost
- * policies fail and skip.
+ * SMT, heartbeats advancing the offset of a partition that gets no changes, the history-lost
+ * policies fail and skip, and parking of a change Sluice cannot decode.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class AtLeastOnceConnectTest {
@@ -43,6 +44,7 @@ class AtLeastOnceConnectTest {
   private static MongoClient client;
   private static ConnectCluster cluster;
   private static ChildJvm doomed;
+  private static final ObjectMapper JSON = new ObjectMapper();
 
   @BeforeAll
   static void servers() {
@@ -208,5 +210,106 @@ class AtLeastOnceConnectTest {
     await().atMost(Duration.ofSeconds(30)).until(() -> KeyedWrites.keys(kafka.bootstrapServers(), topic).size() >= 8);
     Set<String> keys = new HashSet<>(KeyedWrites.keys(kafka.bootstrapServers(), topic));
     assertThat(keys).containsExactlyInAnyOrder("a0", "a1", "a2", "a3", "a4", "c0", "c1", "c2");
+  }
+
+  @Test
+  @Order(4)
+  void anUndecodableChangeIsParkedWithTheLaterChangesOfItsKeyOtherKeysGoOnAndATaskRestartKeepsParking() {
+    client.getDatabase("alo").createCollection("poison");
+    MongoCollection<Document> poison = client.getDatabase("alo").getCollection("poison");
+    String topic = "sluice.alo.poison";
+    String parkedTopic = "alo-parked";
+    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "alo", "poison", 1, 1);
+    config.put("undecodable.policy", "park");
+    config.put("parked.topic", parkedTopic);
+    cluster.putConnector("poison", config);
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("poison", 1));
+    KeyedWrites writes = new KeyedWrites(poison, 3); // k0, k1, k2: all in the one partition
+    writes.round();
+    await().atMost(Duration.ofSeconds(30)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+
+    // Stopped, so that no task reads k1's next change before it is made undecodable.
+    cluster.put("/connectors/poison/stop", null);
+    await().atMost(Duration.ofSeconds(30)).until(() ->
+        "STOPPED".equals(cluster.get("/connectors/poison/status").path("connector").path("state").asText()));
+    writes.round(); // seq 2
+    makeUndecodable("alo.poison", "k1");
+    cluster.put("/connectors/poison/resume", null);
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("poison", 1)
+        && KeyedWrites.values(kafka.bootstrapServers(), parkedTopic).size() >= 1
+        && seqs(KeyedWrites.read(kafka.bootstrapServers(), topic), "k2").contains(2));
+    writes.round(); // seq 3: k1's goes to the parked topic behind its undecodable change
+    await().atMost(Duration.ofSeconds(30)).until(() -> KeyedWrites.values(kafka.bootstrapServers(), parkedTopic).size() >= 2
+        && seqs(KeyedWrites.read(kafka.bootstrapServers(), topic), "k2").contains(3));
+
+    // The parked key travels in the committed offset: a restarted task parks k1 still.
+    await().atMost(Duration.ofSeconds(30)).until(() -> {
+      JsonNode offsets = cluster.get("/connectors/poison/offsets").path("offsets");
+      return offsets.size() == 1 && offsets.get(0).path("offset").path("parked").asText().contains("k1");
+    });
+    cluster.call("POST", "/connectors/poison/tasks/0/restart", null);
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("poison", 1));
+    writes.round(); // seq 4
+    await().atMost(Duration.ofSeconds(30)).until(() -> seqs(KeyedWrites.read(kafka.bootstrapServers(), topic), "k2").contains(4)
+        && parkedSeqs(KeyedWrites.values(kafka.bootstrapServers(), parkedTopic)).contains(4));
+
+    Map<String, List<Integer>> published = KeyedWrites.read(kafka.bootstrapServers(), topic);
+    assertThat(distinct(published.get("k0"))).as("k0 goes on").containsExactly(1, 2, 3, 4);
+    assertThat(distinct(published.get("k2"))).as("k2 goes on").containsExactly(1, 2, 3, 4);
+    assertThat(published.get("k1")).as("nothing of k1 after its undecodable change").containsOnly(1);
+
+    List<JsonNode> parked = KeyedWrites.values(kafka.bootstrapServers(), parkedTopic);
+    assertThat(parked).allSatisfy(p -> {
+      assertThat(p.path("key").asText()).isEqualTo("k1");
+      assertThat(p.path("stream").asText()).isEqualTo("alo.poison");
+    });
+    assertThat(parked.get(0).path("reason").asText()).contains("cannot be decoded", "updateDescription");
+    assertThat(parked.get(0).path("raw").asText()).contains("k1");
+    assertThat(parked.subList(1, parked.size())).isNotEmpty().allSatisfy(p ->
+        assertThat(p.path("reason").asText()).contains("an earlier change of key 'k1' is parked"));
+    assertThat(distinct(parkedSeqs(parked))).as("k1's later changes, in order, after the restart too")
+        .containsExactly(3, 4);
+    assertThat(cluster.running("poison", 1)).as("parking never failed the task").isTrue();
+  }
+
+  /**
+   * Takes the update description out of the oplog entry of {@code key}'s one update, before any task
+   * read it: its change event then has a position but no content Sluice can decode (an update
+   * without {@code updateDescription}), as a server format Sluice does not know would.
+   */
+  private static void makeUndecodable(String namespace, String key) {
+    MongoCollection<BsonDocument> oplog = client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class);
+    List<BsonDocument> entries = oplog.find(new Document("ns", namespace).append("op", "u").append("o2._id", key))
+        .into(new ArrayList<>());
+    assertThat(entries).as("the oplog entries of %s's updates", key).hasSize(1);
+    BsonDocument entry = entries.get(0);
+    assertThat(oplog.updateOne(new Document("ts", entry.getTimestamp("ts")),
+        new Document("$unset", new Document("sluiceUpdateDescription", ""))).getModifiedCount()).isEqualTo(1);
+  }
+
+  private static List<Integer> seqs(Map<String, List<Integer>> read, String key) {
+    return read.getOrDefault(key, List.of());
+  }
+
+  /** The seq of each parked change that has one (the changes parked behind the undecodable one). */
+  private static List<Integer> parkedSeqs(List<JsonNode> parked) {
+    List<Integer> out = new ArrayList<>();
+    for (JsonNode p : parked) {
+      try {
+        JsonNode seq = JSON.readTree(p.path("raw").asText()).path("updateDescription").path("updatedFields")
+            .path("seq");
+        if (seq.isNumber()) {
+          out.add(seq.asInt());
+        }
+      } catch (java.io.IOException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+    return out;
+  }
+
+  /** The first occurrence of each value, in order: an at-least-once replay of a suffix collapses. */
+  private static List<Integer> distinct(List<Integer> values) {
+    return values == null ? List.of() : values.stream().distinct().toList();
   }
 }

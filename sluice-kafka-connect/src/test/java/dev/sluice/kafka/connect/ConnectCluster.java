@@ -80,10 +80,21 @@ final class ConnectCluster implements AutoCloseable {
 
   /** Starts a worker in a child JVM (to be killed with SIGKILL); returns it once it serves REST. */
   ChildJvm startChildWorker(String name) {
+    return startChildWorker(name, System.getProperty("java.class.path"), Map.of());
+  }
+
+  /**
+   * Starts a worker in a child JVM on {@code classPath} (which must hold {@link WorkerMain}), with
+   * {@code extra} worker properties (a {@code plugin.path}, say); returns it once it serves REST.
+   */
+  ChildJvm startChildWorker(String name, String classPath, Map<String, String> extra) {
     List<String> args = new ArrayList<>();
-    workerProps().forEach((k, v) -> args.add(k + "=" + v));
-    ChildJvm child = ChildJvm.start(name, List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
-        WorkerMain.class, args.toArray(String[]::new));
+    Map<String, String> props = workerProps();
+    props.putAll(extra);
+    props.forEach((k, v) -> args.add(k + "=" + v));
+    ChildJvm child = ChildJvm.startWithClassPath(name,
+        List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"), classPath, WorkerMain.class.getName(),
+        args.toArray(String[]::new));
     String line = child.awaitLineStartingWith("WORKER-URL ", Duration.ofSeconds(60));
     String url = line.substring("WORKER-URL ".length()).trim();
     children.put(child, url);

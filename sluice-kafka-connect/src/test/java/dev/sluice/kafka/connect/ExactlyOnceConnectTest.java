@@ -9,12 +9,15 @@ import com.mongodb.client.MongoCollection;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import dev.sluice.testkit.process.ChildJvm;
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -26,7 +29,8 @@ import org.junit.jupiter.api.Test;
  * read_committed holds every change exactly once in per-key order. Then the whole cluster stops,
  * changes are written while it is down, and a new cluster resumes from the committed offsets:
  * still exactly once (a restart that ignored the offsets would read the oplog from its start
- * again, per startup.mode=oldest, and duplicate everything).
+ * again, per startup.mode=oldest, and duplicate everything). The tasks' JMX metrics count the
+ * changes they read and show no lag once caught up.
  */
 class ExactlyOnceConnectTest {
   private static EmbeddedKafka kafka;
@@ -123,6 +127,37 @@ class ExactlyOnceConnectTest {
     });
     // A partition that published after the restart did so in a later tenure than its first.
     assertThat(offsets).anySatisfy(o -> assertThat(o.path("offset").path("epoch").asLong()).isGreaterThanOrEqualTo(2));
+
+    // The task metrics over JMX (both workers run in this JVM now), once the tasks are spread over
+    // both workers (no rebalance restarts a task, and its counters, during the count below):
+    // changes-total counts each change handed to Connect once, lag-ms is 0 once caught up.
+    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
+        && cluster.taskWorkers("orders").stream().distinct().count() == 2);
+    MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
+    ObjectName pattern = new ObjectName("sluice.connect:type=source-task-metrics,connector=orders,*");
+    await().atMost(Duration.ofSeconds(30)).until(() -> jmx.queryNames(pattern, null).size() == 4);
+    double before = sum(jmx, pattern, "changes-total");
+    for (int i = 0; i < 5; i++) {
+      writes.round();
+    }
+    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+      assertThat(sum(jmx, pattern, "changes-total") - before).as("changes-total of the 4 tasks").isEqualTo(30.0);
+      for (ObjectName task : jmx.queryNames(pattern, null)) {
+        assertThat(((Number) jmx.getAttribute(task, "lag-ms")).longValue()).as("lag-ms of %s", task).isZero();
+      }
+    });
+    assertThat(jmx.queryNames(pattern, null)).extracting(n -> n.getKeyProperty("task"))
+        .containsExactlyInAnyOrder("0", "1", "2", "3");
+    writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
+  }
+
+  private static double sum(MBeanServer jmx, ObjectName pattern, String attribute) throws Exception {
+    double total = 0;
+    for (ObjectName task : jmx.queryNames(pattern, null)) {
+      total += ((Number) jmx.getAttribute(task, attribute)).doubleValue();
+    }
+    return total;
   }
 
   private static String idOf(ChildJvm child) {

@@ -1,0 +1,112 @@
+package dev.sluice.kafka.connect;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.process.ChildJvm;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.jar.JarFile;
+import java.util.stream.Stream;
+import org.bson.Document;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The plugin directory as shipped ({@code target/plugin/sluice-kafka-connect}, made by the package
+ * phase) loads in a Connect worker whose class path holds no Sluice class and no MongoDB driver:
+ * the worker finds the connector only through {@code plugin.path}, in its own plugin class loader,
+ * and runs it. Named {@code *IT}: the module's build runs it in the integration-test phase, after
+ * the directory exists (see the module's pom).
+ */
+class PluginDirectoryIT {
+  private static final Path PLUGINS = Path.of("target", "plugin").toAbsolutePath();
+
+  @Test
+  void aWorkerWithoutTheConnectorOnItsClassPathRunsItFromThePluginDirectory() throws Exception {
+    Path plugin = PLUGINS.resolve("sluice-kafka-connect");
+    assertThat(plugin.resolve("manifest.json")).exists();
+    List<String> jars;
+    try (Stream<Path> lib = Files.list(plugin.resolve("lib"))) {
+      jars = lib.map(p -> p.getFileName().toString()).toList();
+    }
+    assertThat(jars).anyMatch(j -> j.startsWith("sluice-kafka-connect-") && j.endsWith(".jar"))
+        .anyMatch(j -> j.startsWith("mongodb-driver-sync-"))
+        .noneMatch(j -> j.startsWith("kafka-clients-") || j.startsWith("connect-api-"));
+
+    try (EmbeddedKafka kafka = EmbeddedKafka.start(); EmbeddedMongo mongo = EmbeddedMongo.start();
+        MongoClient client = mongo.client();
+        ConnectCluster cluster = new ConnectCluster(kafka.bootstrapServers(), "plugin", false)) {
+      ChildJvm worker = cluster.startChildWorker("plugin-worker", workerClassPath(),
+          Map.of("plugin.path", PLUGINS.toString()));
+      assertThat(worker.output()).as("the worker's own class path has no connector").contains(
+          "CONNECTOR-ON-CLASS-PATH false");
+
+      JsonNode found = null;
+      for (JsonNode p : cluster.get("/connector-plugins?connectorsOnly=true")) {
+        if (SluiceSourceConnector.class.getName().equals(p.path("class").asText())) {
+          found = p;
+        }
+      }
+      assertThat(found).as("the connector among the worker's plugins").isNotNull();
+      assertThat(found.path("type").asText()).isEqualTo("source");
+
+      client.getDatabase("plug").createCollection("orders");
+      MongoCollection<Document> orders = client.getDatabase("plug").getCollection("orders");
+      cluster.putConnector("orders", ConnectCluster.connector(mongo.connectionString(), "plug", "orders", 2, 2));
+      await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 2));
+      List<String> keys = new ArrayList<>();
+      for (int i = 0; i < 10; i++) {
+        orders.insertOne(new Document("_id", "p" + i));
+        keys.add("p" + i);
+      }
+      await().atMost(Duration.ofSeconds(60))
+          .until(() -> KeyedWrites.keys(kafka.bootstrapServers(), "sluice.plug.orders").size() >= keys.size());
+      assertThat(KeyedWrites.keys(kafka.bootstrapServers(), "sluice.plug.orders"))
+          .containsExactlyInAnyOrderElementsOf(keys);
+    }
+  }
+
+  /**
+   * This JVM's class path without what the plugin must bring itself: every entry with Sluice's
+   * classes (but the test classes, for {@link WorkerMain}), the MongoDB driver and BSON. What stays
+   * is the worker's: Kafka, Connect, Jackson, logging.
+   */
+  private static String workerClassPath() throws URISyntaxException {
+    Path tests = Path.of(WorkerMain.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    List<String> kept = new ArrayList<>();
+    for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+      Path p = Path.of(entry).toAbsolutePath();
+      if (p.equals(tests) || !holdsAny(p, "dev/sluice/", "com/mongodb/", "org/bson/")) {
+        kept.add(entry);
+      }
+    }
+    return String.join(File.pathSeparator, kept);
+  }
+
+  private static boolean holdsAny(Path entry, String... prefixes) {
+    if (Files.isDirectory(entry)) {
+      return Stream.of(prefixes).anyMatch(prefix -> Files.exists(entry.resolve(prefix)));
+    }
+    if (!Files.isRegularFile(entry)) {
+      return false;
+    }
+    try (JarFile jar = new JarFile(entry.toFile())) {
+      return jar.stream().anyMatch(e -> Stream.of(prefixes).anyMatch(prefix -> e.getName().startsWith(prefix)));
+    } catch (IOException e) {
+      throw new UncheckedIOException(entry.toString(), e);
+    }
+  }
+}
