@@ -17,9 +17,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.LockSupport;
 import org.bson.BsonDocument;
 import org.bson.BsonTimestamp;
 import org.bson.Document;
@@ -85,19 +82,7 @@ class AtLeastOnceConnectTest {
     await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
         && cluster.taskWorkers("orders").contains(doomedId));
 
-    AtomicBoolean writing = new AtomicBoolean(true);
-    AtomicReference<Throwable> writerFailed = new AtomicReference<>();
-    Thread writer = new Thread(() -> {
-      try {
-        while (writing.get()) {
-          writes.round();
-          LockSupport.parkNanos(Duration.ofMillis(25).toNanos()); // pacing, not synchronisation
-        }
-      } catch (Throwable t) {
-        writerFailed.set(t);
-      }
-    }, "writer");
-    writer.start();
+    KeyedWrites.Writer writer = writes.startWriting();
     await().atMost(Duration.ofSeconds(60))
         .until(() -> ExactlyOnceConnectTest.count(KeyedWrites.read(kafka.bootstrapServers(), topic)) >= 60);
 
@@ -107,9 +92,7 @@ class AtLeastOnceConnectTest {
         && !cluster.taskWorkers("orders").contains(doomedId));
     int afterRecovery = writes.written();
     await().atMost(Duration.ofSeconds(30)).until(() -> writes.written() >= afterRecovery + 60);
-    writing.set(false);
-    writer.join();
-    assertThat(writerFailed.get()).isNull();
+    writer.stop();
 
     await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
     writes.assertNothingLostInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));

@@ -13,9 +13,6 @@ import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.LockSupport;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 import org.bson.Document;
@@ -79,19 +76,7 @@ class ExactlyOnceConnectTest {
     await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
         && cluster.taskWorkers("orders").contains(doomedId));
 
-    AtomicBoolean writing = new AtomicBoolean(true);
-    AtomicReference<Throwable> writerFailed = new AtomicReference<>();
-    Thread writer = new Thread(() -> {
-      try {
-        while (writing.get()) {
-          writes.round();
-          LockSupport.parkNanos(Duration.ofMillis(25).toNanos()); // pacing, not synchronisation
-        }
-      } catch (Throwable t) {
-        writerFailed.set(t);
-      }
-    }, "writer");
-    writer.start();
+    KeyedWrites.Writer writer = writes.startWriting();
     await().atMost(Duration.ofSeconds(60)).until(() -> count(KeyedWrites.read(kafka.bootstrapServers(), topic)) >= 60);
 
     cluster.kill(doomed); // SIGKILL mid-stream: its open transactions are aborted, its tasks fenced
@@ -100,9 +85,7 @@ class ExactlyOnceConnectTest {
         && !cluster.taskWorkers("orders").contains(doomedId));
     int afterRecovery = writes.written();
     await().atMost(Duration.ofSeconds(30)).until(() -> writes.written() >= afterRecovery + 60);
-    writing.set(false);
-    writer.join();
-    assertThat(writerFailed.get()).isNull();
+    writer.stop();
 
     await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
     writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));

@@ -14,6 +14,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -49,6 +52,38 @@ final class KeyedWrites {
     }
   }
 
+  /** Writes rounds on a thread of its own until stopped; see {@link #startWriting}. */
+  final class Writer {
+    private final AtomicBoolean writing = new AtomicBoolean(true);
+    private final AtomicReference<Throwable> failed = new AtomicReference<>();
+    private final Thread thread = new Thread(() -> {
+      try {
+        while (writing.get()) {
+          round();
+          LockSupport.parkNanos(Duration.ofMillis(25).toNanos()); // pacing
+        }
+      } catch (Throwable t) {
+        failed.set(t);
+      }
+    }, "writer");
+
+    /** Stops after the round in progress; fails if a round failed. */
+    void stop() throws InterruptedException {
+      writing.set(false);
+      thread.join();
+      if (failed.get() != null) {
+        throw new AssertionError("the writer failed", failed.get());
+      }
+    }
+  }
+
+  /** A round every 25 ms (pacing, not synchronisation) until {@link Writer#stop}. */
+  Writer startWriting() {
+    Writer w = new Writer();
+    w.thread.start();
+    return w;
+  }
+
   /** Changes written so far. */
   int written() {
     int n = 0;
@@ -60,62 +95,45 @@ final class KeyedWrites {
 
   /** The sequence numbers per key in {@code topic}, read with read_committed, in offset order per partition. */
   static Map<String, List<Integer>> read(String bootstrap, String topic) {
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     Map<String, List<Integer>> out = new HashMap<>();
-    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
-      List<TopicPartition> parts = new ArrayList<>();
-      c.partitionsFor(topic, Duration.ofSeconds(10)).forEach(i -> parts.add(new TopicPartition(topic, i.partition())));
-      c.assign(parts);
-      c.seekToBeginning(parts);
-      Map<TopicPartition, Long> end = c.endOffsets(parts);
-      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-          out.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(seqOf(r.value()));
-        }
-      }
+    for (ConsumerRecord<String, String> r : readAll(bootstrap, topic)) {
+      out.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(seqOf(r.value()));
     }
     return out;
   }
 
   /** The record keys of {@code topic} (read_committed), in offset order per partition. */
   static List<String> keys(String bootstrap, String topic) {
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     List<String> out = new ArrayList<>();
-    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
-      List<TopicPartition> parts = new ArrayList<>();
-      List<org.apache.kafka.common.PartitionInfo> infos = c.partitionsFor(topic, Duration.ofSeconds(10));
-      if (infos == null) {
-        return out;
-      }
-      infos.forEach(i -> parts.add(new TopicPartition(topic, i.partition())));
-      c.assign(parts);
-      c.seekToBeginning(parts);
-      Map<TopicPartition, Long> end = c.endOffsets(parts);
-      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-          out.add(r.key());
-        }
-      }
-    }
+    readAll(bootstrap, topic).forEach(r -> out.add(r.key()));
     return out;
   }
 
   /** The values of {@code topic} (read_committed) as JSON, in offset order per partition. */
   static List<JsonNode> values(String bootstrap, String topic) {
+    List<JsonNode> out = new ArrayList<>();
+    for (ConsumerRecord<String, String> r : readAll(bootstrap, topic)) {
+      try {
+        out.add(JSON.readTree(r.value()));
+      } catch (IOException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Every record of {@code topic} up to its end offsets, read with read_committed (so with
+   * exactly-once only committed transactions), in offset order per partition; none if the topic
+   * does not exist yet.
+   */
+  private static List<ConsumerRecord<String, String>> readAll(String bootstrap, String topic) {
     Properties p = new Properties();
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-    List<JsonNode> out = new ArrayList<>();
+    List<ConsumerRecord<String, String>> out = new ArrayList<>();
     try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
       List<TopicPartition> parts = new ArrayList<>();
       List<org.apache.kafka.common.PartitionInfo> infos = c.partitionsFor(topic, Duration.ofSeconds(10));
@@ -127,13 +145,7 @@ final class KeyedWrites {
       c.seekToBeginning(parts);
       Map<TopicPartition, Long> end = c.endOffsets(parts);
       while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-          try {
-            out.add(JSON.readTree(r.value()));
-          } catch (IOException e) {
-            throw new IllegalStateException(e);
-          }
-        }
+        c.poll(Duration.ofMillis(200)).forEach(out::add);
       }
     }
     return out;
