@@ -14,8 +14,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReadWriteLock;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -32,10 +30,9 @@ import java.util.function.BooleanSupplier;
  *       a real server scans the whole oplog). The test kit's oplog stores entries in {@code ts}
  *       order, so the two orders are the same here. The newest entry ({@code $natural: -1},
  *       limit 1, no filter) is read from the end, as a real server does, not by sorting the oplog;
- *   <li>a write and its oplog entry become visible together, as one transaction does on a real
- *       server: the stock server applies a write to the collection before it adds the entry, so a
- *       {@code find} could see a write that the oplog does not show yet. Writes hold the backend's
- *       write lock until their entry is stored; {@code find}s hold its read lock;
+ *   <li>a write and its oplog entry become visible together, and a read never sees a write half
+ *       done: {@link TrimmableMemoryBackend#handleCommand} runs writes under a write lock and reads
+ *       under a read lock;
  *   <li>{@code $type} in a {@code find} filter may name the deprecated types undefined (6) and
  *       symbol (14), as a real server allows; the stock server refuses them, and can store
  *       neither, so they are taken out of a {@code $type} list (they would match nothing);
@@ -51,13 +48,9 @@ final class FaithfulDatabase extends MemoryDatabase {
   private final BooleanSupplier pipelineUpdates;
   private final Map<String, List<String>> shardKeys;
 
-  private static final Set<String> WRITES = Set.of("insert", "update", "delete", "findandmodify", "collmod");
-  private final ReadWriteLock visibility;
-
   FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages, Clock clock, BooleanSupplier pipelineUpdates,
-      Map<String, List<String>> shardKeys, ReadWriteLock visibility) {
+      Map<String, List<String>> shardKeys) {
     super(name, cursors);
-    this.visibility = visibility;
     this.withImages = withImages;
     this.clock = clock;
     this.pipelineUpdates = pipelineUpdates;
@@ -66,20 +59,6 @@ final class FaithfulDatabase extends MemoryDatabase {
 
   @Override
   public Document handleCommand(Channel channel, String command, Document originalQuery, DatabaseResolver resolver, Oplog oplog) {
-    String name = command.toLowerCase(java.util.Locale.ROOT);
-    Lock lock = WRITES.contains(name) ? visibility.writeLock() : "find".equals(name) ? visibility.readLock() : null;
-    if (lock == null) {
-      return handle(channel, command, originalQuery, resolver, oplog);
-    }
-    lock.lock();
-    try {
-      return handle(channel, command, originalQuery, resolver, oplog);
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  private Document handle(Channel channel, String command, Document originalQuery, DatabaseResolver resolver, Oplog oplog) {
     Document query = withNow(command, originalQuery, clock.instant());
     if (!shardKeys.isEmpty()) {
       Document refused = routeUpserts(command, query);

@@ -120,7 +120,7 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
     }
-    Document response = super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query);
+    Document response = isolated(command, query, () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query));
     if (command.equals("getMore") || command.equals("aggregate")) {
       addPostBatchResumeToken(response);
     }
@@ -139,6 +139,51 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       }
     }
     return response;
+  }
+
+  private static final Set<String> WRITES = Set.of("insert", "update", "delete", "findandmodify", "collmod", "create",
+      "drop", "dropdatabase", "createindexes", "dropindexes", "renamecollection");
+  private static final Set<String> READS = Set.of("find", "getmore", "aggregate", "count", "distinct", "listcollections",
+      "listindexes");
+
+  /**
+   * Runs a command as a real server isolates it (a read from a snapshot, a write with its oplog
+   * entry as one unit). The stock server changes a stored document in place and hands readers the
+   * stored documents themselves: {@code find}, {@code getMore} and the stages of an
+   * {@code aggregate} run after the collection's own lock is released, so a read beside a write
+   * could see a document half updated, or fail with error -1 "Unknown error: null" (a
+   * {@code ConcurrentModificationException} inside the server). Writes hold the write lock until
+   * their oplog entry is stored; reads hold the read lock until their batch is copied out of the
+   * collection. Neither waits for anything else: {@code getMore} on a change stream does not block
+   * here.
+   */
+  private Document isolated(String command, Document query, java.util.function.Supplier<Document> run) {
+    String name = command.toLowerCase(java.util.Locale.ROOT);
+    boolean write = WRITES.contains(name) || "aggregate".equals(name) && writesOut(query);
+    if (!write && !READS.contains(name)) {
+      return run.get();
+    }
+    java.util.concurrent.locks.Lock lock = write ? visibility.writeLock() : visibility.readLock();
+    lock.lock();
+    try {
+      Document response = run.get();
+      if (!write && response != null && response.get("cursor") instanceof Document cursor) {
+        for (String batch : List.of("firstBatch", "nextBatch")) {
+          if (cursor.get(batch) instanceof List<?> documents) {
+            cursor.put(batch, documents.stream().map(d -> d instanceof Document doc ? doc.cloneDeeply() : d).toList());
+          }
+        }
+      }
+      return response;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Whether an aggregation ends in a stage that writes ({@code $out}, {@code $merge}). */
+  private static boolean writesOut(Document query) {
+    return query.get("pipeline") instanceof List<?> stages && stages.stream()
+        .anyMatch(stage -> stage instanceof Document d && (d.containsKey("$out") || d.containsKey("$merge")));
   }
 
   /** As a real server does in every change stream batch (the stock server sends none). */
@@ -163,8 +208,7 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   @Override
   public MemoryDatabase openOrCreateDatabase(String databaseName) {
-    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates, shardKeys,
-        visibility);
+    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates, shardKeys);
   }
 
   @Override
