@@ -26,36 +26,35 @@ import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.SourceRecord;
-import org.bson.BsonDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * One source partition read by a task: the feed's cursor for partition {@code index} of {@code
- * count} of one collection, opened after the committed offset (or at the startup point), turned
+ * count} of one stream (collection or table), opened after the committed offset (or at the startup point), turned
  * into records whose offset is the change's position. Applies the history-lost policy, parks
  * undecodable changes (and every later change of their key), sends heartbeats, and re-opens the
  * cursor after the last record handed to Connect when the source fails transiently. Used by one
  * thread, the task's.
  */
-final class PartitionReader implements AutoCloseable {
+final class PartitionReader<D> implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PartitionReader.class);
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final int MAX_PARKED_KEYS = 10_000;
   private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
 
   private final Unit unit;
-  private final ChangeFeed<BsonDocument> feed;
+  private final ChangeFeed<D> feed;
   private final PartitionSpec spec;
   private final SluiceSourceConfig config;
-  private final Records records;
+  private final Records<D> records;
   private final TaskMetrics metrics;
   private final String topic;
   private final Map<String, Object> sourcePartition;
   private final Fence fence;
   private final Runnable wake;
 
-  private FeedCursor<BsonDocument> cursor;
+  private FeedCursor<D> cursor;
   private boolean parks;
   /** The position of the last record handed to Connect, or the committed one; null before any. */
   private Position handed;
@@ -68,9 +67,11 @@ final class PartitionReader implements AutoCloseable {
   private final Set<String> parkedKeys = new LinkedHashSet<>();
   private String parkedJson;
   private boolean endReported;
+  /** The last committed position confirmed to the current cursor. */
+  private Position confirmed;
   private volatile long lagMillis;
 
-  PartitionReader(Unit unit, ChangeFeed<BsonDocument> feed, SluiceSourceConfig config, Records records,
+  PartitionReader(Unit unit, ChangeFeed<D> feed, SluiceSourceConfig config, Records<D> records,
       TaskMetrics metrics, String connector, String owner, Map<String, Object> committed, Runnable wake) {
     this.unit = unit;
     this.feed = feed;
@@ -78,7 +79,7 @@ final class PartitionReader implements AutoCloseable {
     this.config = config;
     this.records = records;
     this.metrics = metrics;
-    this.topic = config.topic(unit.collection());
+    this.topic = config.topic(unit.stream());
     this.sourcePartition = Offsets.partition(feed.stream(), unit.index(), unit.count());
     this.fence = new Fence(ListenerConfig.leaseName(connector, feed.stream(),
         unit.index(), unit.count()), owner, Offsets.epoch(committed) + 1);
@@ -132,8 +133,9 @@ final class PartitionReader implements AutoCloseable {
     }
   }
 
-  private void setCursor(FeedCursor<BsonDocument> c) {
+  private void setCursor(FeedCursor<D> c) {
     cursor = c;
+    confirmed = null;
     parks = c.wakeInsteadOfWaiting(wake, () -> false);
   }
 
@@ -162,7 +164,7 @@ final class PartitionReader implements AutoCloseable {
       }
       return;
     }
-    List<ChangeEvent<BsonDocument>> events;
+    List<ChangeEvent<D>> events;
     try {
       events = cursor.poll(parks ? Duration.ZERO : wait);
     } catch (HistoryLostException e) {
@@ -174,7 +176,7 @@ final class PartitionReader implements AutoCloseable {
       return;
     }
     int changes = 0;
-    for (ChangeEvent<BsonDocument> e : events) {
+    for (ChangeEvent<D> e : events) {
       String reason = e.raw() instanceof UndecodableChange u ? u.reason() : null;
       SourceRecord record = null;
       if (reason == null && !parkedKeys.contains(e.key())) {
@@ -205,7 +207,7 @@ final class PartitionReader implements AutoCloseable {
     metrics.changes(changes);
   }
 
-  private SourceRecord park(ChangeEvent<BsonDocument> e, String reason) {
+  private SourceRecord park(ChangeEvent<D> e, String reason) {
     if (!config.parkUndecodable()) {
       throw new ConnectException("Change " + e.id() + " of key '" + e.key() + "' at " + e.position() + " in stream "
           + e.stream() + " cannot be published: " + reason + ". Policy " + SluiceSourceConfig.UNDECODABLE_POLICY
@@ -289,6 +291,20 @@ final class PartitionReader implements AutoCloseable {
       }
       cursor = null;
     }
+  }
+
+  /**
+   * Tells the source that Connect committed the offset {@code committed} of this partition (read
+   * back from Connect's offset store, so never beyond what a restarted task resumes after): a
+   * PostgreSQL slot may recycle the WAL before it. Nothing while the cursor is closed; the next
+   * confirmation after it re-opened says it again.
+   */
+  void confirm(Position committed) {
+    if (committed == null || cursor == null || committed.equals(confirmed)) {
+      return;
+    }
+    cursor.acknowledge(committed);
+    confirmed = committed;
   }
 
   /** The source time of the last record handed, for logs. */

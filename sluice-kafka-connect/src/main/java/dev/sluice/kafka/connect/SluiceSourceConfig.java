@@ -24,12 +24,28 @@ import org.apache.kafka.common.config.types.Password;
  */
 public final class SluiceSourceConfig extends AbstractConfig {
 
+  /** Which database the connector reads: {@code mongodb} or {@code postgresql}. */
+  public static final String SOURCE_TYPE = "source.type";
   /** MongoDB connection string. */
   public static final String MONGODB_URI = "mongodb.connection.string";
   /** The database of the collections. */
   public static final String MONGODB_DATABASE = "mongodb.database";
   /** The collections to read, each one stream. */
   public static final String COLLECTIONS = "mongodb.collections";
+  /** PostgreSQL JDBC URL. */
+  public static final String POSTGRES_URL = "postgres.url";
+  /** PostgreSQL user (with the REPLICATION attribute). */
+  public static final String POSTGRES_USER = "postgres.user";
+  /** PostgreSQL password. */
+  public static final String POSTGRES_PASSWORD = "postgres.password";
+  /** The publication whose tables are read. */
+  public static final String POSTGRES_PUBLICATION = "postgres.publication";
+  /** The tables to read ({@code schema.table}), each one stream. */
+  public static final String POSTGRES_TABLES = "postgres.tables";
+  /** The prefix of the replication slots' names. */
+  public static final String POSTGRES_SLOT_PREFIX = "postgres.slot.prefix";
+  /** How often a task confirms its committed offsets to the source (PostgreSQL slots). */
+  public static final String OFFSET_CONFIRM_INTERVAL_MS = "offset.confirm.interval.ms";
   /** Partitions per collection: each a source partition of its own, spread over the tasks. */
   public static final String PARTITIONS = "partitions";
   /** Records of collection {@code c} go to topic {@code <prefix>.<database>.<c>}. */
@@ -59,6 +75,10 @@ public final class SluiceSourceConfig extends AbstractConfig {
   /** Largest number of changes read from one partition per poll. */
   public static final String BATCH_SIZE = "batch.size";
 
+  /** The most partitions per stream the connector accepts (MongoDB's feed limit; a slot each on PostgreSQL). */
+  public static final int MAX_PARTITIONS = MongoChangeFeed.MAX_PARTITIONS;
+  /** Values of {@link #SOURCE_TYPE}. */
+  public static final List<String> SOURCE_TYPES = List.of("mongodb", "postgresql");
   /** Values of {@link #STARTUP_MODE}. */
   public static final List<String> STARTUP_MODES = List.of("oldest", "latest", "snapshot");
   /** Values of {@link #HISTORY_LOST_POLICY}. */
@@ -79,28 +99,62 @@ public final class SluiceSourceConfig extends AbstractConfig {
   /** Internal: the task's index, for its metrics. */
   static final String TASK_INDEX = "sluice.task.index";
 
+  private static final String SOURCE = "Source";
   private static final String MONGO = "MongoDB";
+  private static final String POSTGRES = "PostgreSQL";
   private static final String RECORDS = "Records";
   private static final String RELIABILITY = "Reliability";
 
   /** The definition of every key. */
   public static final ConfigDef CONFIG_DEF = new ConfigDef()
-      .define(MONGODB_URI, Type.PASSWORD, ConfigDef.NO_DEFAULT_VALUE, new UriValidator(), Importance.HIGH,
+      .define(SOURCE_TYPE, Type.STRING, "mongodb", ConfigDef.CaseInsensitiveValidString.in(
+              SOURCE_TYPES.toArray(String[]::new)), Importance.HIGH,
+          "The database read: mongodb (the mongodb.* keys) or postgresql (the postgres.* keys). The keys of the"
+              + " other one must not be set.", SOURCE, 1, Width.SHORT, "Source", new Choices(SOURCE_TYPES))
+      .define(MONGODB_URI, Type.PASSWORD, null, new UriValidator(), Importance.HIGH,
           "MongoDB connection string of a replica set or a mongos, for example "
-              + "mongodb://db1,db2,db3/?replicaSet=rs0. Stored as a password (it may hold credentials).",
-          MONGO, 1, Width.LONG, "Connection string")
-      .define(MONGODB_DATABASE, Type.STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(),
-          Importance.HIGH, "Database of the collections.", MONGO, 2, Width.MEDIUM, "Database")
-      .define(COLLECTIONS, Type.LIST, ConfigDef.NO_DEFAULT_VALUE, new CollectionsValidator(), Importance.HIGH,
+              + "mongodb://db1,db2,db3/?replicaSet=rs0. Stored as a password (it may hold credentials)."
+              + " Required with source.type=mongodb.", MONGO, 1, Width.LONG, "Connection string")
+      .define(MONGODB_DATABASE, Type.STRING, null, new ConfigDef.NonEmptyString(),
+          Importance.HIGH, "Database of the collections. Required with source.type=mongodb.", MONGO, 2,
+          Width.MEDIUM, "Database")
+      .define(COLLECTIONS, Type.LIST, null, new NamesValidator("collection"), Importance.HIGH,
           "Collections to read, comma-separated; each is a stream with its own topic. validate() refuses"
-              + " a collection the database does not have.", MONGO, 3, Width.LONG, "Collections")
-      .define(PARTITIONS, Type.INT, 1, ConfigDef.Range.between(1, MongoChangeFeed.MAX_PARTITIONS), Importance.HIGH,
+              + " a collection the database does not have. Required with source.type=mongodb.", MONGO, 3,
+          Width.LONG, "Collections")
+      .define(POSTGRES_URL, Type.STRING, null, new JdbcUrlValidator(), Importance.HIGH,
+          "PostgreSQL JDBC URL, for example jdbc:postgresql://db:5432/shop. The server needs wal_level=logical,"
+              + " a replication slot and a WAL sender per table and partition. Required with"
+              + " source.type=postgresql.", POSTGRES, 1, Width.LONG, "JDBC URL")
+      .define(POSTGRES_USER, Type.STRING, null, Importance.HIGH,
+          "PostgreSQL user, with the REPLICATION attribute (or a superuser). May instead be in the URL.",
+          POSTGRES, 2, Width.MEDIUM, "User")
+      .define(POSTGRES_PASSWORD, Type.PASSWORD, null, Importance.HIGH, "PostgreSQL password.", POSTGRES, 3,
+          Width.MEDIUM, "Password")
+      .define(POSTGRES_PUBLICATION, Type.STRING, null, new ConfigDef.NonEmptyString(), Importance.HIGH,
+          "The publication (CREATE PUBLICATION name FOR TABLE ...) that publishes the tables. validate()"
+              + " refuses one that does not exist. Required with source.type=postgresql.", POSTGRES, 4,
+          Width.MEDIUM, "Publication")
+      .define(POSTGRES_TABLES, Type.LIST, null, new NamesValidator("table"), Importance.HIGH,
+          "Tables to read, as schema.table, comma-separated; each is a stream with its own topic"
+              + " <prefix>.<database>.<schema>.<table>. validate() refuses a table the publication does not"
+              + " publish or that has no primary key. Required with source.type=postgresql.", POSTGRES, 5,
+          Width.LONG, "Tables")
+      .define(POSTGRES_SLOT_PREFIX, Type.STRING, "sluice", new ConfigDef.NonEmptyString(), Importance.LOW,
+          "Prefix of the replication slots, named <prefix>_<database>_<connector>_<table>_<i>of<n>. The slots"
+              + " outlive the connector: after deleting it, drop them (SELECT pg_drop_replication_slot(name)),"
+              + " or the server keeps WAL for them.", POSTGRES, 6, Width.SHORT, "Slot prefix")
+      .define(OFFSET_CONFIRM_INTERVAL_MS, Type.LONG, 10_000L, ConfigDef.Range.between(100, 600_000),
+          Importance.LOW, "How often a task reads its committed offsets back and confirms them to the source:"
+              + " a PostgreSQL slot may then recycle the WAL before them. Never more than Connect committed is"
+              + " confirmed. MongoDB needs no confirmation.", POSTGRES, 7, Width.SHORT, "Offset confirmation")
+      .define(PARTITIONS, Type.INT, 1, ConfigDef.Range.between(1, MAX_PARTITIONS), Importance.HIGH,
           "Partitions of each collection (a stable hash of the document key): each partition is a Connect"
               + " source partition with its own offset, and the partitions of one collection are spread over"
               + " the tasks. Every change of a key is in one partition, so per-key order holds. Changing it"
               + " later is governed by " + PARTITIONS_CHANGE + ".", RECORDS, 1, Width.SHORT, "Partitions")
       .define(TOPIC_PREFIX, Type.STRING, "sluice", new TopicPrefixValidator(), Importance.HIGH,
-          "Records of collection c go to topic <prefix>.<database>.<c>.", RECORDS, 2, Width.MEDIUM, "Topic prefix")
+          "Records of collection c go to topic <prefix>.<database>.<c>, of table s.t to <prefix>.<database>.<s.t>.", RECORDS, 2, Width.MEDIUM, "Topic prefix")
       .define(VALUE_FORMAT, Type.STRING, "struct", ConfigDef.CaseInsensitiveValidString.in(
               VALUE_FORMATS.toArray(String[]::new)), Importance.MEDIUM,
           "struct: the value is a Connect Struct with a schema (Sluice's envelope fields; documents as relaxed"
@@ -163,29 +217,112 @@ public final class SluiceSourceConfig extends AbstractConfig {
 
   /** Parses {@code props}; throws {@link ConfigException} naming the first bad key. */
   public SluiceSourceConfig(Map<String, String> props) {
+    this(props, true);
+  }
+
+  private SluiceSourceConfig(Map<String, String> props, boolean checkSourceKeys) {
     super(CONFIG_DEF, props);
+    String[] wrong = checkSourceKeys ? wrongSourceKey() : null;
+    if (wrong != null) {
+      throw new ConfigException(wrong[0] + " " + wrong[1]);
+    }
+  }
+
+  /** Parses {@code props} without {@link #wrongSourceKey}, which the caller reports under its key. */
+  static SluiceSourceConfig withoutSourceCheck(Map<String, String> props) {
+    return new SluiceSourceConfig(props, false);
+  }
+
+  /** The keys the source type requires and forbids: {@code [key, message]} of the first wrong one, or null. */
+  String[] wrongSourceKey() {
+    List<String> required = postgres() ? List.of(POSTGRES_URL, POSTGRES_PUBLICATION, POSTGRES_TABLES)
+        : List.of(MONGODB_URI, MONGODB_DATABASE, COLLECTIONS);
+    for (String key : required) {
+      if (get(key) == null) {
+        return new String[] {key, "is required with " + SOURCE_TYPE + "=" + sourceType()};
+      }
+    }
+    List<String> other = postgres() ? List.of(MONGODB_URI, MONGODB_DATABASE, COLLECTIONS)
+        : List.of(POSTGRES_URL, POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_PUBLICATION, POSTGRES_TABLES);
+    for (String key : other) {
+      if (get(key) != null) {
+        return new String[] {key, "belongs to the other source: " + SOURCE_TYPE + " is " + sourceType()
+            + " (set " + SOURCE_TYPE + "=" + (postgres() ? "mongodb" : "postgresql") + " or remove " + key + ")"};
+      }
+    }
+    if (postgres() && partitionsChange().equals("restart-from-oldest-offset")) {
+      return new String[] {PARTITIONS_CHANGE, "restart-from-oldest-offset needs positions by time, which PostgreSQL"
+          + " WAL does not have; use fail (and a new connector name to start over)"};
+    }
+    return null;
+  }
+
+  /** {@code mongodb} or {@code postgresql}. */
+  public String sourceType() {
+    return lower(SOURCE_TYPE);
+  }
+
+  public boolean postgres() {
+    return sourceType().equals("postgresql");
+  }
+
+  /** The connector's name (Connect's {@code name} key), which names its slots and fences. */
+  public String connectorName() {
+    Object name = originals().get("name");
+    return name == null ? "sluice" : name.toString();
+  }
+
+  /** The streams read: the collections, or the tables. */
+  public List<String> streams() {
+    return postgres() ? getList(POSTGRES_TABLES) : getList(COLLECTIONS);
+  }
+
+  public String postgresUrl() {
+    return getString(POSTGRES_URL);
+  }
+
+  public String postgresUser() {
+    return getString(POSTGRES_USER);
+  }
+
+  public String postgresPassword() {
+    Password p = getPassword(POSTGRES_PASSWORD);
+    return p == null ? null : p.value();
+  }
+
+  public String publication() {
+    return getString(POSTGRES_PUBLICATION);
+  }
+
+  public String slotPrefix() {
+    return getString(POSTGRES_SLOT_PREFIX);
+  }
+
+  public Duration offsetConfirmInterval() {
+    return Duration.ofMillis(getLong(OFFSET_CONFIRM_INTERVAL_MS));
   }
 
   public String uri() {
     Password p = getPassword(MONGODB_URI);
-    return p.value();
+    return p == null ? null : p.value();
   }
 
+  /** The database: mongodb.database, or the one the JDBC URL names. */
   public String database() {
+    if (postgres()) {
+      java.util.Properties parsed = org.postgresql.Driver.parseURL(postgresUrl(), null);
+      return parsed == null ? "" : parsed.getProperty("PGDBNAME", "");
+    }
     return getString(MONGODB_DATABASE);
-  }
-
-  public List<String> collections() {
-    return getList(COLLECTIONS);
   }
 
   public int partitions() {
     return getInt(PARTITIONS);
   }
 
-  /** The topic of {@code collection}'s records. */
-  public String topic(String collection) {
-    return getString(TOPIC_PREFIX) + "." + database() + "." + collection;
+  /** The topic of {@code stream}'s records (a collection or a schema.table). */
+  public String topic(String stream) {
+    return getString(TOPIC_PREFIX) + "." + database() + "." + stream;
   }
 
   public String startupMode() {
@@ -268,6 +405,9 @@ public final class SluiceSourceConfig extends AbstractConfig {
     @Override
     public void ensureValid(String name, Object value) {
       String uri = value instanceof Password p ? p.value() : (String) value;
+      if (value == null) {
+        return; // required or forbidden by source.type, checked with the other keys
+      }
       if (uri == null || uri.isBlank()) {
         throw new ConfigException(name, "[hidden]", "must be a MongoDB connection string");
       }
@@ -285,28 +425,60 @@ public final class SluiceSourceConfig extends AbstractConfig {
     }
   }
 
-  /** At least one collection, each a legal collection name. */
-  private static final class CollectionsValidator implements ConfigDef.Validator {
+  /** At least one collection (a legal collection name) or table ({@code schema.table}), none twice. */
+  private static final class NamesValidator implements ConfigDef.Validator {
+    private final String what;
+
+    NamesValidator(String what) {
+      this.what = what;
+    }
+
     @Override
     public void ensureValid(String name, Object value) {
+      if (value == null) {
+        return; // required or forbidden by source.type, checked with the other keys
+      }
       @SuppressWarnings("unchecked")
       List<String> list = (List<String>) value;
-      if (list == null || list.isEmpty()) {
-        throw new ConfigException(name, value, "must name at least one collection");
+      if (list.isEmpty()) {
+        throw new ConfigException(name, value, "must name at least one " + what);
       }
       for (String c : list) {
-        if (c.isBlank() || c.contains("$") || c.indexOf('\0') >= 0 || c.startsWith("system.")) {
-          throw new ConfigException(name, value, "'" + c + "' is not a collection name Sluice can read");
+        boolean legal = what.equals("table")
+            ? c.matches("[A-Za-z_][A-Za-z0-9_$]{0,62}\\.[A-Za-z_][A-Za-z0-9_$]{0,62}")
+            : !(c.isBlank() || c.contains("$") || c.indexOf('\0') >= 0 || c.startsWith("system."));
+        if (!legal) {
+          throw new ConfigException(name, value, "'" + c + "' is not a " + what + " name Sluice can read"
+              + (what.equals("table") ? " (schema.table, e.g. public.orders)" : ""));
         }
       }
       if (list.stream().distinct().count() != list.size()) {
-        throw new ConfigException(name, value, "names a collection twice");
+        throw new ConfigException(name, value, "names a " + what + " twice");
       }
     }
 
     @Override
     public String toString() {
-      return "a non-empty list of collection names";
+      return "a non-empty list of " + what + " names";
+    }
+  }
+
+  /** A PostgreSQL JDBC URL the driver parses. The value is never echoed: it may hold a password. */
+  private static final class JdbcUrlValidator implements ConfigDef.Validator {
+    @Override
+    public void ensureValid(String name, Object value) {
+      if (value == null) {
+        return;
+      }
+      String url = (String) value;
+      if (!url.startsWith("jdbc:postgresql:") || org.postgresql.Driver.parseURL(url, null) == null) {
+        throw new ConfigException(name, "[hidden]", "is not a PostgreSQL JDBC URL (jdbc:postgresql://host:5432/database)");
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "jdbc:postgresql://host:port/database";
     }
   }
 

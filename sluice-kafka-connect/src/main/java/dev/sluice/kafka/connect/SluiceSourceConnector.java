@@ -1,24 +1,19 @@
 package dev.sluice.kafka.connect;
 
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
+import dev.sluice.feed.ChangeFeed;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.kafka.connect.internal.Offsets;
 import dev.sluice.kafka.connect.internal.Unit;
-import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.kafka.connect.source.ConnectSource;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -72,9 +67,9 @@ public final class SluiceSourceConnector extends SourceConnector {
     this.config = new SluiceSourceConfig(props);
     // Refuse a partition count change here already, where the connector's status shows it.
     if (config.partitionsChange().equals("fail") && context() != null) {
-      try (MongoClient client = MongoClients.create(config.uri())) {
-        for (String c : config.collections()) {
-          startFor(context().offsetStorageReader(), config, feed(client, config, c));
+      try (ConnectSource<?> source = ConnectSource.open(config)) {
+        for (String s : config.streams()) {
+          startFor(context().offsetStorageReader(), config, source.feed(s).forGroup(config.connectorName()));
         }
       }
     }
@@ -88,7 +83,7 @@ public final class SluiceSourceConnector extends SourceConnector {
   @Override
   public List<Map<String, String>> taskConfigs(int maxTasks) {
     List<Map<String, String>> configs = new ArrayList<>();
-    List<List<Unit>> shares = Unit.spread(Unit.all(config.collections(), config.partitions()), maxTasks);
+    List<List<Unit>> shares = Unit.spread(Unit.all(config.streams(), config.partitions()), maxTasks);
     for (int t = 0; t < shares.size(); t++) {
       Map<String, String> task = new HashMap<>(props);
       task.put(SluiceSourceConfig.TASK_UNITS, Unit.encode(shares.get(t)));
@@ -107,9 +102,9 @@ public final class SluiceSourceConnector extends SourceConnector {
   }
 
   /**
-   * Connect's per-key checks, then those that need the database: it can be reached, every
-   * collection exists, the partition count is within the feed's limit, the startup mode and the
-   * history-lost policy are ones the feed supports. Each error is reported under its key.
+   * Connect's per-key checks, then the keys the source type requires or forbids, then those that
+   * need the database ({@link ConnectSource#validate}: it can be reached, every stream exists, the
+   * partitions fit the feed and the server). Each error is reported under its key.
    */
   @Override
   public Config validate(Map<String, String> connectorConfigs) {
@@ -118,58 +113,32 @@ public final class SluiceSourceConnector extends SourceConnector {
     for (ConfigValue v : result.configValues()) {
       values.put(v.name(), v);
     }
-    if (hasErrors(values, SluiceSourceConfig.MONGODB_URI, SluiceSourceConfig.MONGODB_DATABASE,
-        SluiceSourceConfig.COLLECTIONS, SluiceSourceConfig.PARTITIONS, SluiceSourceConfig.STARTUP_MODE,
-        SluiceSourceConfig.HISTORY_LOST_POLICY)) {
+    if (hasErrors(values, SluiceSourceConfig.SOURCE_TYPE, SluiceSourceConfig.PARTITIONS_CHANGE)) {
       return result;
     }
     SluiceSourceConfig cfg;
     try {
-      cfg = new SluiceSourceConfig(connectorConfigs);
-    } catch (RuntimeException e) {
+      cfg = SluiceSourceConfig.withoutSourceCheck(connectorConfigs);
+    } catch (ConfigException e) {
       return result; // already reported per key
     }
-    MongoClientSettings settings = MongoClientSettings.builder()
-        .applyConnectionString(new ConnectionString(cfg.uri()))
-        .applyToClusterSettings(b -> b.serverSelectionTimeout(5, TimeUnit.SECONDS))
-        .build();
-    try (MongoClient client = MongoClients.create(settings)) {
-      Set<String> existing = new HashSet<>();
-      try {
-        client.getDatabase(cfg.database()).listCollectionNames().into(existing);
-      } catch (RuntimeException e) {
-        values.get(SluiceSourceConfig.MONGODB_URI).addErrorMessage(
-            "Cannot list the collections of database '" + cfg.database() + "' through this connection string: "
-                + e.getMessage());
-        return result;
-      }
-      List<String> unknown = new ArrayList<>();
-      for (String c : cfg.collections()) {
-        if (!existing.contains(c)) {
-          unknown.add(c);
-        }
-      }
-      if (!unknown.isEmpty()) {
-        values.get(SluiceSourceConfig.COLLECTIONS).addErrorMessage("Database '" + cfg.database()
-            + "' has no collection " + unknown + " (it has " + existing.size() + ": "
-            + existing.stream().sorted().limit(20).toList() + "). Create it first: a change stream on a"
-            + " collection that does not exist yet is legal, but a misspelt name would read nothing forever.");
-      }
-      for (String c : cfg.collections()) {
-        MongoChangeFeed feed = feed(client, cfg, c);
-        if (cfg.partitions() > feed.maxPartitions()) {
-          values.get(SluiceSourceConfig.PARTITIONS).addErrorMessage("The feed of " + feed.stream() + " serves at most "
-              + feed.maxPartitions() + " partitions, but " + cfg.partitions() + " were asked for");
-        }
-        if (cfg.startupMode().equals("snapshot") && !feed.supports(StartPoint.snapshot())) {
-          values.get(SluiceSourceConfig.STARTUP_MODE).addErrorMessage("The feed of " + feed.stream()
-              + " cannot read a snapshot with these settings");
-        }
-        if (cfg.historyLostPolicy().equals("resnapshot") && !feed.supports(StartPoint.snapshot())) {
-          values.get(SluiceSourceConfig.HISTORY_LOST_POLICY).addErrorMessage("resnapshot needs a feed that reads"
-              + " snapshots; the feed of " + feed.stream() + " cannot with these settings");
-        }
-      }
+    String[] wrong = cfg.wrongSourceKey();
+    if (wrong != null) {
+      values.get(wrong[0]).addErrorMessage(wrong[0] + " " + wrong[1]);
+      return result;
+    }
+    List<String> needed = cfg.postgres()
+        ? List.of(SluiceSourceConfig.POSTGRES_URL, SluiceSourceConfig.POSTGRES_PUBLICATION, SluiceSourceConfig.POSTGRES_TABLES)
+        : List.of(SluiceSourceConfig.MONGODB_URI, SluiceSourceConfig.MONGODB_DATABASE, SluiceSourceConfig.COLLECTIONS);
+    if (hasErrors(values, needed.toArray(String[]::new))
+        || hasErrors(values, SluiceSourceConfig.PARTITIONS, SluiceSourceConfig.STARTUP_MODE,
+            SluiceSourceConfig.HISTORY_LOST_POLICY)) {
+      return result;
+    }
+    try (ConnectSource<?> source = ConnectSource.open(cfg)) {
+      source.validate(values);
+    } catch (RuntimeException e) {
+      values.get(needed.get(0)).addErrorMessage("Cannot reach the source: " + e.getMessage());
     }
     return result;
   }
@@ -207,24 +176,16 @@ public final class SluiceSourceConnector extends SourceConnector {
     return true;
   }
 
-  /** The feed of {@code collection} as configured. */
-  static MongoChangeFeed feed(MongoClient client, SluiceSourceConfig config, String collection) {
-    return MongoChangeFeed.builder(client, config.database(), collection)
-        .batchSize(config.batchSize())
-        .fullDocument(config.fullDocument())
-        .fullDocumentBeforeChange(config.fullDocumentBeforeChange())
-        .build();
-  }
-
   /**
    * Where a partition of {@code feed}'s stream without a committed offset starts: the startup mode,
    * unless the stream has committed offsets of another partition count. Then, per {@link
    * SluiceSourceConfig#PARTITIONS_CHANGE}: fail naming both counts, or the cluster time of the
    * oldest offset of the old layout (every change after it is published again, none is lost).
    */
-  static StartPoint startFor(OffsetStorageReader reader, SluiceSourceConfig config, MongoChangeFeed feed) {
+  static StartPoint startFor(OffsetStorageReader reader, SluiceSourceConfig config, ChangeFeed<?> feed) {
     Map<Map<String, Object>, Map<String, Object>> old =
-        Offsets.otherLayout(reader, feed.stream(), config.partitions(), feed.maxPartitions());
+        Offsets.otherLayout(reader, feed.stream(), config.partitions(),
+            Math.min(feed.maxPartitions(), SluiceSourceConfig.MAX_PARTITIONS));
     if (old.isEmpty()) {
       return switch (config.startupMode()) {
         case "latest" -> StartPoint.latest();

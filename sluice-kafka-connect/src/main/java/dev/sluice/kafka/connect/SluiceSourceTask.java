@@ -1,13 +1,12 @@
 package dev.sluice.kafka.connect;
 
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
+import dev.sluice.feed.ChangeFeed;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.kafka.connect.internal.Offsets;
 import dev.sluice.kafka.connect.internal.Records;
 import dev.sluice.kafka.connect.internal.TaskMetrics;
 import dev.sluice.kafka.connect.internal.Unit;
-import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.kafka.connect.source.ConnectSource;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -23,22 +22,24 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads the (collection, partition) units the connector gave this task, each from its committed
- * offset, and hands their changes to Connect in feed order. One MongoDB client per task; the
- * partitions of one collection that this task holds share one change stream cursor (ADR 0074).
+ * Reads the (stream, partition) units the connector gave this task, each from its committed
+ * offset, and hands their changes to Connect in feed order. One MongoDB client per task, the
+ * partitions of one collection that this task holds sharing one change stream cursor (ADR 0074);
+ * on PostgreSQL a replication slot per partition, told the offsets Connect committed.
  * See {@link SluiceSourceConnector} for what the records hold.
  */
 public final class SluiceSourceTask extends SourceTask {
   private static final Logger log = LoggerFactory.getLogger(SluiceSourceTask.class);
 
   private SluiceSourceConfig config;
-  private MongoClient client;
+  private ConnectSource<?> source;
   private TaskMetrics metrics;
-  private final List<PartitionReader> readers = new ArrayList<>();
+  private final List<PartitionReader<?>> readers = new ArrayList<>();
   private final Object signal = new Object();
   private boolean woken;
   private volatile boolean stopping;
   private int next;
+  private long confirmedAtNanos;
 
   @Override
   public String version() {
@@ -48,39 +49,78 @@ public final class SluiceSourceTask extends SourceTask {
   @Override
   public void start(Map<String, String> props) {
     config = new SluiceSourceConfig(props);
-    String connector = props.getOrDefault("name", "sluice");
+    String connector = config.connectorName();
     int task = Integer.parseInt(props.getOrDefault(SluiceSourceConfig.TASK_INDEX, "0"));
     List<Unit> units = Unit.decode(props.get(SluiceSourceConfig.TASK_UNITS));
     metrics = new TaskMetrics(connector, task, this::lagMillis);
-    client = MongoClients.create(config.uri());
     try {
-      Records records = new Records(config.envelopeValues());
-      Map<String, MongoChangeFeed> feeds = new HashMap<>();
-      for (Unit u : units) {
-        feeds.computeIfAbsent(u.collection(), c -> SluiceSourceConnector.feed(client, config, c).forGroup(connector));
-      }
-      List<Map<String, Object>> partitions = new ArrayList<>();
-      for (Unit u : units) {
-        partitions.add(Offsets.partition(feeds.get(u.collection()).stream(), u.index(), u.count()));
-      }
-      OffsetStorageReader reader = context.offsetStorageReader();
-      Map<Map<String, Object>, Map<String, Object>> committed = reader.offsets(partitions);
-      Map<String, StartPoint> starts = new LinkedHashMap<>();
-      for (Unit u : units) {
-        MongoChangeFeed feed = feeds.get(u.collection());
-        Map<String, Object> offset = committed.get(Offsets.partition(feed.stream(), u.index(), u.count()));
-        if (Offsets.position(offset) == null && !starts.containsKey(u.collection())) {
-          starts.put(u.collection(), SluiceSourceConnector.startFor(reader, config, feed));
-        }
-        PartitionReader r = new PartitionReader(u, feed, config, records, metrics, connector,
-            connector + "-" + task, offset, this::wake);
-        readers.add(r);
-        r.open(starts.getOrDefault(u.collection(), StartPoint.latest()));
-      }
+      source = ConnectSource.open(config);
+      openReaders(source, units, connector, task);
       log.info("Task {} of connector {} reads {}", task, connector, Unit.encode(units));
     } catch (RuntimeException e) {
       stop();
       throw e instanceof ConnectException ? e : new ConnectException(e.getMessage(), e);
+    }
+    confirmedAtNanos = System.nanoTime();
+  }
+
+  /** One reader per unit, each opened after its committed offset or at the stream's start point. */
+  private <D> void openReaders(ConnectSource<D> source, List<Unit> units, String connector, int task) {
+    Records<D> records = new Records<>(config.envelopeValues(), source.mapper(), source::json);
+    Map<String, ChangeFeed<D>> feeds = new HashMap<>();
+    for (Unit u : units) {
+      feeds.computeIfAbsent(u.stream(), c -> source.feed(c).forGroup(connector));
+    }
+    OffsetStorageReader reader = context.offsetStorageReader();
+    Map<Map<String, Object>, Map<String, Object>> committed = reader.offsets(partitions(feeds, units));
+    Map<String, StartPoint> starts = new LinkedHashMap<>();
+    for (Unit u : units) {
+      ChangeFeed<D> feed = feeds.get(u.stream());
+      Map<String, Object> offset = committed.get(Offsets.partition(feed.stream(), u.index(), u.count()));
+      if (Offsets.position(offset) == null && !starts.containsKey(u.stream())) {
+        starts.put(u.stream(), SluiceSourceConnector.startFor(reader, config, feed));
+      }
+      PartitionReader<D> r = new PartitionReader<>(u, feed, config, records, metrics, connector,
+          connector + "-" + task, offset, this::wake);
+      readers.add(r);
+      r.open(starts.getOrDefault(u.stream(), StartPoint.latest()));
+    }
+  }
+
+  private static List<Map<String, Object>> partitions(Map<String, ? extends ChangeFeed<?>> feeds, List<Unit> units) {
+    List<Map<String, Object>> partitions = new ArrayList<>();
+    for (Unit u : units) {
+      partitions.add(Offsets.partition(feeds.get(u.stream()).stream(), u.index(), u.count()));
+    }
+    return partitions;
+  }
+
+  /**
+   * Every {@link SluiceSourceConfig#OFFSET_CONFIRM_INTERVAL_MS}, when the source needs it: reads
+   * this task's committed offsets back from Connect's offset store and confirms each to its
+   * partition's cursor. Read back rather than taken from the records handed out, because only the
+   * store says what a restarted task would resume after (in at-least-once mode the offsets are
+   * flushed some time after the records are written, in exactly-once mode with the transaction).
+   */
+  private void confirmCommitted() {
+    if (!source.confirmsOffsets() || System.nanoTime() - confirmedAtNanos < config.offsetConfirmInterval().toNanos()) {
+      return;
+    }
+    confirmedAtNanos = System.nanoTime();
+    List<Map<String, Object>> partitions = new ArrayList<>();
+    for (PartitionReader<?> r : readers) {
+      partitions.add(r.sourcePartition());
+    }
+    Map<Map<String, Object>, Map<String, Object>> committed;
+    try {
+      committed = context.offsetStorageReader().offsets(partitions);
+    } catch (RuntimeException e) {
+      log.warn("Cannot read the committed offsets back to confirm them to the source (tried again in {}): {}",
+          config.offsetConfirmInterval(), e.toString());
+      return;
+    }
+    for (PartitionReader<?> r : readers) {
+      r.confirm(Offsets.position(committed.get(r.sourcePartition())));
     }
   }
 
@@ -93,12 +133,13 @@ public final class SluiceSourceTask extends SourceTask {
 
   @Override
   public List<SourceRecord> poll() throws InterruptedException {
+    confirmCommitted();
     long deadline = System.nanoTime() + config.pollMaxWait().toNanos();
     List<SourceRecord> out = new ArrayList<>();
     while (!stopping) {
       long left = deadline - System.nanoTime();
       int waiting = 0;
-      for (PartitionReader r : readers) {
+      for (PartitionReader<?> r : readers) {
         waiting += r.parks() ? 0 : 1;
       }
       Duration wait = Duration.ofNanos(Math.max(0, Math.min(left, Duration.ofMillis(100).toNanos()))
@@ -109,7 +150,7 @@ public final class SluiceSourceTask extends SourceTask {
       }
       next = readers.isEmpty() ? 0 : (next + 1) % readers.size();
       long now = System.nanoTime();
-      for (PartitionReader r : readers) {
+      for (PartitionReader<?> r : readers) {
         r.heartbeat(out, now);
       }
       if (!out.isEmpty()) {
@@ -133,7 +174,7 @@ public final class SluiceSourceTask extends SourceTask {
 
   private long lagMillis() {
     long max = 0;
-    for (PartitionReader r : List.copyOf(readers)) {
+    for (PartitionReader<?> r : List.copyOf(readers)) {
       max = Math.max(max, r.lagMillis());
     }
     return max;
@@ -144,12 +185,12 @@ public final class SluiceSourceTask extends SourceTask {
     stopping = true;
     wake();
     synchronized (this) {
-      for (PartitionReader r : readers) {
+      for (PartitionReader<?> r : readers) {
         r.close();
       }
-      if (client != null) {
-        client.close();
-        client = null;
+      if (source != null) {
+        source.close();
+        source = null;
       }
       if (metrics != null) {
         metrics.close();
@@ -162,7 +203,7 @@ public final class SluiceSourceTask extends SourceTask {
   @Override
   public String toString() {
     StringBuilder b = new StringBuilder("SluiceSourceTask[");
-    for (PartitionReader r : readers) {
+    for (PartitionReader<?> r : readers) {
       Instant t = r.handedTime();
       b.append(r.sourcePartition()).append('@').append(t).append(' ');
     }

@@ -199,6 +199,26 @@ final class ConnectCluster implements AutoCloseable {
     return c;
   }
 
+  /**
+   * A base connector configuration for PostgreSQL {@code tables} of publication {@code publication}
+   * in the database {@code jdbcUrl} names.
+   */
+  static Map<String, String> postgresConnector(String jdbcUrl, String publication, String tables, int partitions,
+      int tasks) {
+    Map<String, String> c = new HashMap<>();
+    c.put("connector.class", SluiceSourceConnector.class.getName());
+    c.put("tasks.max", Integer.toString(tasks));
+    c.put("source.type", "postgresql");
+    c.put("postgres.url", jdbcUrl);
+    c.put("postgres.publication", publication);
+    c.put("postgres.tables", tables);
+    c.put("partitions", Integer.toString(partitions));
+    c.put("topic.creation.default.replication.factor", "1");
+    c.put("topic.creation.default.partitions", "3");
+    c.put("poll.max.wait.ms", "200");
+    return c;
+  }
+
   @Override
   public void close() {
     stopAll();

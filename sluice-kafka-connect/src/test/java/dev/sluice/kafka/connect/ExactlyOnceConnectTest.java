@@ -143,7 +143,7 @@ class ExactlyOnceConnectTest {
     return total;
   }
 
-  private static String idOf(ChildJvm child) {
+  static String idOf(ChildJvm child) {
     String url = child.output().stream().filter(l -> l.startsWith("WORKER-URL ")).findFirst().orElseThrow()
         .substring("WORKER-URL ".length()).trim();
     return url.replaceFirst("^https?://", "").replaceFirst("/$", "");

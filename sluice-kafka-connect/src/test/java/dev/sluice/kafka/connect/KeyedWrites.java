@@ -25,19 +25,71 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.bson.Document;
 
 /**
- * A writer of per-key sequence numbers (seq 1 inserts the document, later ones set {@code seq}),
+ * A writer of per-key sequence numbers (seq 1 inserts the document or row, later ones set {@code seq}),
  * and the read-back of a topic the connector wrote, as the sequence numbers per key in topic order.
  */
 final class KeyedWrites {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private final MongoCollection<Document> collection;
+
+  /** Where the writes go: a first write inserts the key's row or document, later ones set its seq. */
+  interface Store {
+    void insert(String key, int seq);
+
+    void update(String key, int seq);
+  }
+
+  private final Store store;
   private final int keys;
   private final int[] next;
 
   KeyedWrites(MongoCollection<Document> collection, int keys) {
-    this.collection = collection;
+    this(new Store() {
+      @Override
+      public void insert(String key, int seq) {
+        collection.insertOne(new Document("_id", key).append("seq", seq));
+      }
+
+      @Override
+      public void update(String key, int seq) {
+        collection.updateOne(Filters.eq("_id", key), Updates.set("seq", seq));
+      }
+    }, keys);
+  }
+
+  KeyedWrites(Store store, int keys) {
+    this.store = store;
     this.keys = keys;
     this.next = new int[keys];
+  }
+
+  /**
+   * Writes to PostgreSQL table {@code table} ({@code id text primary key, seq int}), one
+   * autocommitted statement each.
+   */
+  static Store postgres(javax.sql.DataSource db, String table) {
+    return new Store() {
+      @Override
+      public void insert(String key, int seq) {
+        run("INSERT INTO " + table + " (id, seq) VALUES (?, ?)", key, seq);
+      }
+
+      @Override
+      public void update(String key, int seq) {
+        run("UPDATE " + table + " SET seq = ? WHERE id = ?", seq, key);
+      }
+
+      private void run(String sql, Object a, Object b) {
+        try (java.sql.Connection c = db.getConnection(); java.sql.PreparedStatement s = c.prepareStatement(sql)) {
+          s.setObject(1, a);
+          s.setObject(2, b);
+          if (s.executeUpdate() != 1) {
+            throw new IllegalStateException(sql + " changed no row");
+          }
+        } catch (java.sql.SQLException e) {
+          throw new IllegalStateException(sql + ": " + e.getMessage(), e);
+        }
+      }
+    };
   }
 
   /** One change for every key. */
@@ -45,9 +97,9 @@ final class KeyedWrites {
     for (int k = 0; k < keys; k++) {
       int seq = ++next[k];
       if (seq == 1) {
-        collection.insertOne(new Document("_id", "k" + k).append("seq", seq));
+        store.insert("k" + k, seq);
       } else {
-        collection.updateOne(Filters.eq("_id", "k" + k), Updates.set("seq", seq));
+        store.update("k" + k, seq);
       }
     }
   }
@@ -158,8 +210,10 @@ final class KeyedWrites {
       if (v.has("payload")) {
         v = v.get("payload"); // JSON converter with schemas
       }
-      String doc = v.path("operation").asText().equals("INSERT") ? v.path("document").asText()
-          : v.path("changedFields").asText();
+      // MongoDB updates: the changed fields (the looked-up document may be later); PostgreSQL
+      // carries the row as the change left it, and no changed fields.
+      boolean changedFields = !v.path("operation").asText().equals("INSERT") && v.path("changedFields").isTextual();
+      String doc = changedFields ? v.path("changedFields").asText() : v.path("document").asText();
       return JSON.readTree(doc).path("seq").asInt();
     } catch (IOException e) {
       throw new IllegalStateException(e);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.kafka.connect.internal.Unit;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -16,8 +17,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The connector without a cluster: validate() against the embedded MongoDB reports each bad key
- * by name; task configurations spread the partitions of one collection over the tasks.
+ * The connector without a cluster: validate() against the embedded MongoDB and PostgreSQL reports
+ * each bad key by name; task configurations spread the partitions of one stream over the tasks.
  */
 class SluiceSourceConnectorTest {
   private static EmbeddedMongo mongo;
@@ -92,6 +93,96 @@ class SluiceSourceConnectorTest {
     assertThat(errors(c)).containsKey("mongodb.database");
   }
 
+  /** A PostgreSQL database with table public.orders in publication pub_orders, and public.loose (no key). */
+  private static Map<String, String> goodPostgres() {
+    EmbeddedPostgresServer pg = SharedServers.postgres();
+    String db = pg.createDatabase("cfg_pg");
+    try (java.sql.Connection c = pg.dataSource(db).getConnection(); java.sql.Statement st = c.createStatement()) {
+      st.execute("CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, seq int)");
+      st.execute("CREATE TABLE IF NOT EXISTS loose (id text, seq int)");
+      st.execute("DROP PUBLICATION IF EXISTS pub_orders");
+      st.execute("CREATE PUBLICATION pub_orders FOR TABLE orders, loose");
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e);
+    }
+    Map<String, String> c = new HashMap<>();
+    c.put("name", "cfgpg");
+    c.put("connector.class", SluiceSourceConnector.class.getName());
+    c.put("source.type", "postgresql");
+    c.put("postgres.url", pg.jdbcUrl(db));
+    c.put("postgres.publication", "pub_orders");
+    c.put("postgres.tables", "public.orders");
+    c.put("partitions", "2");
+    return c;
+  }
+
+  @Test
+  void aGoodPostgresConfigurationHasNoErrors() {
+    assertThat(errors(goodPostgres())).isEmpty();
+    SluiceSourceConnector connector = new SluiceSourceConnector();
+    connector.start(goodPostgres());
+    assertThat(connector.taskConfigs(4)).hasSize(2)
+        .allSatisfy(t -> assertThat(Unit.decode(t.get("sluice.task.units"))).extracting(Unit::stream)
+            .containsExactly("public.orders"));
+  }
+
+  @Test
+  void eachBadPostgresKeyIsReportedUnderItsName() {
+    Map<String, String> c = goodPostgres();
+    c.put("postgres.tables", "public.orders,public.nosuch");
+    assertThat(errors(c)).containsOnlyKeys("postgres.tables");
+    assertThat(errors(c).get("postgres.tables").get(0)).contains("does not publish public.nosuch");
+
+    c = goodPostgres();
+    c.put("postgres.tables", "public.loose");
+    assertThat(errors(c)).containsOnlyKeys("postgres.tables");
+    assertThat(errors(c).get("postgres.tables").get(0)).contains("no primary key");
+
+    c = goodPostgres();
+    c.put("postgres.tables", "orders");
+    assertThat(errors(c)).containsOnlyKeys("postgres.tables");
+    assertThat(errors(c).get("postgres.tables").get(0)).contains("schema.table");
+
+    c = goodPostgres();
+    c.put("postgres.publication", "pub_nosuch");
+    assertThat(errors(c)).containsOnlyKeys("postgres.publication");
+    assertThat(errors(c).get("postgres.publication").get(0)).contains("CREATE PUBLICATION pub_nosuch");
+
+    c = goodPostgres();
+    c.put("postgres.url", "jdbc:mysql://db/shop?password=secret");
+    assertThat(errors(c)).containsOnlyKeys("postgres.url");
+    assertThat(errors(c).get("postgres.url").get(0)).contains("not a PostgreSQL JDBC URL").doesNotContain("secret");
+
+    c = goodPostgres();
+    c.put("postgres.url", "jdbc:postgresql://localhost:1/cfg_pg?connectTimeout=2");
+    assertThat(errors(c)).containsOnlyKeys("postgres.url");
+
+    c = goodPostgres();
+    c.remove("postgres.tables");
+    assertThat(errors(c)).containsOnlyKeys("postgres.tables");
+    assertThat(errors(c).get("postgres.tables").get(0)).contains("required with source.type=postgresql");
+
+    c = goodPostgres();
+    c.put("mongodb.collections", "orders");
+    assertThat(errors(c)).containsOnlyKeys("mongodb.collections");
+    assertThat(errors(c).get("mongodb.collections").get(0)).contains("belongs to the other source");
+
+    c = goodPostgres();
+    c.put("partitions.change", "restart-from-oldest-offset");
+    assertThat(errors(c)).containsOnlyKeys("partitions.change");
+
+    // More slots than the server has (the test server allows 32).
+    c = goodPostgres();
+    c.put("partitions", "40");
+    assertThat(errors(c)).containsOnlyKeys("partitions");
+    assertThat(errors(c).get("partitions")).anySatisfy(e -> assertThat(e).contains("max_replication_slots=32"));
+
+    assertThatThrownBy(() -> new SluiceSourceConfig(Map.of("source.type", "postgresql",
+        "postgres.url", "jdbc:postgresql://db/shop", "postgres.tables", "public.orders")))
+        .isInstanceOf(org.apache.kafka.common.config.ConfigException.class)
+        .hasMessageContaining("postgres.publication is required with source.type=postgresql");
+  }
+
   @Test
   void recommendersOfferTheAllowedValues() {
     Config result = new SluiceSourceConnector().validate(good());
@@ -109,7 +200,7 @@ class SluiceSourceConnectorTest {
     for (Map<String, String> t : tasks) {
       List<Unit> units = Unit.decode(t.get("sluice.task.units"));
       assertThat(units).hasSize(2); // 2 collections x 4 partitions over 4 tasks
-      assertThat(units).extracting(Unit::collection).containsExactly("orders", "users");
+      assertThat(units).extracting(Unit::stream).containsExactly("orders", "users");
     }
     assertThat(connector.taskConfigs(100)).hasSize(8); // never more tasks than partitions
     assertThat(connector.exactlyOnceSupport(good())).isEqualTo(ExactlyOnceSupport.SUPPORTED);

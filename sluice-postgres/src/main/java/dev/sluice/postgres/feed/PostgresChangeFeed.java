@@ -357,6 +357,29 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   }
 
   /**
+   * Checks, without creating anything, what reading this feed needs of the server: it can be
+   * reached, {@code wal_level} is logical, the publication exists and publishes the feed's table,
+   * and that table has a primary key or another replica identity. For configuration checks before
+   * any slot exists (a Kafka Connect {@code validate} call, say).
+   *
+   * @throws FeedException naming what is missing and how to add it; retryable when the server
+   *     could not be reached
+   */
+  public void verify() {
+    try {
+      checkPublication();
+    } catch (SQLException e) {
+      throw new FeedException("PostgreSQL feed '" + stream + "': cannot check the server: "
+          + e.getMessage(), e, true);
+    }
+  }
+
+  /** The database the feed's URL names. */
+  public String database() {
+    return database;
+  }
+
+  /**
    * Refuses, naming what to create, a publication that does not exist or does not publish the
    * feed's table: the stream would otherwise fail at the first read, or stay silent for ever.
    */

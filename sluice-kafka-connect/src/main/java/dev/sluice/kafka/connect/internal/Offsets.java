@@ -80,8 +80,8 @@ public final class Offsets {
           + partition;
     }
     if (offset != null && !(offset.get(POSITION) instanceof String)) {
-      return "a source offset must have a \"position\" string (a MongoDB resume token as extended JSON, or"
-          + " {\"$timestamp\": ...}), but was " + offset;
+      return "a source offset must have a \"position\" string (a MongoDB resume token as extended JSON or"
+          + " {\"$timestamp\": ...}, a PostgreSQL position as the feed writes it), but was " + offset;
     }
     return null;
   }

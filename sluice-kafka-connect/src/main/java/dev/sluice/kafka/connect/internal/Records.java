@@ -12,15 +12,13 @@ import java.time.Instant;
 import java.util.Date;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
 import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.data.Timestamp;
 import org.apache.kafka.connect.header.ConnectHeaders;
 import org.apache.kafka.connect.source.SourceRecord;
-import org.bson.BsonDocument;
-import org.bson.json.JsonMode;
-import org.bson.json.JsonWriterSettings;
 
 /**
  * Turns changes into Connect records. The key is the canonical document key (the key Sluice's Kafka
@@ -28,9 +26,7 @@ import org.bson.json.JsonWriterSettings;
  * a {@link #CHANGE_SCHEMA} struct with the fields of Sluice's envelope, or the envelope itself as
  * a string (byte for byte the relay's). Both carry the relay's {@code sluice-*} headers.
  */
-public final class Records {
-  private static final JsonWriterSettings RELAXED = JsonWriterSettings.builder().outputMode(JsonMode.RELAXED).build();
-
+public final class Records<D> {
   static final Schema TIME = Timestamp.builder().optional().build();
 
   static final Schema FENCE_SCHEMA = SchemaBuilder.struct().name("dev.sluice.kafka.connect.Fence").version(1)
@@ -40,7 +36,8 @@ public final class Records {
 
   /** The value schema of a change (value.format=struct). Documents are relaxed extended JSON strings. */
   public static final Schema CHANGE_SCHEMA = SchemaBuilder.struct().name("dev.sluice.kafka.connect.Change").version(1)
-      .doc("A change in Sluice's envelope (sluice/1); documents as MongoDB relaxed extended JSON.")
+      .doc("A change in Sluice's envelope (sluice/1); documents as JSON text: MongoDB relaxed extended JSON,"
+          + " or a PostgreSQL row's columns as the envelope writes them.")
       .field("envelope", Schema.STRING_SCHEMA)
       .field("kind", Schema.STRING_SCHEMA)
       .field("id", Schema.STRING_SCHEMA)
@@ -85,20 +82,27 @@ public final class Records {
       .build();
 
   private final boolean envelope;
-  private final MessageEncoder<BsonDocument> encoder = MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build();
+  private final MessageEncoder<D> encoder;
+  private final Function<D, String> json;
 
-  public Records(boolean envelopeValues) {
+  /**
+   * Records whose documents are written by {@code mapper} in envelopes, and by {@code json} in
+   * the fields of the value struct.
+   */
+  public Records(boolean envelopeValues, DocumentMapper<D> mapper, Function<D, String> json) {
     this.envelope = envelopeValues;
+    this.encoder = MessageEncoder.builder(mapper).build();
+    this.json = json;
   }
 
   /** The record of {@code event}, read from partition {@code unit}, with {@code offset}. */
-  public SourceRecord change(ChangeEvent<BsonDocument> event, Unit unit, Fence fence, String topic,
+  public SourceRecord change(ChangeEvent<D> event, Unit unit, Fence fence, String topic,
       Map<String, Object> partition, Map<String, Object> offset) {
     ConnectHeaders headers = new ConnectHeaders();
     Instant time = event.time() != null ? event.time() : event.position().time();
     if (envelope) {
-      List<OutboundMessage<BsonDocument>> messages = encoder.encode(event, fence);
-      OutboundMessage<BsonDocument> m = messages.get(0); // change mode, no filter: exactly one
+      List<OutboundMessage<D>> messages = encoder.encode(event, fence);
+      OutboundMessage<D> m = messages.get(0); // change mode, no filter: exactly one
       m.headers().forEach(headers::addString);
       return new SourceRecord(partition, offset, topic, null, Schema.STRING_SCHEMA, m.key(), Schema.STRING_SCHEMA,
           new String(m.body(), StandardCharsets.UTF_8), time == null ? null : time.toEpochMilli(), headers);
@@ -152,7 +156,7 @@ public final class Records {
   }
 
   /** A parked change: it, and every later change of its key, goes to the parked topic. */
-  public SourceRecord parked(ChangeEvent<BsonDocument> event, Unit unit, String reason, String raw, String topic,
+  public SourceRecord parked(ChangeEvent<D> event, Unit unit, String reason, String raw, String topic,
       Map<String, Object> partition, Map<String, Object> offset) {
     Struct value = new Struct(PARKED_SCHEMA)
         .put("changeId", event.id())
@@ -166,8 +170,8 @@ public final class Records {
     return new SourceRecord(partition, offset, topic, null, Schema.STRING_SCHEMA, event.key(), PARKED_SCHEMA, value);
   }
 
-  /** Relaxed extended JSON of {@code document}, or null. */
-  static String json(BsonDocument document) {
-    return document == null ? null : document.toJson(RELAXED);
+  /** {@code document} as JSON, or null. */
+  private String json(D document) {
+    return document == null ? null : json.apply(document);
   }
 }

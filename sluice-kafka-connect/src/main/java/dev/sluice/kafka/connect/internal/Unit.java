@@ -5,11 +5,11 @@ import java.util.List;
 
 /**
  * One source partition of the connector: partition {@code index} of {@code count} of one
- * collection. The connector spreads units over its tasks; a task reads its units.
+ * stream (a collection or a table, as configured). The connector spreads units over its tasks; a task reads its units.
  */
-public record Unit(String collection, int index, int count) {
+public record Unit(String stream, int index, int count) {
 
-  /** Every unit of the given collections, collection by collection. */
+  /** Every unit of the given streams (collections or tables), stream by stream. */
   public static List<Unit> all(List<String> collections, int count) {
     List<Unit> units = new ArrayList<>();
     for (String c : collections) {
@@ -43,7 +43,7 @@ public record Unit(String collection, int index, int count) {
       if (b.length() > 0) {
         b.append(',');
       }
-      b.append(u.index).append('/').append(u.count).append('@').append(u.collection);
+      b.append(u.index).append('/').append(u.count).append('@').append(u.stream);
     }
     return b.toString();
   }

@@ -1,0 +1,138 @@
+package dev.sluice.kafka.connect.source;
+
+import dev.sluice.feed.FeedException;
+import dev.sluice.feed.PartitionSpec;
+import dev.sluice.kafka.connect.SluiceSourceConfig;
+import dev.sluice.postgres.feed.PostgresChangeFeed;
+import dev.sluice.postgres.feed.PostgresDocuments;
+import dev.sluice.sink.DocumentMapper;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.config.ConfigValue;
+
+/**
+ * The tables of a PostgreSQL publication: one feed per table, each partition reading through a
+ * replication slot of its own named after the connector ({@code <slot.prefix>_<database>_<connector>_<table>_<i>of<n>}).
+ * A slot keeps WAL until it is told how far its reader got, so tasks confirm their committed
+ * offsets to it ({@link #confirmsOffsets}) and never anything beyond.
+ */
+final class PostgresSource implements ConnectSource<Map<String, Object>> {
+  private final SluiceSourceConfig config;
+
+  PostgresSource(SluiceSourceConfig config) {
+    this.config = config;
+  }
+
+  @Override
+  public PostgresChangeFeed feed(String table) {
+    return PostgresChangeFeed.builder(config.postgresUrl(), config.postgresUser(), config.postgresPassword(),
+            config.publication())
+        .table(table)
+        .stream(table)
+        .slotPrefix(config.slotPrefix())
+        .batchSize(config.batchSize())
+        .build();
+  }
+
+  @Override
+  public String json(Map<String, Object> row) {
+    return PostgresDocuments.toJson(row).toString();
+  }
+
+  @Override
+  public DocumentMapper<Map<String, Object>> mapper() {
+    return PostgresDocuments.mapper();
+  }
+
+  @Override
+  public boolean confirmsOffsets() {
+    return true;
+  }
+
+  /**
+   * Each table: the server is reachable with {@code wal_level=logical}, the publication exists
+   * and publishes the table, which has a replica identity. Then the server has a replication slot
+   * and a WAL sender for every partition of every table (beyond those other readers use).
+   */
+  @Override
+  public void validate(Map<String, ConfigValue> values) {
+    List<String> slots = new ArrayList<>();
+    for (String table : config.streams()) {
+      PostgresChangeFeed feed = feed(table).forGroup(config.connectorName());
+      try {
+        feed.verify();
+      } catch (FeedException e) {
+        values.get(keyOf(e)).addErrorMessage(e.getMessage());
+        return;
+      }
+      for (int i = 0; i < config.partitions(); i++) {
+        slots.add(feed.slotName(new PartitionSpec(i, config.partitions())));
+      }
+    }
+    Properties p = new Properties();
+    if (config.postgresUser() != null) {
+      p.setProperty("user", config.postgresUser());
+    }
+    if (config.postgresPassword() != null) {
+      p.setProperty("password", config.postgresPassword());
+    }
+    p.setProperty("connectTimeout", "10");
+    p.setProperty("socketTimeout", "30");
+    try (Connection c = DriverManager.getConnection(config.postgresUrl(), p);
+        PreparedStatement s = c.prepareStatement("SELECT current_setting('max_replication_slots')::int,"
+            + " (SELECT count(*) FROM pg_replication_slots WHERE NOT slot_name = ANY(?)),"
+            + " current_setting('max_wal_senders')::int,"
+            + " (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender' AND pid NOT IN"
+            + "   (SELECT active_pid FROM pg_replication_slots WHERE slot_name = ANY(?) AND active_pid IS NOT NULL))")) {
+      Array names = c.createArrayOf("text", slots.toArray());
+      s.setArray(1, names);
+      s.setArray(2, names);
+      try (ResultSet rs = s.executeQuery()) {
+        rs.next();
+        int maxSlots = rs.getInt(1);
+        int otherSlots = rs.getInt(2);
+        int maxSenders = rs.getInt(3);
+        int otherSenders = rs.getInt(4);
+        if (slots.size() > maxSlots - otherSlots) {
+          values.get(SluiceSourceConfig.PARTITIONS).addErrorMessage("Reading " + config.streams().size()
+              + " table(s) in " + config.partitions() + " partition(s) takes " + slots.size() + " replication slots"
+              + " (one per table and partition), but the server allows max_replication_slots=" + maxSlots
+              + " and " + otherSlots + " are other readers'. Lower " + SluiceSourceConfig.PARTITIONS
+              + " or raise max_replication_slots (a server restart).");
+        }
+        if (slots.size() > maxSenders - otherSenders) {
+          values.get(SluiceSourceConfig.PARTITIONS).addErrorMessage("Reading " + slots.size() + " partitions at"
+              + " once takes as many WAL senders, but the server allows max_wal_senders=" + maxSenders + " and "
+              + otherSenders + " are in use by others. Lower " + SluiceSourceConfig.PARTITIONS
+              + " or raise max_wal_senders (a server restart).");
+        }
+      }
+    } catch (SQLException e) {
+      values.get(SluiceSourceConfig.POSTGRES_URL).addErrorMessage("Cannot read the server's replication limits: "
+          + e.getMessage());
+    }
+  }
+
+  /** The key a failed check belongs to: the publication, the tables, or else the server (the URL). */
+  private static String keyOf(FeedException e) {
+    String m = String.valueOf(e.getMessage());
+    if (e.retryable() || m.contains("wal_level")) {
+      return SluiceSourceConfig.POSTGRES_URL;
+    }
+    if (m.contains("publication ") && m.contains("does not exist")) {
+      return SluiceSourceConfig.POSTGRES_PUBLICATION;
+    }
+    return SluiceSourceConfig.POSTGRES_TABLES;
+  }
+
+  @Override
+  public void close() {}
+}
