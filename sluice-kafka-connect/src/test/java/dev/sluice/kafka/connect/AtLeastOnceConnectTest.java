@@ -10,6 +10,7 @@ import com.mongodb.client.MongoCollection;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import dev.sluice.testkit.process.ChildJvm;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -32,13 +33,20 @@ import org.junit.jupiter.api.TestMethodOrder;
  * nothing and keep per-key order (duplicates allowed, as replays of a suffix). The same three-worker
  * cluster then shows the value's schema working with the JSON converter (schemas on) and a standard
  * SMT, heartbeats advancing the offset of a partition that gets no changes, the history-lost
- * policies fail and skip, and parking of a change Sluice cannot decode.
+ * policies fail and skip, and parking of a change Sluice cannot decode. The first two run on the
+ * deployment under test ({@code -Dsluice.mongodb.uri} or the embedded server); the last two edit
+ * or trim the oplog, which only the embedded server allows, so they use it in either case.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class AtLeastOnceConnectTest {
   private static EmbeddedKafka kafka;
-  private static EmbeddedMongo mongo;
+  /** The deployment under test (-Dsluice.mongodb.uri or the embedded server) and a fresh database on it. */
+  private static InMemoryMongo mongo;
   private static MongoClient client;
+  private static String db;
+  /** The embedded server, for the tests that edit or trim its oplog (a real deployment allows neither). */
+  private static EmbeddedMongo kit;
+  private static MongoClient kitClient;
   private static ConnectCluster cluster;
   private static ChildJvm doomed;
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -48,6 +56,9 @@ class AtLeastOnceConnectTest {
     kafka = SharedServers.kafka();
     mongo = SharedServers.mongo();
     client = mongo.client();
+    db = mongo.freshDatabase().getName();
+    kit = SharedServers.embeddedMongo();
+    kitClient = kit.client();
     cluster = new ConnectCluster(kafka.bootstrapServers(), "alo", false);
     doomed = cluster.startChildWorker("alo-worker-1");
     cluster.startWorker();
@@ -57,20 +68,20 @@ class AtLeastOnceConnectTest {
   @AfterAll
   static void close() {
     cluster.close();
-    client.close();
+    kitClient.close();
   }
 
   @Test
   @Order(1)
   void aKilledWorkerLosesNothingAndKeepsPerKeyOrder() throws Exception {
-    client.getDatabase("alo").createCollection("orders");
-    MongoCollection<Document> orders = client.getDatabase("alo").getCollection("orders");
+    client.getDatabase(db).createCollection("orders");
+    MongoCollection<Document> orders = client.getDatabase(db).getCollection("orders");
     KeyedWrites writes = new KeyedWrites(orders, 6);
-    String topic = "sluice.alo.orders";
+    String topic = "sluice." + db + ".orders";
     String doomedId = doomed.output().stream().filter(l -> l.startsWith("WORKER-URL ")).findFirst().orElseThrow()
         .substring("WORKER-URL ".length()).trim().replaceFirst("^https?://", "").replaceFirst("/$", "");
 
-    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "alo", "orders", 4, 4);
+    Map<String, String> config = ConnectCluster.connector(mongo.uri(), db, "orders", 4, 4);
     // The value's schema with the JSON converter (schemas on) and a standard SMT that needs it.
     config.put("value.converter", "org.apache.kafka.connect.json.JsonConverter");
     config.put("value.converter.schemas.enable", "true");
@@ -100,16 +111,16 @@ class AtLeastOnceConnectTest {
     JsonNode first = KeyedWrites.values(kafka.bootstrapServers(), topic).get(0);
     assertThat(first.path("schema").path("name").asText()).isEqualTo("dev.sluice.kafka.connect.Change");
     assertThat(first.path("payload").path("origin").asText()).as("field added by the SMT").isEqualTo("sluice");
-    assertThat(first.path("payload").path("stream").asText()).isEqualTo("alo.orders");
+    assertThat(first.path("payload").path("stream").asText()).isEqualTo(db + ".orders");
     assertThat(first.path("payload").path("envelope").asText()).isEqualTo("sluice/1");
   }
 
   @Test
   @Order(2)
   void heartbeatsAdvanceTheOffsetOfAPartitionWithoutChanges() {
-    client.getDatabase("alo").createCollection("quiet");
-    MongoCollection<Document> quiet = client.getDatabase("alo").getCollection("quiet");
-    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "alo", "quiet", 2, 1);
+    client.getDatabase(db).createCollection("quiet");
+    MongoCollection<Document> quiet = client.getDatabase(db).getCollection("quiet");
+    Map<String, String> config = ConnectCluster.connector(mongo.uri(), db, "quiet", 2, 1);
     config.put("topic.prefix", "hb");
     config.put("heartbeat.interval.ms", "200");
     config.put("heartbeat.topic", "hb-heartbeats");
@@ -126,7 +137,7 @@ class AtLeastOnceConnectTest {
     for (String k : partitionZeroKeys) {
       quiet.insertOne(new Document("_id", k));
     }
-    await().atMost(Duration.ofSeconds(30)).until(() -> KeyedWrites.keys(kafka.bootstrapServers(), "hb.alo.quiet").size() == 20);
+    await().atMost(Duration.ofSeconds(30)).until(() -> KeyedWrites.keys(kafka.bootstrapServers(), "hb." + db + ".quiet").size() == 20);
     // Partition 1 got none of these changes, yet its committed offset moves past them by heartbeats.
     await().atMost(Duration.ofSeconds(30)).until(() -> {
       String now = partitionOneOffset();
@@ -137,7 +148,7 @@ class AtLeastOnceConnectTest {
       assertThat(b.path("partition").asInt()).isEqualTo(1);
       assertThat(b.path("position").asText()).isEqualTo(partitionOneOffset());
     });
-    assertThat(KeyedWrites.keys(kafka.bootstrapServers(), "hb.alo.quiet")).containsExactlyInAnyOrderElementsOf(partitionZeroKeys);
+    assertThat(KeyedWrites.keys(kafka.bootstrapServers(), "hb." + db + ".quiet")).containsExactlyInAnyOrderElementsOf(partitionZeroKeys);
   }
 
   /**
@@ -169,10 +180,10 @@ class AtLeastOnceConnectTest {
   @Test
   @Order(3)
   void lostHistoryFailsTheTaskSayingWhatToDoAndSkipContinuesAtTheLatestPosition() {
-    client.getDatabase("alo").createCollection("fragile");
-    MongoCollection<Document> fragile = client.getDatabase("alo").getCollection("fragile");
+    kitClient.getDatabase("alo").createCollection("fragile");
+    MongoCollection<Document> fragile = kitClient.getDatabase("alo").getCollection("fragile");
     String topic = "sluice.alo.fragile";
-    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "alo", "fragile", 1, 1);
+    Map<String, String> config = ConnectCluster.connector(kit.connectionString(), "alo", "fragile", 1, 1);
     cluster.putConnector("fragile", config);
     await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("fragile", 1));
     for (int i = 0; i < 5; i++) {
@@ -185,10 +196,10 @@ class AtLeastOnceConnectTest {
     for (int i = 0; i < 5; i++) {
       fragile.insertOne(new Document("_id", "b" + i)); // written while stopped, then lost from the oplog
     }
-    client.getDatabase("alo").getCollection("elsewhere").insertOne(new Document("_id", "marker"));
-    BsonTimestamp marker = client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class)
+    kitClient.getDatabase("alo").getCollection("elsewhere").insertOne(new Document("_id", "marker"));
+    BsonTimestamp marker = kitClient.getDatabase("local").getCollection("oplog.rs", BsonDocument.class)
         .find().sort(new Document("$natural", -1)).first().getTimestamp("ts");
-    assertThat(mongo.trimOplogBefore(marker)).isPositive();
+    assertThat(kit.trimOplogBefore(marker)).isPositive();
     assertThat(KeyedWrites.keys(kafka.bootstrapServers(), topic)).as("nothing read while stopped")
         .containsExactlyInAnyOrder("a0", "a1", "a2", "a3", "a4");
 
@@ -216,11 +227,11 @@ class AtLeastOnceConnectTest {
   @Test
   @Order(4)
   void anUndecodableChangeIsParkedWithTheLaterChangesOfItsKeyOtherKeysGoOnAndATaskRestartKeepsParking() {
-    client.getDatabase("alo").createCollection("poison");
-    MongoCollection<Document> poison = client.getDatabase("alo").getCollection("poison");
+    kitClient.getDatabase("alo").createCollection("poison");
+    MongoCollection<Document> poison = kitClient.getDatabase("alo").getCollection("poison");
     String topic = "sluice.alo.poison";
     String parkedTopic = "alo-parked";
-    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "alo", "poison", 1, 1);
+    Map<String, String> config = ConnectCluster.connector(kit.connectionString(), "alo", "poison", 1, 1);
     config.put("undecodable.policy", "park");
     config.put("parked.topic", parkedTopic);
     cluster.putConnector("poison", config);
@@ -278,7 +289,7 @@ class AtLeastOnceConnectTest {
    * without {@code updateDescription}), as a server format Sluice does not know would.
    */
   private static void makeUndecodable(String namespace, String key) {
-    MongoCollection<BsonDocument> oplog = client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class);
+    MongoCollection<BsonDocument> oplog = kitClient.getDatabase("local").getCollection("oplog.rs", BsonDocument.class);
     List<BsonDocument> entries = oplog.find(new Document("ns", namespace).append("op", "u").append("o2._id", key))
         .into(new ArrayList<>());
     assertThat(entries).as("the oplog entries of %s's updates", key).hasSize(1);

@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import dev.sluice.testkit.process.ChildJvm;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
@@ -27,12 +27,14 @@ import org.junit.jupiter.api.Test;
  * changes are written while it is down, and a new cluster resumes from the committed offsets:
  * still exactly once (a restart that ignored the offsets would read the oplog from its start
  * again, per startup.mode=oldest, and duplicate everything). The tasks' JMX metrics count the
- * changes they read and show no lag once caught up.
+ * changes they read and show no lag once caught up. Runs on the deployment {@code
+ * -Dsluice.mongodb.uri} names, or the embedded server.
  */
 class ExactlyOnceConnectTest {
   private static EmbeddedKafka kafka;
-  private static EmbeddedMongo mongo;
+  private static InMemoryMongo mongo;
   private static MongoClient client;
+  private static String db;
   private static ConnectCluster cluster;
 
   @BeforeAll
@@ -40,21 +42,21 @@ class ExactlyOnceConnectTest {
     kafka = SharedServers.kafka();
     mongo = SharedServers.mongo();
     client = mongo.client();
+    db = mongo.freshDatabase().getName();
     cluster = new ConnectCluster(kafka.bootstrapServers(), "eos", true);
   }
 
   @AfterAll
   static void close() {
     cluster.close();
-    client.close();
   }
 
   @Test
   void aKilledWorkerAndAWholeClusterRestartLeaveEveryChangeExactlyOnceInPerKeyOrder() throws Exception {
-    MongoCollection<Document> orders = client.getDatabase("eos").getCollection("orders");
-    client.getDatabase("eos").createCollection("orders"); // validate refuses unknown collections
+    MongoCollection<Document> orders = client.getDatabase(db).getCollection("orders");
+    client.getDatabase(db).createCollection("orders"); // validate refuses unknown collections
     KeyedWrites writes = new KeyedWrites(orders, 6);
-    String topic = "sluice.eos.orders";
+    String topic = "sluice." + db + ".orders";
 
     ChildJvm doomed = cluster.startChildWorker("eos-worker-1");
     cluster.startWorker();
@@ -62,7 +64,7 @@ class ExactlyOnceConnectTest {
     String doomedId = idOf(doomed);
 
     // Bad configurations are refused through Connect's own REST validate, each under its key.
-    Map<String, String> bad = ConnectCluster.connector(mongo.connectionString(), "eos", "orders,nosuch", 4, 4);
+    Map<String, String> bad = ConnectCluster.connector(mongo.uri(), db, "orders,nosuch", 4, 4);
     bad.put("value.format", "avro");
     JsonNode result = cluster.put("/connector-plugins/SluiceSourceConnector/config/validate", bad);
     assertThat(errors(result, "value.format")).anySatisfy(e -> assertThat(e).contains("avro"));
@@ -70,7 +72,7 @@ class ExactlyOnceConnectTest {
     result = cluster.put("/connector-plugins/SluiceSourceConnector/config/validate", bad);
     assertThat(errors(result, "mongodb.collections")).anySatisfy(e -> assertThat(e).contains("[nosuch]"));
 
-    Map<String, String> config = ConnectCluster.connector(mongo.connectionString(), "eos", "orders", 4, 4);
+    Map<String, String> config = ConnectCluster.connector(mongo.uri(), db, "orders", 4, 4);
     config.put("exactly.once.support", "required");
     cluster.putConnector("orders", config);
     await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
@@ -103,7 +105,7 @@ class ExactlyOnceConnectTest {
     JsonNode offsets = cluster.get("/connectors/orders/offsets").path("offsets");
     assertThat(offsets).as(offsets.toString()).hasSize(4);
     offsets.forEach(o -> {
-      assertThat(o.path("partition").path("stream").asText()).isEqualTo("eos.orders");
+      assertThat(o.path("partition").path("stream").asText()).isEqualTo(db + ".orders");
       assertThat(o.path("partition").path("partitions").asInt()).isEqualTo(4);
       assertThat(o.path("offset").path("position").asText()).isNotBlank();
       assertThat(o.path("offset").path("epoch").asLong()).isPositive();

@@ -4,10 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import dev.sluice.testkit.process.ChildJvm;
 import java.io.File;
 import java.io.IOException;
@@ -46,8 +45,7 @@ class PluginDirectoryIT {
         .anyMatch(j -> j.startsWith("mongodb-driver-sync-"))
         .noneMatch(j -> j.startsWith("kafka-clients-") || j.startsWith("connect-api-"));
 
-    try (EmbeddedKafka kafka = EmbeddedKafka.start(); EmbeddedMongo mongo = EmbeddedMongo.start();
-        MongoClient client = mongo.client();
+    try (EmbeddedKafka kafka = EmbeddedKafka.start(); InMemoryMongo mongo = new InMemoryMongo();
         ConnectCluster cluster = new ConnectCluster(kafka.bootstrapServers(), "plugin", false)) {
       ChildJvm worker = cluster.startChildWorker("plugin-worker", workerClassPath(),
           Map.of("plugin.path", PLUGINS.toString()));
@@ -63,9 +61,10 @@ class PluginDirectoryIT {
       assertThat(found).as("the connector among the worker's plugins").isNotNull();
       assertThat(found.path("type").asText()).isEqualTo("source");
 
-      client.getDatabase("plug").createCollection("orders");
-      MongoCollection<Document> orders = client.getDatabase("plug").getCollection("orders");
-      cluster.putConnector("orders", ConnectCluster.connector(mongo.connectionString(), "plug", "orders", 2, 2));
+      String db = mongo.freshDatabase().getName(); // the deployment -Dsluice.mongodb.uri names, or embedded
+      mongo.client().getDatabase(db).createCollection("orders");
+      MongoCollection<Document> orders = mongo.client().getDatabase(db).getCollection("orders");
+      cluster.putConnector("orders", ConnectCluster.connector(mongo.uri(), db, "orders", 2, 2));
       await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 2));
       List<String> keys = new ArrayList<>();
       for (int i = 0; i < 10; i++) {
@@ -73,8 +72,8 @@ class PluginDirectoryIT {
         keys.add("p" + i);
       }
       await().atMost(Duration.ofSeconds(60))
-          .until(() -> KeyedWrites.keys(kafka.bootstrapServers(), "sluice.plug.orders").size() >= keys.size());
-      assertThat(KeyedWrites.keys(kafka.bootstrapServers(), "sluice.plug.orders"))
+          .until(() -> KeyedWrites.keys(kafka.bootstrapServers(), "sluice." + db + ".orders").size() >= keys.size());
+      assertThat(KeyedWrites.keys(kafka.bootstrapServers(), "sluice." + db + ".orders"))
           .containsExactlyInAnyOrderElementsOf(keys);
     }
   }

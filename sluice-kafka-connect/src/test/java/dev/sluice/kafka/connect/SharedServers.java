@@ -2,6 +2,7 @@ package dev.sluice.kafka.connect;
 
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 
 /**
@@ -11,7 +12,8 @@ import dev.sluice.testkit.sql.EmbeddedPostgresServer;
  */
 final class SharedServers {
   private static EmbeddedKafka kafka;
-  private static EmbeddedMongo mongo;
+  private static InMemoryMongo mongo;
+  private static EmbeddedMongo embedded;
 
   private SharedServers() {}
 
@@ -28,11 +30,29 @@ final class SharedServers {
     return EmbeddedPostgresServer.shared();
   }
 
-  static synchronized EmbeddedMongo mongo() {
+  /**
+   * The MongoDB deployment under test: the one {@code -Dsluice.mongodb.uri} names (tests then use
+   * fresh database names), or the embedded server.
+   */
+  static synchronized InMemoryMongo mongo() {
     if (mongo == null) {
-      mongo = EmbeddedMongo.start();
+      mongo = new InMemoryMongo();
       Runtime.getRuntime().addShutdownHook(new Thread(mongo::close));
     }
     return mongo;
+  }
+
+  /**
+   * The embedded MongoDB, for tests that use its test-kit controls (trimming or editing the oplog),
+   * which a real deployment does not allow: started even under {@code -Dsluice.mongodb.uri}.
+   */
+  static synchronized EmbeddedMongo embeddedMongo() {
+    if (embedded == null) {
+      embedded = mongo().embedded() ? mongo().server() : EmbeddedMongo.start();
+      if (!mongo().embedded()) {
+        Runtime.getRuntime().addShutdownHook(new Thread(embedded::close));
+      }
+    }
+    return embedded;
   }
 }

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.kafka.connect.internal.Unit;
-import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.mongo.InMemoryMongo;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.util.HashMap;
 import java.util.List;
@@ -21,23 +21,23 @@ import org.junit.jupiter.api.Test;
  * each bad key by name; task configurations spread the partitions of one stream over the tasks.
  */
 class SluiceSourceConnectorTest {
-  private static EmbeddedMongo mongo;
+  private static InMemoryMongo mongo;
+  private static String db;
 
   @BeforeAll
   static void servers() {
     mongo = SharedServers.mongo();
-    try (var client = mongo.client()) {
-      client.getDatabase("cfg").createCollection("orders");
-      client.getDatabase("cfg").createCollection("users");
-    }
+    db = mongo.freshDatabase().getName();
+    mongo.client().getDatabase(db).createCollection("orders");
+    mongo.client().getDatabase(db).createCollection("users");
   }
 
   private static Map<String, String> good() {
     Map<String, String> c = new HashMap<>();
     c.put("name", "cfg");
     c.put("connector.class", SluiceSourceConnector.class.getName());
-    c.put("mongodb.connection.string", mongo.connectionString());
-    c.put("mongodb.database", "cfg");
+    c.put("mongodb.connection.string", mongo.uri());
+    c.put("mongodb.database", db);
     c.put("mongodb.collections", "orders,users");
     c.put("partitions", "4");
     return c;
