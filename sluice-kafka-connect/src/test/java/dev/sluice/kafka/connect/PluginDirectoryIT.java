@@ -27,8 +27,8 @@ import org.junit.jupiter.api.Test;
  * The plugin directory as shipped ({@code target/plugin/sluice-kafka-connect}, made by the package
  * phase) loads in a Connect worker whose class path holds no Sluice class and no MongoDB driver:
  * the worker finds the connector only through {@code plugin.path}, in its own plugin class loader,
- * and runs it. Named {@code *IT}: the module's build runs it in the integration-test phase, after
- * the directory exists (see the module's pom).
+ * and runs it, on this build's Connect (3.9) and on Connect 4.1. Named {@code *IT}: the module's
+ * build runs it in the integration-test phase, after the directory exists (see the module's pom).
  */
 class PluginDirectoryIT {
   private static final Path PLUGINS = Path.of("target", "plugin").toAbsolutePath();
@@ -75,6 +75,63 @@ class PluginDirectoryIT {
           .until(() -> KeyedWrites.keys(kafka.bootstrapServers(), "sluice." + db + ".orders").size() >= keys.size());
       assertThat(KeyedWrites.keys(kafka.bootstrapServers(), "sluice." + db + ".orders"))
           .containsExactlyInAnyOrderElementsOf(keys);
+    }
+  }
+
+  /**
+   * The same plugin directory on a Connect 4.1 worker (its own class path, from module
+   * sluice-connect41-worker, against this build's Kafka 3.9 broker): the connector, built against
+   * Connect 3.9's API, runs there, and its task metrics are also in Connect's own plugin metrics
+   * (KIP-877), which the worker reports as {@code kafka.connect:type=plugins,connector=..,task=..}.
+   */
+  @Test
+  void onAConnect41WorkerTheTaskMetricsAreConnectPluginMetrics() throws Exception {
+    Path classpathFile = Path.of(System.getProperty("sluice.connect41.classpath",
+        "../sluice-connect41-worker/target/worker.classpath"));
+    assertThat(classpathFile).as("built by module sluice-connect41-worker").exists();
+    Path tests = Path.of(WorkerMain.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    String classPath = Files.readString(classpathFile).trim() + File.pathSeparator + tests;
+    try (EmbeddedKafka kafka = EmbeddedKafka.start(); InMemoryMongo mongo = new InMemoryMongo();
+        ConnectCluster cluster = new ConnectCluster(kafka.bootstrapServers(), "plugin41", false)) {
+      ChildJvm worker = cluster.startChildWorker("connect41-worker", classPath,
+          Map.of("plugin.path", PLUGINS.toString(), WorkerMain.DUMP_METRICS, "kafka.connect:type=plugins,*"));
+      try {
+        runOnConnect41(kafka, mongo, cluster, worker);
+      } catch (AssertionError | RuntimeException e) {
+        List<String> out = worker.output().stream().filter(l -> !l.contains("rest.RestServer")).toList();
+        String status;
+        try {
+          status = cluster.get("/connectors/m41/status").toString();
+        } catch (RuntimeException unavailable) {
+          status = unavailable.toString();
+        }
+        throw new AssertionError(e.getMessage() + "\nconnector status: " + status
+            + "\nthe Connect 4.1 worker's last output (without REST requests):\n"
+            + String.join("\n", out.subList(Math.max(0, out.size() - 60), out.size())), e);
+      }
+    }
+  }
+
+  private static void runOnConnect41(EmbeddedKafka kafka, InMemoryMongo mongo, ConnectCluster cluster, ChildJvm worker) {
+    {
+      assertThat(cluster.get("/").path("version").asText()).startsWith("4.1.");
+
+      String db = mongo.freshDatabase().getName();
+      mongo.client().getDatabase(db).createCollection("orders");
+      MongoCollection<Document> orders = mongo.client().getDatabase(db).getCollection("orders");
+      cluster.putConnector("m41", ConnectCluster.connector(mongo.uri(), db, "orders", 1, 1));
+      await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("m41", 1));
+      for (int i = 0; i < 7; i++) {
+        orders.insertOne(new Document("_id", "m" + i));
+      }
+      await().atMost(Duration.ofSeconds(60))
+          .until(() -> KeyedWrites.keys(kafka.bootstrapServers(), "sluice." + db + ".orders").size() == 7);
+      await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(worker.output())
+          .anySatisfy(l -> assertThat(l).startsWith("METRIC kafka.connect:type=plugins")
+              .contains("connector=m41", "task=0", " changes-total=7.0"))
+          .anySatisfy(l -> assertThat(l).startsWith("METRIC kafka.connect:type=plugins")
+              .contains("connector=m41", " lag-ms=0")));
+      assertThat(worker.output()).noneMatch(l -> l.startsWith("METRIC-ERROR") && l.contains("m41"));
     }
   }
 
