@@ -79,8 +79,7 @@ class AtLeastOnceConnectTest {
     MongoCollection<Document> orders = client.getDatabase(db).getCollection("orders");
     KeyedWrites writes = new KeyedWrites(orders, 6);
     String topic = "sluice." + db + ".orders";
-    String doomedId = doomed.output().stream().filter(l -> l.startsWith("WORKER-URL ")).findFirst().orElseThrow()
-        .substring("WORKER-URL ".length()).trim().replaceFirst("^https?://", "").replaceFirst("/$", "");
+    String doomedId = ConnectCluster.workerId(doomed);
 
     Map<String, String> config = ConnectCluster.connector(mongo.uri(), db, "orders", 4, 4);
     // The value's schema with the JSON converter (schemas on) and a standard SMT that needs it.
@@ -94,19 +93,7 @@ class AtLeastOnceConnectTest {
     await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
         && cluster.taskWorkers("orders").contains(doomedId));
 
-    KeyedWrites.Writer writer = writes.startWriting();
-    await().atMost(Duration.ofSeconds(60))
-        .until(() -> ExactlyOnceConnectTest.count(KeyedWrites.read(kafka.bootstrapServers(), topic)) >= 60);
-
-    cluster.kill(doomed);
-    cluster.startWorker();
-    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
-        && !cluster.taskWorkers("orders").contains(doomedId));
-    int afterRecovery = writes.written();
-    await().atMost(Duration.ofSeconds(30)).until(() -> writes.written() >= afterRecovery + 60);
-    writer.stop();
-
-    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    cluster.killWorkerMidStream(doomed, "orders", 4, writes, topic, 60, 60);
     writes.assertNothingLostInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
 
     JsonNode first = KeyedWrites.values(kafka.bootstrapServers(), topic).get(0);
@@ -214,8 +201,7 @@ class AtLeastOnceConnectTest {
         "history.lost.policy=skip");
 
     config.put("history.lost.policy", "skip");
-    cluster.putConnector("fragile", config);
-    cluster.call("POST", "/connectors/fragile/restart?includeTasks=true&onlyFailed=true", null);
+    cluster.reconfigureAndRestart("fragile", config, "includeTasks=true&onlyFailed=true");
     await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("fragile", 1));
     for (int i = 0; i < 3; i++) {
       fragile.insertOne(new Document("_id", "c" + i));
@@ -372,8 +358,7 @@ class AtLeastOnceConnectTest {
     }
 
     config.put("partitions.change", "restart-from-oldest-offset");
-    cluster.putConnector("resized", config);
-    cluster.call("POST", "/connectors/resized/restart?includeTasks=true", null);
+    cluster.reconfigureAndRestart("resized", config, "includeTasks=true");
     await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("resized", 2)); // 3 partitions, tasks.max 2
     resized.insertOne(new Document("_id", "r8"));
     await().atMost(Duration.ofSeconds(30)).until(() -> new HashSet<>(KeyedWrites.keys(kafka.bootstrapServers(), topic))

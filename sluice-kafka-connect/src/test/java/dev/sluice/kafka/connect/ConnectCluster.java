@@ -1,6 +1,7 @@
 package dev.sluice.kafka.connect;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -159,6 +160,31 @@ final class ConnectCluster implements AutoCloseable {
     put("/connectors/" + name + "/config", config);
   }
 
+  /**
+   * Updates connector {@code name} and then restarts it (with {@code query}, e.g. {@code
+   * includeTasks=true}) once the workers have taken the new configuration in: until then Connect
+   * refuses a restart with 409 ("Cannot complete request momentarily due to stale configuration"),
+   * which asks the client to send it again; any other refusal fails at once.
+   */
+  void reconfigureAndRestart(String name, Map<String, String> config, String query) {
+    putConnector(name, config);
+    await().atMost(Duration.ofSeconds(30)).until(() -> {
+      JsonNode applied = get("/connectors/" + name + "/config");
+      return config.entrySet().stream().allMatch(e -> e.getValue().equals(applied.path(e.getKey()).asText()));
+    });
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200)).until(() -> {
+      try {
+        call("POST", "/connectors/" + name + "/restart?" + query, null);
+        return true;
+      } catch (IllegalStateException e) {
+        if (String.valueOf(e.getMessage()).contains("-> 409:")) {
+          return false;
+        }
+        throw e;
+      }
+    });
+  }
+
   /** Whether the connector and {@code tasks} tasks are RUNNING (false while the REST API is unsure). */
   boolean running(String name, int tasks) {
     try {
@@ -186,16 +212,10 @@ final class ConnectCluster implements AutoCloseable {
 
   /** A base connector configuration for {@code collections} of database {@code db}. */
   static Map<String, String> connector(String mongoUri, String db, String collections, int partitions, int tasks) {
-    Map<String, String> c = new HashMap<>();
-    c.put("connector.class", SluiceSourceConnector.class.getName());
-    c.put("tasks.max", Integer.toString(tasks));
+    Map<String, String> c = base(partitions, tasks);
     c.put("mongodb.connection.string", mongoUri);
     c.put("mongodb.database", db);
     c.put("mongodb.collections", collections);
-    c.put("partitions", Integer.toString(partitions));
-    c.put("topic.creation.default.replication.factor", "1");
-    c.put("topic.creation.default.partitions", "3");
-    c.put("poll.max.wait.ms", "200");
     return c;
   }
 
@@ -205,18 +225,51 @@ final class ConnectCluster implements AutoCloseable {
    */
   static Map<String, String> postgresConnector(String jdbcUrl, String publication, String tables, int partitions,
       int tasks) {
-    Map<String, String> c = new HashMap<>();
-    c.put("connector.class", SluiceSourceConnector.class.getName());
-    c.put("tasks.max", Integer.toString(tasks));
+    Map<String, String> c = base(partitions, tasks);
     c.put("source.type", "postgresql");
     c.put("postgres.url", jdbcUrl);
     c.put("postgres.publication", publication);
     c.put("postgres.tables", tables);
+    return c;
+  }
+
+  private static Map<String, String> base(int partitions, int tasks) {
+    Map<String, String> c = new HashMap<>();
+    c.put("connector.class", SluiceSourceConnector.class.getName());
+    c.put("tasks.max", Integer.toString(tasks));
     c.put("partitions", Integer.toString(partitions));
     c.put("topic.creation.default.replication.factor", "1");
     c.put("topic.creation.default.partitions", "3");
     c.put("poll.max.wait.ms", "200");
     return c;
+  }
+
+  /** The worker id ({@code host:port}) of a child worker, as the status API names it. */
+  static String workerId(ChildJvm child) {
+    String url = child.output().stream().filter(l -> l.startsWith("WORKER-URL ")).findFirst().orElseThrow()
+        .substring("WORKER-URL ".length()).trim();
+    return url.replaceFirst("^https?://", "").replaceFirst("/$", "");
+  }
+
+  /**
+   * A worker crash under continuous keyed writes: once {@code before} changes are in {@code
+   * topic}, child worker {@code doomed} is killed with SIGKILL (mid-stream) and another worker
+   * starts; once the {@code tasks} tasks of connector {@code name} all run on other workers, {@code
+   * after} more changes are written; then the writes stop and every written change is awaited in
+   * the topic (read with read_committed). The caller checks what the topic holds.
+   */
+  void killWorkerMidStream(ChildJvm doomed, String name, int tasks, KeyedWrites writes, String topic, int before,
+      int after) throws InterruptedException {
+    String doomedId = workerId(doomed);
+    KeyedWrites.Writer writer = writes.startWriting();
+    await().atMost(Duration.ofSeconds(60)).until(() -> KeyedWrites.count(KeyedWrites.read(bootstrap, topic)) >= before);
+    kill(doomed);
+    startWorker();
+    await().atMost(Duration.ofSeconds(60)).until(() -> running(name, tasks) && !taskWorkers(name).contains(doomedId));
+    int afterRecovery = writes.written();
+    await().atMost(Duration.ofSeconds(30)).until(() -> writes.written() >= afterRecovery + after);
+    writer.stop();
+    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(bootstrap, topic)));
   }
 
   @Override

@@ -61,7 +61,7 @@ class ExactlyOnceConnectTest {
     ChildJvm doomed = cluster.startChildWorker("eos-worker-1");
     cluster.startWorker();
     cluster.startWorker();
-    String doomedId = idOf(doomed);
+    String doomedId = ConnectCluster.workerId(doomed);
 
     // Bad configurations are refused through Connect's own REST validate, each under its key.
     Map<String, String> bad = ConnectCluster.connector(mongo.uri(), db, "orders,nosuch", 4, 4);
@@ -78,18 +78,8 @@ class ExactlyOnceConnectTest {
     await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
         && cluster.taskWorkers("orders").contains(doomedId));
 
-    KeyedWrites.Writer writer = writes.startWriting();
-    await().atMost(Duration.ofSeconds(60)).until(() -> count(KeyedWrites.read(kafka.bootstrapServers(), topic)) >= 60);
-
-    cluster.kill(doomed); // SIGKILL mid-stream: its open transactions are aborted, its tasks fenced
-    cluster.startWorker(); // and another worker joins
-    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
-        && !cluster.taskWorkers("orders").contains(doomedId));
-    int afterRecovery = writes.written();
-    await().atMost(Duration.ofSeconds(30)).until(() -> writes.written() >= afterRecovery + 60);
-    writer.stop();
-
-    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    // SIGKILL mid-stream: its open transactions are aborted, its tasks fenced; another worker joins.
+    cluster.killWorkerMidStream(doomed, "orders", 4, writes, topic, 60, 60);
     writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
 
     // The whole cluster goes down; changes arrive meanwhile; a new cluster resumes from the offsets.
@@ -143,16 +133,6 @@ class ExactlyOnceConnectTest {
       total += ((Number) jmx.getAttribute(task, attribute)).doubleValue();
     }
     return total;
-  }
-
-  static String idOf(ChildJvm child) {
-    String url = child.output().stream().filter(l -> l.startsWith("WORKER-URL ")).findFirst().orElseThrow()
-        .substring("WORKER-URL ".length()).trim();
-    return url.replaceFirst("^https?://", "").replaceFirst("/$", "");
-  }
-
-  static int count(Map<String, List<Integer>> read) {
-    return read.values().stream().mapToInt(List::size).sum();
   }
 
   static List<String> errors(JsonNode validate, String key) {

@@ -136,6 +136,11 @@ final class KeyedWrites {
     return w;
   }
 
+  /** How many changes {@code read} holds. */
+  static int count(Map<String, List<Integer>> read) {
+    return read.values().stream().mapToInt(List::size).sum();
+  }
+
   /** Changes written so far. */
   int written() {
     int n = 0;

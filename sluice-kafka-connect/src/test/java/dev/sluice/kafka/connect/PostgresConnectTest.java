@@ -64,7 +64,7 @@ class PostgresConnectTest {
     ChildJvm doomed = cluster.startChildWorker("pg-worker-1");
     cluster.startWorker();
     cluster.startWorker();
-    String doomedId = ExactlyOnceConnectTest.idOf(doomed);
+    String doomedId = ConnectCluster.workerId(doomed);
 
     Map<String, String> config = ConnectCluster.postgresConnector(pg.jdbcUrl(DB), "pub_orders", "public.orders", 4, 4);
     // Through Connect's REST validate: a table the publication does not publish, under its key.
@@ -83,19 +83,8 @@ class PostgresConnectTest {
     await().atMost(Duration.ofSeconds(30)).until(() -> slots().size() == 4);
     Map<String, Long> created = slots();
 
-    KeyedWrites.Writer writer = writes.startWriting();
-    await().atMost(Duration.ofSeconds(60))
-        .until(() -> ExactlyOnceConnectTest.count(KeyedWrites.read(kafka.bootstrapServers(), topic)) >= 80);
-
-    cluster.kill(doomed); // SIGKILL mid-stream: its open transactions abort, its replication connections drop
-    cluster.startWorker();
-    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("pgorders", 4)
-        && !cluster.taskWorkers("pgorders").contains(doomedId));
-    int afterRecovery = writes.written();
-    await().atMost(Duration.ofSeconds(30)).until(() -> writes.written() >= afterRecovery + 80);
-    writer.stop();
-
-    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    // SIGKILL mid-stream: its open transactions abort, its replication connections drop.
+    cluster.killWorkerMidStream(doomed, "pgorders", 4, writes, topic, 80, 80);
     writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
 
     // Every slot was confirmed past where it was created (heartbeats move partitions without
