@@ -1,0 +1,204 @@
+package dev.sluice.benchmarks.connect;
+
+import static org.awaitility.Awaitility.await;
+
+import dev.sluice.jdbc.lease.SqlLeaseStore;
+import dev.sluice.kafka.KafkaSink;
+import dev.sluice.kafka.connect.SluiceSourceConnector;
+import dev.sluice.listener.Listener;
+import dev.sluice.listener.PartitionState;
+import dev.sluice.postgres.feed.PostgresChangeFeed;
+import dev.sluice.postgres.feed.PostgresDocuments;
+import dev.sluice.sink.MessageEncoder;
+import dev.sluice.testkit.kafka.EmbeddedKafka;
+import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import javax.sql.DataSource;
+
+/**
+ * The Kafka Connect source connector on a PostgreSQL publication against Sluice's own Kafka relay
+ * of the same table, in one JVM with one embedded Kafka broker and one PostgreSQL 17 server (issue
+ * 17). Each variant reads the same rows, inserted 100 per transaction into a fresh database's
+ * table after the variant's replication slot exists, into a fresh 3-partition topic; the clock
+ * starts when the relay's listener starts again or the connector's paused tasks are resumed, and
+ * stops when a {@code read_committed} consumer has the last record. Variants: the relay (a
+ * listener with {@link KafkaSink}, baseline), and the connector with 1 task on 1 partition and 4
+ * tasks on 4 partitions (each partition a slot of its own, which reads the whole WAL), exactly once
+ * off and on. The connector publishes the relay's envelope ({@code value.format=envelope}). A
+ * figure is the median of the in-round ratios to the relay, with their range; warm-up rounds are
+ * not counted.
+ *
+ * <p>Arguments: rows (default 20,000), warm-up rounds (1), measured rounds (3). Results: {@code
+ * docs/benchmarks.md}.
+ */
+public final class PostgresConnectSourceBenchmark {
+  private PostgresConnectSourceBenchmark() {}
+
+  private static final String[] NAMES = {
+    "Sluice Kafka relay on PostgreSQL (baseline)",
+    "connector, 1 task / 1 partition, at least once",
+    "connector, 4 tasks / 4 partitions, at least once",
+    "connector, 1 task / 1 partition, exactly once",
+    "connector, 4 tasks / 4 partitions, exactly once"
+  };
+  private static final int[] TASKS = {0, 1, 4, 1, 4};
+  private static final boolean[] EXACTLY_ONCE = {false, false, false, true, true};
+
+  public static void main(String[] args) throws Exception {
+    int rows = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
+    int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 1;
+    int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
+    System.out.printf("%d cores; rows=%d, %d warm-up + %d measured rounds%n", Runtime.getRuntime().availableProcessors(),
+        rows, warmup, rounds);
+    List<double[]> measured = new ArrayList<>();
+    try (EmbeddedKafka kafka = EmbeddedKafka.start(); EmbeddedPostgresServer pg = EmbeddedPostgresServer.start();
+        ConnectWorkers alo = ConnectWorkers.start(kafka.bootstrapServers(), "pgbench-alo", false, 0);
+        ConnectWorkers eos = ConnectWorkers.start(kafka.bootstrapServers(), "pgbench-eos", true, 0)) {
+      for (int r = 1; r <= warmup + rounds; r++) {
+        double[] x = new double[NAMES.length];
+        for (int v = 0; v < NAMES.length; v++) {
+          String tag = "r" + r + "v" + v;
+          String db = pg.createDatabase("bench_" + tag.toLowerCase());
+          prepare(pg.dataSource(db));
+          x[v] = v == 0 ? relay(kafka, pg, db, rows, tag)
+              : connector(kafka, pg, db, EXACTLY_ONCE[v] ? eos : alo, TASKS[v], EXACTLY_ONCE[v], rows, tag);
+          pg.dropReplicationSlots(db);
+        }
+        StringBuilder line = new StringBuilder(r <= warmup ? "warm-up " + r + ":" : "round " + (r - warmup) + ":");
+        for (double d : x) {
+          line.append(String.format(" %.0f/s", d));
+        }
+        System.out.println(line);
+        if (r > warmup) {
+          measured.add(x);
+        }
+      }
+    }
+    System.out.printf("%nrows=%d, %d warm-up + %d measured rounds; median of in-round ratios to the relay [min-max]%n",
+        rows, warmup, rounds);
+    for (int v = 0; v < NAMES.length; v++) {
+      int i = v;
+      double[] ratios = measured.stream().mapToDouble(x -> x[i] / x[0]).sorted().toArray();
+      double[] rates = measured.stream().mapToDouble(x -> x[i]).sorted().toArray();
+      System.out.printf("| %s | %.0f | %.3f [%.3f-%.3f] |%n", NAMES[v], median(rates), median(ratios), ratios[0],
+          ratios[ratios.length - 1]);
+    }
+  }
+
+  private static double median(double[] sorted) {
+    int n = sorted.length;
+    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  }
+
+  private static void prepare(DataSource db) throws SQLException {
+    try (Connection c = db.getConnection(); Statement st = c.createStatement()) {
+      st.execute("CREATE TABLE orders (id text PRIMARY KEY, amount int NOT NULL, note text)");
+      st.execute("CREATE PUBLICATION bench_pub FOR TABLE orders");
+    }
+  }
+
+  /** {@code rows} inserts, 100 per transaction. */
+  private static void insert(DataSource db, int rows) throws SQLException {
+    try (Connection c = db.getConnection();
+        PreparedStatement s = c.prepareStatement("INSERT INTO orders (id, amount, note) VALUES (?, ?, ?)")) {
+      c.setAutoCommit(false);
+      for (int i = 0; i < rows; i++) {
+        s.setString(1, "o" + i);
+        s.setInt(2, i);
+        s.setString(3, "order number " + i + " of the benchmark");
+        s.addBatch();
+        if ((i + 1) % 100 == 0 || i == rows - 1) {
+          s.executeBatch();
+          c.commit();
+        }
+      }
+    }
+  }
+
+  private static PostgresChangeFeed feed(EmbeddedPostgresServer pg, String db) {
+    return PostgresChangeFeed.builder(pg.jdbcUrl(db), EmbeddedPostgresServer.USER, null, "bench_pub")
+        .table("public.orders").build();
+  }
+
+  /**
+   * Changes per second through the relay: a first start creates the slot and pins its start, the
+   * rows are written, and the clock runs from the second start to the last record received.
+   */
+  private static double relay(EmbeddedKafka kafka, EmbeddedPostgresServer pg, String db, int rows, String tag)
+      throws Exception {
+    String topic = "pgrelay-" + tag;
+    kafka.createTopic(topic, 3);
+    DataSource ds = pg.dataSource(db);
+    try (TopicWatch watch = new TopicWatch(kafka.bootstrapServers(), topic);
+        KafkaSink<Map<String, Object>> sink = KafkaSink.builder(kafka.bootstrapServers(), topic,
+            MessageEncoder.builder(PostgresDocuments.mapper()).build()).build()) {
+      Listener.Builder<Map<String, Object>> listener = Listener.builder(feed(pg, db),
+              SqlLeaseStore.builder(ds).dialect(SqlLeaseStore.Dialect.POSTGRESQL).build())
+          .group("relay").handler(sink);
+      try (Listener<Map<String, Object>> first = listener.build().start()) {
+        await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(50))
+            .until(() -> first.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE
+                && s.committed() != null));
+      }
+      watch.awaitReady();
+      insert(ds, rows);
+      long start = System.nanoTime();
+      try (Listener<Map<String, Object>> l = listener.build().start()) {
+        long end = watch.awaitCount(rows, Duration.ofMinutes(10));
+        return rows / ((end - start) / 1e9);
+      }
+    }
+  }
+
+  /**
+   * Changes per second through the connector: created on the empty table (its slots pinned by a
+   * heartbeat), paused, the rows written, and the clock run from the REST resume to the last
+   * record received.
+   */
+  private static double connector(EmbeddedKafka kafka, EmbeddedPostgresServer pg, String db, ConnectWorkers workers,
+      int tasks, boolean exactlyOnce, int rows, String tag) throws Exception {
+    String name = "pgbench-" + tag;
+    String prefix = "pg-" + tag;
+    String topic = prefix + "." + db + ".public.orders";
+    kafka.createTopic(topic, 3);
+    Map<String, String> c = new HashMap<>();
+    c.put("connector.class", SluiceSourceConnector.class.getName());
+    c.put("tasks.max", Integer.toString(tasks));
+    c.put("source.type", "postgresql");
+    c.put("postgres.url", pg.jdbcUrl(db));
+    c.put("postgres.publication", "bench_pub");
+    c.put("postgres.tables", "public.orders");
+    c.put("partitions", Integer.toString(tasks));
+    c.put("topic.prefix", prefix);
+    c.put("value.format", "envelope");
+    c.put("topic.creation.default.replication.factor", "1");
+    c.put("topic.creation.default.partitions", "3");
+    if (exactlyOnce) {
+      c.put("exactly.once.support", "required");
+    }
+    try (TopicWatch watch = new TopicWatch(kafka.bootstrapServers(), topic)) {
+      workers.putConnector(name, c);
+      watch.awaitReady();
+      await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(50))
+          .until(() -> workers.inState(name, "RUNNING", tasks)
+              && workers.call("GET", "/connectors/" + name + "/offsets", null).path("offsets").size() == tasks);
+      workers.call("PUT", "/connectors/" + name + "/pause", null);
+      await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(50))
+          .until(() -> workers.inState(name, "PAUSED", tasks));
+      insert(pg.dataSource(db), rows);
+      long start = System.nanoTime();
+      workers.call("PUT", "/connectors/" + name + "/resume", null);
+      long end = watch.awaitCount(rows, Duration.ofMinutes(10));
+      workers.remove(name, Duration.ofMinutes(1));
+      return rows / ((end - start) / 1e9);
+    }
+  }
+}
