@@ -105,6 +105,59 @@ class PostgresSlotConfirmationTest {
     }
   }
 
+  /**
+   * A partition whose rows see no change while the rest of the table does still moves: its
+   * position passes the other partition's transactions, a heartbeat carries it as the offset, and
+   * once that is committed the slot is confirmed there, so an idle partition does not hold WAL.
+   */
+  @Test
+  void anIdlePartitionsSlotMovesWithItsHeartbeats() throws Exception {
+    Map<Map<String, Object>, Map<String, Object>> committed = new ConcurrentHashMap<>();
+    Map<String, String> config = new HashMap<>();
+    config.put("name", "idle");
+    config.put("source.type", "postgresql");
+    config.put("postgres.url", pg.jdbcUrl(DB));
+    config.put("postgres.publication", "pub_items");
+    config.put("postgres.tables", "public.items");
+    config.put("partitions", "2");
+    config.put("offset.confirm.interval.ms", "100");
+    config.put("heartbeat.interval.ms", "100");
+    config.put("poll.max.wait.ms", "100");
+    config.put(SluiceSourceConfig.TASK_UNITS, "0/2@public.items"); // this task reads partition 0 only
+    config.put(SluiceSourceConfig.TASK_INDEX, "0");
+    SluiceSourceTask task = start(config, committed);
+    try {
+      SourceRecord pin = pollUntil(task, r -> true, 1).get(0);
+      commit(committed, pin);
+      String created = slotConfirmed("idle_public_items_0of2");
+      int written = 0;
+      for (int i = 0; written < 5; i++) {
+        String key = "idle" + i;
+        if (dev.sluice.feed.PartitionSpec.indexOf(key, 2) == 1) {
+          sql("INSERT INTO items (id, seq) VALUES ('" + key + "', " + i + ")");
+          written++;
+        }
+      }
+      List<SourceRecord> heartbeats = new ArrayList<>();
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        List<SourceRecord> batch = task.poll();
+        if (batch != null) {
+          assertThat(batch).as("no change of partition 1 reaches partition 0").noneMatch(PostgresSlotConfirmationTest::isChange);
+          heartbeats.addAll(batch);
+        }
+        return !heartbeats.isEmpty() && !lsnOf(heartbeats.get(heartbeats.size() - 1)).equals(created);
+      });
+      SourceRecord last = heartbeats.get(heartbeats.size() - 1);
+      commit(committed, last);
+      await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+        task.poll();
+        assertThat(slotConfirmed("idle_public_items_0of2")).isEqualTo(lsnOf(last)).isNotEqualTo(created);
+      });
+    } finally {
+      task.stop();
+    }
+  }
+
   private static SluiceSourceTask start(Map<String, String> config, Map<Map<String, Object>, Map<String, Object>> store) {
     SluiceSourceTask task = new SluiceSourceTask();
     task.initialize(new SourceTaskContext() {
@@ -164,9 +217,14 @@ class PostgresSlotConfirmationTest {
   }
 
   private static String confirmed() throws SQLException {
+    return slotConfirmed("slotconf_public_items_0of1");
+  }
+
+  /** The confirmed_flush_lsn of slot {@code sluice_<db>_<suffix>}. */
+  private static String slotConfirmed(String suffix) throws SQLException {
     try (Connection c = db.getConnection(); Statement st = c.createStatement();
         ResultSet rs = st.executeQuery("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE database = '" + DB
-            + "' AND slot_name LIKE 'sluice_" + DB + "_slotconf_public_items_0of1'")) {
+            + "' AND slot_name = 'sluice_" + DB + "_" + suffix + "'")) {
       return rs.next() ? rs.getString(1) : null;
     }
   }
