@@ -8,6 +8,7 @@ import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.Updates;
 import dev.sluice.benchmarks.Prewrite;
+import dev.sluice.benchmarks.Rounds;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.kafka.KafkaSink;
 import dev.sluice.kafka.connect.SluiceSourceConnector;
@@ -74,15 +75,16 @@ import org.bson.Document;
 public final class ConnectSourceBenchmark {
   private ConnectSourceBenchmark() {}
 
-  private static final String[] NAMES = {
+  /** The variants, the baseline first; {@link PostgresConnectSourceBenchmark} runs the same ones. */
+  static final String[] NAMES = {
     "Sluice Kafka relay (baseline)",
     "connector, 1 task / 1 partition, at least once",
     "connector, 4 tasks / 4 partitions, at least once",
     "connector, 1 task / 1 partition, exactly once",
     "connector, 4 tasks / 4 partitions, exactly once"
   };
-  private static final int[] TASKS = {0, 1, 4, 1, 4};
-  private static final boolean[] EXACTLY_ONCE = {false, false, false, true, true};
+  static final int[] TASKS = {0, 1, 4, 1, 4};
+  static final boolean[] EXACTLY_ONCE = {false, false, false, true, true};
 
   public static void main(String[] args) throws Exception {
     int changes = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
@@ -93,27 +95,16 @@ public final class ConnectSourceBenchmark {
     System.out.printf("%d cores; changes=%d, %d warm-up + %d measured rounds; %d kills per mode,"
         + " scheduled.rebalance.max.delay.ms=%d%n", Runtime.getRuntime().availableProcessors(), changes, warmup,
         rounds, kills, rebalanceDelayMs);
-    List<double[]> measured = new ArrayList<>();
+    Rounds result;
     Map<Boolean, List<long[]>> resumes = new HashMap<>();
     try (EmbeddedKafka kafka = EmbeddedKafka.start();
         ConnectWorkers alo = ConnectWorkers.start(kafka.bootstrapServers(), "bench-alo", false, rebalanceDelayMs);
         ConnectWorkers eos = ConnectWorkers.start(kafka.bootstrapServers(), "bench-eos", true, rebalanceDelayMs)) {
-      for (int r = 1; r <= warmup + rounds; r++) {
-        double[] x = new double[NAMES.length];
-        for (int v = 0; v < NAMES.length; v++) {
-          String tag = "r" + r + "v" + v;
-          x[v] = v == 0 ? relay(kafka, changes, tag)
-              : connector(kafka, EXACTLY_ONCE[v] ? eos : alo, TASKS[v], EXACTLY_ONCE[v], changes, tag);
-        }
-        StringBuilder line = new StringBuilder(r <= warmup ? "warm-up " + r + ":" : "round " + (r - warmup) + ":");
-        for (double d : x) {
-          line.append(String.format(" %.0f/s", d));
-        }
-        System.out.println(line);
-        if (r > warmup) {
-          measured.add(x);
-        }
-      }
+      result = Rounds.run(NAMES, warmup, rounds, (r, v) -> {
+        String tag = "r" + r + "v" + v;
+        return v == 0 ? relay(kafka, changes, tag)
+            : connector(kafka, EXACTLY_ONCE[v] ? eos : alo, TASKS[v], EXACTLY_ONCE[v], changes, tag);
+      });
       try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
         for (int k = 1; k <= kills; k++) {
           for (boolean exactlyOnce : new boolean[] {false, true}) {
@@ -129,17 +120,11 @@ public final class ConnectSourceBenchmark {
 
     System.out.printf("%nchanges=%d, %d warm-up + %d measured rounds; median of in-round ratios to the relay"
         + " [min-max]%n", changes, warmup, rounds);
-    for (int v = 0; v < NAMES.length; v++) {
-      int i = v;
-      double[] ratios = measured.stream().mapToDouble(x -> x[i] / x[0]).sorted().toArray();
-      double[] rates = measured.stream().mapToDouble(x -> x[i]).sorted().toArray();
-      System.out.printf("| %s | %.0f | %.3f [%.3f-%.3f] |%n", NAMES[v], median(rates), median(ratios), ratios[0],
-          ratios[ratios.length - 1]);
-    }
-    printRatio(measured, "4 tasks / 1 task, at least once", 2, 1);
-    printRatio(measured, "4 tasks / 1 task, exactly once", 4, 3);
-    printRatio(measured, "exactly once / at least once, 1 task", 3, 1);
-    printRatio(measured, "exactly once / at least once, 4 tasks", 4, 2);
+    result.printRatiosToBaseline();
+    result.printRatio("4 tasks / 1 task, at least once", 2, 1);
+    result.printRatio("4 tasks / 1 task, exactly once", 4, 3);
+    result.printRatio("exactly once / at least once, 1 task", 3, 1);
+    result.printRatio("exactly once / at least once, 4 tasks", 4, 2);
     for (boolean exactlyOnce : new boolean[] {false, true}) {
       List<long[]> runs = resumes.getOrDefault(exactlyOnce, List.of());
       if (runs.isEmpty()) {
@@ -148,19 +133,9 @@ public final class ConnectSourceBenchmark {
       double[] reassigned = runs.stream().mapToDouble(m -> m[0]).sorted().toArray();
       double[] again = runs.stream().mapToDouble(m -> m[1]).sorted().toArray();
       System.out.printf("| resume after SIGKILL, %s | %d | reassigned %.0f ms [%.0f-%.0f] | records again %.0f ms"
-          + " [%.0f-%.0f] |%n", exactlyOnce ? "exactly once" : "at least once", runs.size(), median(reassigned),
-          reassigned[0], reassigned[reassigned.length - 1], median(again), again[0], again[again.length - 1]);
+          + " [%.0f-%.0f] |%n", exactlyOnce ? "exactly once" : "at least once", runs.size(), Rounds.median(reassigned),
+          reassigned[0], reassigned[reassigned.length - 1], Rounds.median(again), again[0], again[again.length - 1]);
     }
-  }
-
-  private static void printRatio(List<double[]> measured, String what, int a, int b) {
-    double[] r = measured.stream().mapToDouble(x -> x[a] / x[b]).sorted().toArray();
-    System.out.printf("%s: %.2f [%.2f-%.2f]%n", what, median(r), r[0], r[r.length - 1]);
-  }
-
-  private static double median(double[] sorted) {
-    int n = sorted.length;
-    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   }
 
   private static Map<String, String> connectorConfig(String mongoUri, String collection, String prefix,

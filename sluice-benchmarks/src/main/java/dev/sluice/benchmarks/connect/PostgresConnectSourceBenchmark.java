@@ -2,6 +2,7 @@ package dev.sluice.benchmarks.connect;
 
 import static org.awaitility.Awaitility.await;
 
+import dev.sluice.benchmarks.Rounds;
 import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.kafka.KafkaSink;
 import dev.sluice.kafka.connect.SluiceSourceConnector;
@@ -17,9 +18,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
 
@@ -42,15 +41,16 @@ import javax.sql.DataSource;
 public final class PostgresConnectSourceBenchmark {
   private PostgresConnectSourceBenchmark() {}
 
-  private static final String[] NAMES = {
-    "Sluice Kafka relay on PostgreSQL (baseline)",
-    "connector, 1 task / 1 partition, at least once",
-    "connector, 4 tasks / 4 partitions, at least once",
-    "connector, 1 task / 1 partition, exactly once",
-    "connector, 4 tasks / 4 partitions, exactly once"
-  };
-  private static final int[] TASKS = {0, 1, 4, 1, 4};
-  private static final boolean[] EXACTLY_ONCE = {false, false, false, true, true};
+  /** {@link ConnectSourceBenchmark}'s variants, with the PostgreSQL relay as the baseline. */
+  private static final String[] NAMES = names();
+  private static final int[] TASKS = ConnectSourceBenchmark.TASKS;
+  private static final boolean[] EXACTLY_ONCE = ConnectSourceBenchmark.EXACTLY_ONCE;
+
+  private static String[] names() {
+    String[] n = ConnectSourceBenchmark.NAMES.clone();
+    n[0] = "Sluice Kafka relay on PostgreSQL (baseline)";
+    return n;
+  }
 
   public static void main(String[] args) throws Exception {
     int rows = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
@@ -58,44 +58,25 @@ public final class PostgresConnectSourceBenchmark {
     int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
     System.out.printf("%d cores; rows=%d, %d warm-up + %d measured rounds%n", Runtime.getRuntime().availableProcessors(),
         rows, warmup, rounds);
-    List<double[]> measured = new ArrayList<>();
+    Rounds result;
     try (EmbeddedKafka kafka = EmbeddedKafka.start(); EmbeddedPostgresServer pg = EmbeddedPostgresServer.start();
         ConnectWorkers alo = ConnectWorkers.start(kafka.bootstrapServers(), "pgbench-alo", false, 0);
         ConnectWorkers eos = ConnectWorkers.start(kafka.bootstrapServers(), "pgbench-eos", true, 0)) {
-      for (int r = 1; r <= warmup + rounds; r++) {
-        double[] x = new double[NAMES.length];
-        for (int v = 0; v < NAMES.length; v++) {
-          String tag = "r" + r + "v" + v;
-          String db = pg.createDatabase("bench_" + tag.toLowerCase());
-          prepare(pg.dataSource(db));
-          x[v] = v == 0 ? relay(kafka, pg, db, rows, tag)
-              : connector(kafka, pg, db, EXACTLY_ONCE[v] ? eos : alo, TASKS[v], EXACTLY_ONCE[v], rows, tag);
-          pg.dropReplicationSlots(db);
-        }
-        StringBuilder line = new StringBuilder(r <= warmup ? "warm-up " + r + ":" : "round " + (r - warmup) + ":");
-        for (double d : x) {
-          line.append(String.format(" %.0f/s", d));
-        }
-        System.out.println(line);
-        if (r > warmup) {
-          measured.add(x);
-        }
-      }
+      result = Rounds.run(NAMES, warmup, rounds, (r, v) -> {
+        String tag = "r" + r + "v" + v;
+        String db = pg.createDatabase("bench_" + tag.toLowerCase());
+        prepare(pg.dataSource(db));
+        double rate = v == 0 ? relay(kafka, pg, db, rows, tag)
+            : connector(kafka, pg, db, EXACTLY_ONCE[v] ? eos : alo, TASKS[v], EXACTLY_ONCE[v], rows, tag);
+        pg.dropReplicationSlots(db);
+        return rate;
+      });
     }
     System.out.printf("%nrows=%d, %d warm-up + %d measured rounds; median of in-round ratios to the relay [min-max]%n",
         rows, warmup, rounds);
-    for (int v = 0; v < NAMES.length; v++) {
-      int i = v;
-      double[] ratios = measured.stream().mapToDouble(x -> x[i] / x[0]).sorted().toArray();
-      double[] rates = measured.stream().mapToDouble(x -> x[i]).sorted().toArray();
-      System.out.printf("| %s | %.0f | %.3f [%.3f-%.3f] |%n", NAMES[v], median(rates), median(ratios), ratios[0],
-          ratios[ratios.length - 1]);
-    }
-  }
-
-  private static double median(double[] sorted) {
-    int n = sorted.length;
-    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    result.printRatiosToBaseline();
+    result.printRatio("exactly once / at least once, 1 task", 3, 1);
+    result.printRatio("exactly once / at least once, 4 tasks", 4, 2);
   }
 
   private static void prepare(DataSource db) throws SQLException {

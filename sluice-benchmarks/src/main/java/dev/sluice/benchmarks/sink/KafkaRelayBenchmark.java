@@ -1,5 +1,6 @@
 package dev.sluice.benchmarks.sink;
 
+import dev.sluice.benchmarks.Rounds;
 import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.model.changestream.ChangeStreamDocument;
@@ -15,8 +16,6 @@ import dev.sluice.sink.MessageEncoder;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import org.bson.BsonDocument;
 import org.bson.BsonTimestamp;
 import org.bson.Document;
@@ -66,40 +65,14 @@ public final class KafkaRelayBenchmark {
     int changes = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
     int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 1;
     int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
-    List<double[]> measured = new ArrayList<>();
+    Rounds result;
     try (EmbeddedKafka kafka = EmbeddedKafka.start()) {
-      for (int r = 1; r <= warmup + rounds; r++) {
-        double[] x = new double[NAMES.length];
-        for (int v = 0; v < NAMES.length; v++) {
-          x[v] = run(kafka, v, changes, "r" + r);
-        }
-        StringBuilder line = new StringBuilder(r <= warmup ? "warm-up " + r + ":" : "round " + (r - warmup) + ":");
-        for (double d : x) {
-          line.append(String.format(" %.0f/s", d));
-        }
-        System.out.println(line);
-        if (r > warmup) {
-          measured.add(x);
-        }
-      }
+      result = Rounds.run(NAMES, warmup, rounds, (r, v) -> run(kafka, v, changes, "r" + r));
     }
     System.out.printf("%nchanges=%d, %d warm-up + %d measured rounds; median of in-round ratios to the drain [min-max]%n",
         changes, warmup, rounds);
-    for (int v = 0; v < NAMES.length; v++) {
-      int i = v;
-      double[] ratios = measured.stream().mapToDouble(x -> x[i] / x[0]).sorted().toArray();
-      double[] rates = measured.stream().mapToDouble(x -> x[i]).sorted().toArray();
-      System.out.printf("%-50s %8.0f changes/s (median)  ratio %.3f [%.3f-%.3f]%n", NAMES[v],
-          median(rates), median(ratios), ratios[0], ratios[ratios.length - 1]);
-    }
-    double[] gain = measured.stream().mapToDouble(x -> x[2] / x[1]).sorted().toArray();
-    System.out.printf("pipelined / awaited (default batching): %.2f [%.2f-%.2f]%n", median(gain), gain[0],
-        gain[gain.length - 1]);
-  }
-
-  private static double median(double[] sorted) {
-    int n = sorted.length;
-    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    result.printRatiosToBaseline();
+    result.printRatio("pipelined / awaited (default batching)", 2, 1);
   }
 
   private static double run(EmbeddedKafka kafka, int variant, int changes, String tag) throws Exception {

@@ -272,6 +272,20 @@ final class ConnectCluster implements AutoCloseable {
     await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(bootstrap, topic)));
   }
 
+  /**
+   * The whole cluster down while changes are written: stops every worker, writes {@code rounds}
+   * rounds, starts two workers in this JVM and awaits every written change in {@code topic}.
+   */
+  void restartAllWhileWriting(KeyedWrites writes, int rounds, String topic) {
+    stopAll();
+    for (int i = 0; i < rounds; i++) {
+      writes.round();
+    }
+    startWorker();
+    startWorker();
+    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(bootstrap, topic)));
+  }
+
   @Override
   public void close() {
     stopAll();

@@ -83,13 +83,7 @@ class ExactlyOnceConnectTest {
     writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
 
     // The whole cluster goes down; changes arrive meanwhile; a new cluster resumes from the offsets.
-    cluster.stopAll();
-    for (int i = 0; i < 20; i++) {
-      writes.round();
-    }
-    cluster.startWorker();
-    cluster.startWorker();
-    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    cluster.restartAllWhileWriting(writes, 20, topic);
     writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
 
     JsonNode offsets = cluster.get("/connectors/orders/offsets").path("offsets");

@@ -93,13 +93,7 @@ class PostgresConnectTest {
         (slot, confirmed) -> assertThat(confirmed).as(slot).isGreaterThan(created.get(slot))));
 
     // The whole cluster goes down; changes arrive meanwhile; a new cluster resumes from the offsets.
-    cluster.stopAll();
-    for (int i = 0; i < 20; i++) {
-      writes.round();
-    }
-    cluster.startWorker();
-    cluster.startWorker();
-    await().atMost(Duration.ofSeconds(60)).until(() -> writes.complete(KeyedWrites.read(kafka.bootstrapServers(), topic)));
+    cluster.restartAllWhileWriting(writes, 20, topic);
     writes.assertExactlyOnceInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));
     assertThat(cluster.running("pgorders", 4)).isTrue();
 

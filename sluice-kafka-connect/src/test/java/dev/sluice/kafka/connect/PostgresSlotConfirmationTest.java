@@ -55,16 +55,7 @@ class PostgresSlotConfirmationTest {
   @Test
   void theSlotIsConfirmedTheCommittedOffsetAndARestartedTaskResumesThere() throws Exception {
     Map<Map<String, Object>, Map<String, Object>> committed = new ConcurrentHashMap<>();
-    Map<String, String> config = new HashMap<>();
-    config.put("name", "slotconf");
-    config.put("source.type", "postgresql");
-    config.put("postgres.url", pg.jdbcUrl(DB));
-    config.put("postgres.publication", "pub_items");
-    config.put("postgres.tables", "public.items");
-    config.put("offset.confirm.interval.ms", "100");
-    config.put("poll.max.wait.ms", "100");
-    config.put(SluiceSourceConfig.TASK_UNITS, "0/1@public.items");
-    config.put(SluiceSourceConfig.TASK_INDEX, "0");
+    Map<String, String> config = taskConfig("slotconf", "0/1@public.items");
 
     SluiceSourceTask task = start(config, committed);
     List<SourceRecord> changes = new ArrayList<>();
@@ -113,18 +104,9 @@ class PostgresSlotConfirmationTest {
   @Test
   void anIdlePartitionsSlotMovesWithItsHeartbeats() throws Exception {
     Map<Map<String, Object>, Map<String, Object>> committed = new ConcurrentHashMap<>();
-    Map<String, String> config = new HashMap<>();
-    config.put("name", "idle");
-    config.put("source.type", "postgresql");
-    config.put("postgres.url", pg.jdbcUrl(DB));
-    config.put("postgres.publication", "pub_items");
-    config.put("postgres.tables", "public.items");
+    Map<String, String> config = taskConfig("idle", "0/2@public.items"); // this task reads partition 0 only
     config.put("partitions", "2");
-    config.put("offset.confirm.interval.ms", "100");
     config.put("heartbeat.interval.ms", "100");
-    config.put("poll.max.wait.ms", "100");
-    config.put(SluiceSourceConfig.TASK_UNITS, "0/2@public.items"); // this task reads partition 0 only
-    config.put(SluiceSourceConfig.TASK_INDEX, "0");
     SluiceSourceTask task = start(config, committed);
     try {
       SourceRecord pin = pollUntil(task, r -> true, 1).get(0);
@@ -156,6 +138,21 @@ class PostgresSlotConfirmationTest {
     } finally {
       task.stop();
     }
+  }
+
+  /** The configuration Connect gives task 0 of connector {@code name} holding {@code units}. */
+  private static Map<String, String> taskConfig(String name, String units) {
+    Map<String, String> config = new HashMap<>();
+    config.put("name", name);
+    config.put("source.type", "postgresql");
+    config.put("postgres.url", pg.jdbcUrl(DB));
+    config.put("postgres.publication", "pub_items");
+    config.put("postgres.tables", "public.items");
+    config.put("offset.confirm.interval.ms", "100");
+    config.put("poll.max.wait.ms", "100");
+    config.put(SluiceSourceConfig.TASK_UNITS, units);
+    config.put(SluiceSourceConfig.TASK_INDEX, "0");
+    return config;
   }
 
   private static SluiceSourceTask start(Map<String, String> config, Map<Map<String, Object>, Map<String, Object>> store) {
