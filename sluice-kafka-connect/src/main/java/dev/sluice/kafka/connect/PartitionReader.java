@@ -31,8 +31,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One source partition read by a task: the feed's cursor for partition {@code index} of {@code
- * count} of one stream (collection or table), opened after the committed offset (or at the startup point), turned
- * into records whose offset is the change's position. Applies the history-lost policy, parks
+ * count} of one stream (collection or table), opened after the committed offset (or at the
+ * startup point), turned into records whose offset is the change's position. Applies the history-lost policy, parks
  * undecodable changes (and every later change of their key), sends heartbeats, and re-opens the
  * cursor after the last record handed to Connect when the source fails transiently. Used by one
  * thread, the task's.

@@ -154,7 +154,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
               + " the tasks. Every change of a key is in one partition, so per-key order holds. Changing it"
               + " later is governed by " + PARTITIONS_CHANGE + ".", RECORDS, 1, Width.SHORT, "Partitions")
       .define(TOPIC_PREFIX, Type.STRING, "sluice", new TopicPrefixValidator(), Importance.HIGH,
-          "Records of collection c go to topic <prefix>.<database>.<c>, of table s.t to <prefix>.<database>.<s.t>.", RECORDS, 2, Width.MEDIUM, "Topic prefix")
+          "Records of collection c go to topic <prefix>.<database>.<c>, of table s.t to"
+              + " <prefix>.<database>.<s.t>.", RECORDS, 2, Width.MEDIUM, "Topic prefix")
       .define(VALUE_FORMAT, Type.STRING, "struct", ConfigDef.CaseInsensitiveValidString.in(
               VALUE_FORMATS.toArray(String[]::new)), Importance.MEDIUM,
           "struct: the value is a Connect Struct with a schema (Sluice's envelope fields; documents as relaxed"
@@ -472,7 +473,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
       }
       String url = (String) value;
       if (!url.startsWith("jdbc:postgresql:") || org.postgresql.Driver.parseURL(url, null) == null) {
-        throw new ConfigException(name, "[hidden]", "is not a PostgreSQL JDBC URL (jdbc:postgresql://host:5432/database)");
+        throw new ConfigException(name, "[hidden]",
+            "is not a PostgreSQL JDBC URL (jdbc:postgresql://host:5432/database)");
       }
     }
 

@@ -128,7 +128,8 @@ public final class SluiceSourceConnector extends SourceConnector {
       return result;
     }
     List<String> needed = cfg.postgres()
-        ? List.of(SluiceSourceConfig.POSTGRES_URL, SluiceSourceConfig.POSTGRES_PUBLICATION, SluiceSourceConfig.POSTGRES_TABLES)
+        ? List.of(SluiceSourceConfig.POSTGRES_URL, SluiceSourceConfig.POSTGRES_PUBLICATION,
+            SluiceSourceConfig.POSTGRES_TABLES)
         : List.of(SluiceSourceConfig.MONGODB_URI, SluiceSourceConfig.MONGODB_DATABASE, SluiceSourceConfig.COLLECTIONS);
     if (hasErrors(values, needed.toArray(String[]::new))
         || hasErrors(values, SluiceSourceConfig.PARTITIONS, SluiceSourceConfig.STARTUP_MODE,

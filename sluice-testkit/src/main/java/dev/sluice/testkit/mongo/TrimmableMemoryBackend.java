@@ -120,7 +120,8 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
     }
-    Document response = isolated(command, query, () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query));
+    Document response = isolated(command, query,
+        () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query));
     if (command.equals("getMore") || command.equals("aggregate")) {
       addPostBatchResumeToken(response);
     }
