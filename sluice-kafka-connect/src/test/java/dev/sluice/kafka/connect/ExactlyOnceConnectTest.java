@@ -58,9 +58,13 @@ class ExactlyOnceConnectTest {
     KeyedWrites writes = new KeyedWrites(orders, 6);
     String topic = "sluice." + db + ".orders";
 
+    // The worker to be killed joins last, so it is not the group's leader: with exactly-once
+    // support a task that starts asks the leader (over REST) to fence its zombies, and Connect fails
+    // for good a task whose request went to a leader killed at that moment (it waits for an
+    // operator's restart). That is Connect's availability, not the exactly-once guarantee this tests.
+    cluster.startWorker();
+    cluster.startWorker();
     ChildJvm doomed = cluster.startChildWorker("eos-worker-1");
-    cluster.startWorker();
-    cluster.startWorker();
     String doomedId = ConnectCluster.workerId(doomed);
 
     // Bad configurations are refused through Connect's own REST validate, each under its key.

@@ -61,9 +61,13 @@ class PostgresConnectTest {
     KeyedWrites writes = new KeyedWrites(KeyedWrites.postgres(db, "orders"), 8);
     String topic = "sluice." + DB + ".public.orders";
 
+    // The worker to be killed joins last, so it is not the group's leader: with exactly-once
+    // support a task that starts asks the leader (over REST) to fence its zombies, and Connect fails
+    // for good a task whose request went to a leader killed at that moment (it waits for an
+    // operator's restart). That is Connect's availability, not the exactly-once guarantee this tests.
+    cluster.startWorker();
+    cluster.startWorker();
     ChildJvm doomed = cluster.startChildWorker("pg-worker-1");
-    cluster.startWorker();
-    cluster.startWorker();
     String doomedId = ConnectCluster.workerId(doomed);
 
     Map<String, String> config = ConnectCluster.postgresConnector(pg.jdbcUrl(DB), "pub_orders", "public.orders", 4, 4);
