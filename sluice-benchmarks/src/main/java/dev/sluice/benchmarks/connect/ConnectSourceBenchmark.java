@@ -11,7 +11,6 @@ import dev.sluice.benchmarks.Prewrite;
 import dev.sluice.benchmarks.Rounds;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.kafka.KafkaSink;
-import dev.sluice.kafka.connect.SluiceSourceConnector;
 import dev.sluice.listener.Listener;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
@@ -140,21 +139,10 @@ public final class ConnectSourceBenchmark {
 
   private static Map<String, String> connectorConfig(String mongoUri, String collection, String prefix,
       int partitions, int tasks, boolean exactlyOnce) {
-    Map<String, String> c = new HashMap<>();
-    c.put("connector.class", SluiceSourceConnector.class.getName());
-    c.put("tasks.max", Integer.toString(tasks));
+    Map<String, String> c = ConnectWorkers.connectorBase(prefix, partitions, tasks, exactlyOnce);
     c.put("mongodb.connection.string", mongoUri);
     c.put("mongodb.database", "bench");
     c.put("mongodb.collections", collection);
-    c.put("partitions", Integer.toString(partitions));
-    c.put("topic.prefix", prefix);
-    c.put("value.format", "envelope");
-    // The heartbeat topic is created by Connect (the embedded broker does not auto-create topics).
-    c.put("topic.creation.default.replication.factor", "1");
-    c.put("topic.creation.default.partitions", "3");
-    if (exactlyOnce) {
-      c.put("exactly.once.support", "required");
-    }
     return c;
   }
 

@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.kafka.connect.SluiceSourceConnector;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -65,6 +66,27 @@ final class ConnectWorkers implements AutoCloseable {
   }
 
   /** The worker properties, for a worker of the same group in a child JVM. */
+  /**
+   * What every benchmarked connector sets whatever its source: its task and partition counts, the
+   * topic prefix, the relay's envelope as the value ({@code value.format=envelope}, so connector
+   * and relay write the same bytes), topics created by Connect (the embedded broker does not
+   * auto-create them; the heartbeat topic is one), and exactly-once when asked.
+   */
+  static Map<String, String> connectorBase(String prefix, int partitions, int tasks, boolean exactlyOnce) {
+    Map<String, String> c = new HashMap<>();
+    c.put("connector.class", SluiceSourceConnector.class.getName());
+    c.put("tasks.max", Integer.toString(tasks));
+    c.put("partitions", Integer.toString(partitions));
+    c.put("topic.prefix", prefix);
+    c.put("value.format", "envelope");
+    c.put("topic.creation.default.replication.factor", "1");
+    c.put("topic.creation.default.partitions", "3");
+    if (exactlyOnce) {
+      c.put("exactly.once.support", "required");
+    }
+    return c;
+  }
+
   Map<String, String> props() {
     return props;
   }

@@ -5,7 +5,6 @@ import static org.awaitility.Awaitility.await;
 import dev.sluice.benchmarks.Rounds;
 import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.kafka.KafkaSink;
-import dev.sluice.kafka.connect.SluiceSourceConnector;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.PartitionState;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
@@ -18,7 +17,6 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
 import javax.sql.DataSource;
 
@@ -150,21 +148,11 @@ public final class PostgresConnectSourceBenchmark {
     String prefix = "pg-" + tag;
     String topic = prefix + "." + db + ".public.orders";
     kafka.createTopic(topic, 3);
-    Map<String, String> c = new HashMap<>();
-    c.put("connector.class", SluiceSourceConnector.class.getName());
-    c.put("tasks.max", Integer.toString(tasks));
+    Map<String, String> c = ConnectWorkers.connectorBase(prefix, tasks, tasks, exactlyOnce);
     c.put("source.type", "postgresql");
     c.put("postgres.url", pg.jdbcUrl(db));
     c.put("postgres.publication", "bench_pub");
     c.put("postgres.tables", "public.orders");
-    c.put("partitions", Integer.toString(tasks));
-    c.put("topic.prefix", prefix);
-    c.put("value.format", "envelope");
-    c.put("topic.creation.default.replication.factor", "1");
-    c.put("topic.creation.default.partitions", "3");
-    if (exactlyOnce) {
-      c.put("exactly.once.support", "required");
-    }
     try (TopicWatch watch = new TopicWatch(kafka.bootstrapServers(), topic)) {
       workers.putConnector(name, c);
       watch.awaitReady();

@@ -54,7 +54,7 @@ public final class SluiceSourceTask extends SourceTask {
     List<Unit> units = Unit.decode(props.get(SluiceSourceConfig.TASK_UNITS));
     metrics = new TaskMetrics(connector, task, this::lagMillis);
     try {
-      if (metrics.registerWithConnect(context, this::lagMillis)) {
+      if (metrics.registerWithConnect(context)) {
         log.info("Task {} of connector {} reports its metrics through Connect's plugin metrics too", task, connector);
       }
       source = ConnectSource.open(config);

@@ -79,7 +79,6 @@ class AtLeastOnceConnectTest {
     MongoCollection<Document> orders = client.getDatabase(db).getCollection("orders");
     KeyedWrites writes = new KeyedWrites(orders, 6);
     String topic = "sluice." + db + ".orders";
-    String doomedId = ConnectCluster.workerId(doomed);
 
     Map<String, String> config = ConnectCluster.connector(mongo.uri(), db, "orders", 4, 4);
     // The value's schema with the JSON converter (schemas on) and a standard SMT that needs it.
@@ -89,9 +88,7 @@ class AtLeastOnceConnectTest {
     config.put("transforms.origin.type", "org.apache.kafka.connect.transforms.InsertField$Value");
     config.put("transforms.origin.static.field", "origin");
     config.put("transforms.origin.static.value", "sluice");
-    cluster.putConnector("orders", config);
-    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
-        && cluster.taskWorkers("orders").contains(doomedId));
+    cluster.putConnectorWithTasksOn(doomed, "orders", config, 4);
 
     cluster.killWorkerMidStream(doomed, "orders", 4, writes, topic, 60, 60);
     writes.assertNothingLostInOrder(KeyedWrites.read(kafka.bootstrapServers(), topic));

@@ -252,6 +252,16 @@ final class ConnectCluster implements AutoCloseable {
   }
 
   /**
+   * Creates connector {@code name} and waits until its {@code tasks} tasks run, some of them on
+   * child worker {@code doomed} (the one a test then kills).
+   */
+  void putConnectorWithTasksOn(ChildJvm doomed, String name, Map<String, String> config, int tasks) {
+    String doomedId = workerId(doomed);
+    putConnector(name, config);
+    await().atMost(Duration.ofSeconds(60)).until(() -> running(name, tasks) && taskWorkers(name).contains(doomedId));
+  }
+
+  /**
    * A worker crash under continuous keyed writes: once {@code before} changes are in {@code
    * topic}, child worker {@code doomed} is killed with SIGKILL (mid-stream) and another worker
    * starts; once the {@code tasks} tasks of connector {@code name} all run on other workers, {@code

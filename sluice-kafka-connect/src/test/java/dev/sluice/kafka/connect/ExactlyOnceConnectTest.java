@@ -65,7 +65,6 @@ class ExactlyOnceConnectTest {
     cluster.startWorker();
     cluster.startWorker();
     ChildJvm doomed = cluster.startChildWorker("eos-worker-1");
-    String doomedId = ConnectCluster.workerId(doomed);
 
     // Bad configurations are refused through Connect's own REST validate, each under its key.
     Map<String, String> bad = ConnectCluster.connector(mongo.uri(), db, "orders,nosuch", 4, 4);
@@ -78,9 +77,7 @@ class ExactlyOnceConnectTest {
 
     Map<String, String> config = ConnectCluster.connector(mongo.uri(), db, "orders", 4, 4);
     config.put("exactly.once.support", "required");
-    cluster.putConnector("orders", config);
-    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("orders", 4)
-        && cluster.taskWorkers("orders").contains(doomedId));
+    cluster.putConnectorWithTasksOn(doomed, "orders", config, 4);
 
     // SIGKILL mid-stream: its open transactions are aborted, its tasks fenced; another worker joins.
     cluster.killWorkerMidStream(doomed, "orders", 4, writes, topic, 60, 60);

@@ -68,7 +68,6 @@ class PostgresConnectTest {
     cluster.startWorker();
     cluster.startWorker();
     ChildJvm doomed = cluster.startChildWorker("pg-worker-1");
-    String doomedId = ConnectCluster.workerId(doomed);
 
     Map<String, String> config = ConnectCluster.postgresConnector(pg.jdbcUrl(DB), "pub_orders", "public.orders", 4, 4);
     // Through Connect's REST validate: a table the publication does not publish, under its key.
@@ -81,9 +80,7 @@ class PostgresConnectTest {
     config.put("exactly.once.support", "required");
     config.put("offset.confirm.interval.ms", "300");
     config.put("heartbeat.interval.ms", "500");
-    cluster.putConnector("pgorders", config);
-    await().atMost(Duration.ofSeconds(60)).until(() -> cluster.running("pgorders", 4)
-        && cluster.taskWorkers("pgorders").contains(doomedId));
+    cluster.putConnectorWithTasksOn(doomed, "pgorders", config, 4);
     await().atMost(Duration.ofSeconds(30)).until(() -> slots().size() == 4);
     Map<String, Long> created = slots();
 

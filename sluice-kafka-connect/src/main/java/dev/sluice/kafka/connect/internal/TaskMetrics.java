@@ -35,36 +35,69 @@ public final class TaskMetrics implements AutoCloseable {
   public static final String DOMAIN = "sluice.connect";
   private static final String GROUP = "source-task-metrics";
 
+  private static final int CHANGES = 0;
+  private static final int HEARTBEATS = 1;
+  private static final int PARKED = 2;
+  private static final int HISTORY_LOST = 3;
+
   private final Metrics metrics;
-  private final Sensor changes;
-  private final Sensor heartbeats;
-  private final Sensor parked;
-  private final Sensor historyLost;
+  private final LongSupplier lagMillis;
+  /** The sensors in this task's own registry, by the indexes above. */
+  private final Sensor[] own;
   /** The same sensors in Connect's registry, once {@link #registerWithConnect} found it; else null. */
   private volatile Sensor[] connect;
+
+  /** Where the metrics are defined: this task's own {@link Metrics}, or Connect's plugin metrics. */
+  private interface Registry {
+    Sensor sensor(String name);
+
+    MetricName name(String metric, String doc);
+
+    void gauge(MetricName name, Gauge<Long> gauge);
+  }
 
   public TaskMetrics(String connector, int task, LongSupplier lagMillis) {
     Map<String, String> tags = Map.of("connector", connector, "task", Integer.toString(task));
     this.metrics = new Metrics(new MetricConfig().tags(tags), List.of(new JmxReporter()), Time.SYSTEM,
         new KafkaMetricsContext(DOMAIN));
-    changes = metrics.sensor("changes");
-    changes.add(name("changes-total", "Changes handed to Connect"), new CumulativeSum());
-    changes.add(name("changes-rate", "Changes handed to Connect per second"), new Rate());
-    heartbeats = counter("heartbeats-total", "Heartbeat records sent");
-    parked = counter("parked-total", "Changes parked to the parked topic");
-    historyLost = counter("history-lost-total", "Times a committed position had fallen off the oplog");
-    metrics.addMetric(name("lag-ms", "Largest lag of the task's partitions, in milliseconds"),
-        (Gauge<Long>) (config, now) -> lagMillis.getAsLong());
+    this.lagMillis = lagMillis;
+    this.own = define(new Registry() {
+      @Override
+      public Sensor sensor(String name) {
+        return metrics.sensor(name);
+      }
+
+      @Override
+      public MetricName name(String metric, String doc) {
+        return metrics.metricName(metric, GROUP, doc);
+      }
+
+      @Override
+      public void gauge(MetricName name, Gauge<Long> gauge) {
+        metrics.addMetric(name, gauge);
+      }
+    });
   }
 
-  private Sensor counter(String metric, String doc) {
-    Sensor s = metrics.sensor(metric);
-    s.add(name(metric, doc), new CumulativeSum());
+  /** Every metric of a task, in {@code registry}; returns its sensors by the indexes above. */
+  private Sensor[] define(Registry registry) {
+    Sensor[] sensors = new Sensor[4];
+    sensors[CHANGES] = registry.sensor("changes");
+    sensors[CHANGES].add(registry.name("changes-total", "Changes handed to Connect"), new CumulativeSum());
+    sensors[CHANGES].add(registry.name("changes-rate", "Changes handed to Connect per second"), new Rate());
+    sensors[HEARTBEATS] = counter(registry, "heartbeats-total", "Heartbeat records sent");
+    sensors[PARKED] = counter(registry, "parked-total", "Changes parked to the parked topic");
+    sensors[HISTORY_LOST] = counter(registry, "history-lost-total",
+        "Times a committed position had fallen off the source's history");
+    registry.gauge(registry.name("lag-ms", "Largest lag of the task's partitions, in milliseconds"),
+        (config, now) -> lagMillis.getAsLong());
+    return sensors;
+  }
+
+  private static Sensor counter(Registry registry, String metric, String doc) {
+    Sensor s = registry.sensor(metric);
+    s.add(registry.name(metric, doc), new CumulativeSum());
     return s;
-  }
-
-  private MetricName name(String metric, String doc) {
-    return metrics.metricName(metric, GROUP, doc);
   }
 
   /**
@@ -74,7 +107,7 @@ public final class TaskMetrics implements AutoCloseable {
    *
    * @throws IllegalStateException when the worker has the registry but refused a metric
    */
-  public boolean registerWithConnect(Object taskContext, LongSupplier lagMillis) {
+  public boolean registerWithConnect(Object taskContext) {
     Object registry;
     try {
       registry = org.apache.kafka.connect.source.SourceTaskContext.class.getMethod("pluginMetrics").invoke(taskContext);
@@ -96,35 +129,38 @@ public final class TaskMetrics implements AutoCloseable {
       java.lang.reflect.Method addSensor = api.getMethod("addSensor", String.class);
       java.lang.reflect.Method addMetric = api.getMethod("addMetric", MetricName.class,
           org.apache.kafka.common.metrics.MetricValueProvider.class);
-      java.util.function.BiFunction<String, String, MetricName> name = (metric, doc) -> {
-        try {
-          return (MetricName) metricName.invoke(registry, metric, doc, new java.util.LinkedHashMap<String, String>());
-        } catch (ReflectiveOperationException e) {
-          throw new IllegalStateException(e);
+      connect = define(new Registry() {
+        @Override
+        public Sensor sensor(String name) {
+          return (Sensor) invoke(addSensor, name);
         }
-      };
-      Sensor c = (Sensor) addSensor.invoke(registry, "changes");
-      c.add(name.apply("changes-total", "Changes handed to Connect"), new CumulativeSum());
-      c.add(name.apply("changes-rate", "Changes handed to Connect per second"), new Rate());
-      Sensor[] sensors = {c, null, null, null};
-      String[][] counters = {{"heartbeats-total", "Heartbeat records sent"},
-          {"parked-total", "Changes parked to the parked topic"},
-          {"history-lost-total", "Times a committed position had fallen off the source's history"}};
-      for (int i = 0; i < counters.length; i++) {
-        sensors[i + 1] = (Sensor) addSensor.invoke(registry, counters[i][0]);
-        sensors[i + 1].add(name.apply(counters[i][0], counters[i][1]), new CumulativeSum());
-      }
-      addMetric.invoke(registry, name.apply("lag-ms", "Largest lag of the task's partitions, in milliseconds"),
-          (Gauge<Long>) (config, now) -> lagMillis.getAsLong());
-      connect = sensors;
+
+        @Override
+        public MetricName name(String metric, String doc) {
+          return (MetricName) invoke(metricName, metric, doc, new java.util.LinkedHashMap<String, String>());
+        }
+
+        @Override
+        public void gauge(MetricName name, Gauge<Long> gauge) {
+          invoke(addMetric, name, gauge);
+        }
+
+        private Object invoke(java.lang.reflect.Method m, Object... args) {
+          try {
+            return m.invoke(registry, args);
+          } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      });
       return true;
     } catch (ReflectiveOperationException | RuntimeException e) {
       throw new IllegalStateException("Connect's plugin metrics refused Sluice's task metrics: " + e, e);
     }
   }
 
-  private void record(Sensor own, int index, double value) {
-    own.record(value);
+  private void record(int index, double value) {
+    own[index].record(value);
     Sensor[] c = connect;
     if (c != null) {
       c[index].record(value);
@@ -132,19 +168,19 @@ public final class TaskMetrics implements AutoCloseable {
   }
 
   public void changes(int n) {
-    record(changes, 0, n);
+    record(CHANGES, n);
   }
 
   public void heartbeat() {
-    record(heartbeats, 1, 1);
+    record(HEARTBEATS, 1);
   }
 
   public void parked() {
-    record(parked, 2, 1);
+    record(PARKED, 1);
   }
 
   public void historyLost() {
-    record(historyLost, 3, 1);
+    record(HISTORY_LOST, 1);
   }
 
   @Override
