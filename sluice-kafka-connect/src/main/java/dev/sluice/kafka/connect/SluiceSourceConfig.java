@@ -44,6 +44,12 @@ public final class SluiceSourceConfig extends AbstractConfig {
   public static final String POSTGRES_TABLES = "postgres.tables";
   /** The prefix of the replication slots' names. */
   public static final String POSTGRES_SLOT_PREFIX = "postgres.slot.prefix";
+  /**
+   * The default {@link #POSTGRES_SLOT_PREFIX}: other than the {@code sluice} of Sluice's listeners,
+   * whose slots are {@code sluice_<database>_<group>_...}, so a connector named like a listener group
+   * reads through slots of its own.
+   */
+  public static final String DEFAULT_SLOT_PREFIX = "sluicekc";
   /** How often a task confirms its committed offsets to the source (PostgreSQL slots). */
   public static final String OFFSET_CONFIRM_INTERVAL_MS = "offset.confirm.interval.ms";
   /** Partitions per collection: each a source partition of its own, spread over the tasks. */
@@ -140,8 +146,10 @@ public final class SluiceSourceConfig extends AbstractConfig {
               + " <prefix>.<database>.<schema>.<table>. validate() refuses a table the publication does not"
               + " publish or that has no primary key. Required with source.type=postgresql.", POSTGRES, 5,
           Width.LONG, "Tables")
-      .define(POSTGRES_SLOT_PREFIX, Type.STRING, "sluice", new ConfigDef.NonEmptyString(), Importance.LOW,
-          "Prefix of the replication slots, named <prefix>_<database>_<connector>_<table>_<i>of<n>. The slots"
+      .define(POSTGRES_SLOT_PREFIX, Type.STRING, DEFAULT_SLOT_PREFIX, new ConfigDef.NonEmptyString(), Importance.LOW,
+          "Prefix of the replication slots, named <prefix>_<database>_<connector>_<table>_<i>of<n>. Not the"
+              + " 'sluice' of Sluice's own listeners, so a connector and a listener group of the same name never"
+              + " share a slot (a slot has one reader and one confirmed position). The slots"
               + " outlive the connector: after deleting it, drop them (SELECT pg_drop_replication_slot(name)),"
               + " or the server keeps WAL for them.", POSTGRES, 6, Width.SHORT, "Slot prefix")
       .define(OFFSET_CONFIRM_INTERVAL_MS, Type.LONG, 10_000L, ConfigDef.Range.between(100, 600_000),

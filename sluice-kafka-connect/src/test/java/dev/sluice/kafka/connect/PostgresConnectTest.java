@@ -111,7 +111,7 @@ class PostgresConnectTest {
     Map<String, Long> out = new HashMap<>();
     try (Connection c = db.getConnection(); Statement st = c.createStatement();
         ResultSet rs = st.executeQuery("SELECT slot_name, confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots"
-            + " WHERE database = '" + DB + "' AND slot_name LIKE 'sluice_" + DB + "_pgorders_public_orders_%of4'")) {
+            + " WHERE database = '" + DB + "' AND slot_name LIKE 'sluicekc_" + DB + "_pgorders_public_orders_%of4'")) {
       while (rs.next()) {
         out.put(rs.getString(1), rs.getLong(2));
       }

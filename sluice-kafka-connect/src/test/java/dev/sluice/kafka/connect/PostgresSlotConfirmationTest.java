@@ -217,11 +217,11 @@ class PostgresSlotConfirmationTest {
     return slotConfirmed("slotconf_public_items_0of1");
   }
 
-  /** The confirmed_flush_lsn of slot {@code sluice_<db>_<suffix>}. */
+  /** The confirmed_flush_lsn of slot {@code sluicekc_<db>_<suffix>}. */
   private static String slotConfirmed(String suffix) throws SQLException {
     try (Connection c = db.getConnection(); Statement st = c.createStatement();
         ResultSet rs = st.executeQuery("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE database = '" + DB
-            + "' AND slot_name = 'sluice_" + DB + "_" + suffix + "'")) {
+            + "' AND slot_name = 'sluicekc_" + DB + "_" + suffix + "'")) {
       return rs.next() ? rs.getString(1) : null;
     }
   }

@@ -126,6 +126,26 @@ class SluiceSourceConnectorTest {
             .containsExactly("public.orders"));
   }
 
+  /**
+   * A connector and a listener group of the same name on the same table: a slot has one reader and
+   * one confirmed position, so they must not share one. The connector's slots have a prefix of
+   * their own.
+   */
+  @Test
+  void aConnectorNamedLikeAListenerGroupReadsThroughSlotsOfItsOwn() {
+    Map<String, String> c = goodPostgres();
+    SluiceSourceConfig config = new SluiceSourceConfig(c);
+    try (var source = dev.sluice.kafka.connect.source.ConnectSource.open(config)) {
+      dev.sluice.feed.PartitionSpec first = new dev.sluice.feed.PartitionSpec(0, 2);
+      String connectorSlot = ((dev.sluice.postgres.feed.PostgresChangeFeed) source.feed("public.orders")
+          .forGroup(config.connectorName())).slotName(first);
+      String listenerSlot = dev.sluice.postgres.feed.PostgresChangeFeed.builder(c.get("postgres.url"), null, null,
+          "pub_orders").table("public.orders").build().forGroup(config.connectorName()).slotName(first);
+      assertThat(connectorSlot).isEqualTo("sluicekc_cfg_pg_cfgpg_public_orders_0of2").isNotEqualTo(listenerSlot);
+      assertThat(listenerSlot).isEqualTo("sluice_cfg_pg_cfgpg_public_orders_0of2");
+    }
+  }
+
   @Test
   void eachBadPostgresKeyIsReportedUnderItsName() {
     Map<String, String> c = goodPostgres();
