@@ -2,6 +2,7 @@ package dev.sluice.testkit.mongo;
 
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.DatabaseResolver;
+import de.bwaldvogel.mongo.backend.DefaultQueryMatcher;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
@@ -27,9 +28,10 @@ import java.util.function.BooleanSupplier;
  *       only for those;
  *   <li>{@code find} on {@code local.oplog.rs} sorted by {@code $natural} returns entries in oplog
  *       order, forwards or backwards (the stock server honours only a sort by {@code ts}, which on
- *       a real server scans the whole oplog). The test kit's oplog stores entries in {@code ts}
- *       order, so the two orders are the same here. The newest entry ({@code $natural: -1},
- *       limit 1, no filter) is read from the end, as a real server does, not by sorting the oplog;
+ *       a real server scans the whole oplog). The test kit's oplog keeps its entries in {@code ts}
+ *       order, so the two orders are the same here. With a limit (the oldest or newest entries,
+ *       filtered or not) the entries are read from that end until the limit is reached, as a real
+ *       server does, not by sorting the oplog;
  *   <li>a write and its oplog entry become visible together, and a read never sees a write half
  *       done: {@link TrimmableMemoryBackend#handleCommand} runs writes under a write lock and reads
  *       under a read lock;
@@ -93,24 +95,24 @@ final class FaithfulDatabase extends MemoryDatabase {
       return response;
     }
     if (command.equalsIgnoreCase("find") && "local".equals(getDatabaseName()) && "oplog.rs".equals(query.get(command))
-        && query.get("sort") instanceof Document sort && sort.get("$natural") instanceof Number direction
-        && direction.intValue() < 0 && query.get("limit") instanceof Number limit && limit.intValue() == 1
-        && (!(query.get("filter") instanceof Document filter) || filter.isEmpty())
-        && oplog instanceof FaithfulOplog faithful) {
-      // The newest entry, as a real server reads it: from the end of the oplog, not by sorting it.
-      Document newest = faithful.newestEntry();
-      if (newest != null && query.get("projection") instanceof Document projection && !projection.isEmpty()) {
-        Document projected = new Document();
-        projection.forEach((k, v) -> {
-          if (Utils.isTrue(v) && newest.containsKey(k)) {
-            projected.put(k, newest.get(k));
-          }
-        });
-        newest.clear();
-        newest.putAll(projected);
+        && query.get("sort") instanceof Document sort && sort.size() == 1 && sort.get("$natural") instanceof Number direction
+        && query.get("limit") instanceof Number limit && limit.intValue() >= 1 && limit.intValue() <= 101
+        && inclusionOnly(query.get("projection")) && oplog instanceof FaithfulOplog faithful) {
+      // The oldest or newest entries, as a real server reads them: from that end of the oplog until
+      // the limit is reached, not by sorting the whole oplog.
+      Document filter = query.get("filter") instanceof Document f ? f : new Document();
+      DefaultQueryMatcher matcher = new DefaultQueryMatcher(); // not shared: it keeps state between calls
+      List<Document> found = new ArrayList<>();
+      for (Document entry : faithful.inOrder(direction.intValue() >= 0)) {
+        if (found.size() >= limit.intValue()) {
+          break;
+        }
+        if (matcher.matches(entry, filter)) {
+          found.add(projected(entry.cloneDeeply(), query.get("projection")));
+        }
       }
       return new Document("cursor", new Document("id", 0L).append("ns", "local.oplog.rs")
-          .append("firstBatch", newest == null ? List.of() : List.of(newest))).append("ok", 1.0);
+          .append("firstBatch", found)).append("ok", 1.0);
     }
     if (command.equalsIgnoreCase("find") && "local".equals(getDatabaseName()) && "oplog.rs".equals(query.get(command))
         && query.get("sort") instanceof Document sort && sort.get("$natural") instanceof Number direction) {
@@ -323,5 +325,25 @@ final class FaithfulDatabase extends MemoryDatabase {
       return list.stream().map(FaithfulDatabase::withoutDeprecatedTypes).toList();
     }
     return value;
+  }
+
+  /** No projection, or one that only names top-level fields to include. */
+  private static boolean inclusionOnly(Object projection) {
+    return projection == null || projection instanceof Document p
+        && p.entrySet().stream().allMatch(e -> !e.getKey().contains(".") && !e.getKey().startsWith("$") && Utils.isTrue(e.getValue()));
+  }
+
+  /** {@code entry} with only the fields an inclusion projection names (all without one). */
+  private static Document projected(Document entry, Object projection) {
+    if (!(projection instanceof Document p) || p.isEmpty()) {
+      return entry;
+    }
+    Document out = new Document();
+    p.keySet().forEach(k -> {
+      if (entry.containsKey(k)) {
+        out.put(k, entry.get(k));
+      }
+    });
+    return out;
   }
 }

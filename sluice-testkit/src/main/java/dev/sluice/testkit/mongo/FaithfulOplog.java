@@ -18,9 +18,11 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Set;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -56,6 +58,11 @@ import java.util.stream.Stream;
  * <p>Each entry's timestamp is taken and the entry stored under one lock, so a reader never sees a
  * later entry before an earlier one (the stock oplog can, and a cursor then skips the earlier).
  *
+ * <p>A change stream reads the oplog from its position on, in timestamp order, as a real server
+ * does: a getMore costs the entries it passes, not the whole oplog (the stock oplog scans and sorts
+ * every entry on every getMore, so reading N changes cost N squared over the batch size and a
+ * benchmark against it measured the scan).
+ *
  * <p>Limits that remain: the values in {@code updatedFields} are read from the document right after
  * the update, so two connections updating one document at the same instant can see each other's
  * values (the embedded server does not serialize writes); a positional path ({@code a.$.b}) is
@@ -77,13 +84,20 @@ final class FaithfulOplog implements Oplog {
   private final CursorRegistry cursors;
   private final Clock clock;
   private final AtomicInteger increment = new AtomicInteger();
-  /** The newest timestamp given to an entry, and that entry; guarded by this object's lock. */
+  /** The newest timestamp given to an entry; guarded by this object's lock. */
   private BsonTimestamp latest;
-  private Document newest;
   private volatile BsonTimestamp trimmedThrough;
   private final Set<String> withImages;
   /** Per document of a collection with images: its current state, the next change's pre-image. */
   private final Map<String, Document> images = new HashMap<>();
+  /**
+   * The stored entries by timestamp (the same instances as in {@link #entries}): a change stream
+   * reads from its position on, as a real server reads its oplog from the resume point, instead of
+   * scanning and sorting the whole collection on every getMore.
+   */
+  private final ConcurrentSkipListMap<BsonTimestamp, Document> byTime = new ConcurrentSkipListMap<>();
+  /** The collection was written to directly (a test editing the oplog): rebuild {@link #byTime}. */
+  private volatile boolean edited;
 
   FaithfulOplog(MongoBackend backend, MongoCollection<Document> entries, CursorRegistry cursors,
       Set<String> withImages) {
@@ -105,15 +119,13 @@ final class FaithfulOplog implements Oplog {
     BsonTimestamp through = trimmedThrough;
     for (Document entry : old) {
       entries.removeDocument(entry);
+      byTime.remove(timestamp(entry), entry);
       BsonTimestamp t = timestamp(entry);
       if (through == null || t.compareTo(through) > 0) {
         through = t;
       }
     }
     trimmedThrough = through;
-    if (newest != null && timestamp(newest).compareTo(ts) < 0) {
-      newest = null; // trimmed too
-    }
     return old.size();
   }
 
@@ -124,11 +136,6 @@ final class FaithfulOplog implements Oplog {
    */
   synchronized BsonTimestamp storedThrough() {
     return latest;
-  }
-
-  /** The newest entry stored (a copy), or null when none is. */
-  synchronized Document newestEntry() {
-    return newest == null ? null : newest.cloneDeeply();
   }
 
   /**
@@ -150,17 +157,49 @@ final class FaithfulOplog implements Oplog {
 
   /** The newest entry's timestamp, if any: what a replica set reports as its operation time. */
   BsonTimestamp newest() {
-    return entries.queryAllAsStream().map(FaithfulOplog::timestamp).max(BsonTimestamp::compareTo).orElse(null);
+    NavigableMap<BsonTimestamp, Document> index = index();
+    return index.isEmpty() ? null : index.lastKey();
+  }
+
+  /** The stored entries in oplog order, oldest first or newest first; read lazily. */
+  Iterable<Document> inOrder(boolean ascending) {
+    NavigableMap<BsonTimestamp, Document> index = index();
+    return ascending ? index.values() : index.descendingMap().values();
+  }
+
+  /** {@link #byTime}, rebuilt from the collection first if that was written to directly. */
+  private synchronized NavigableMap<BsonTimestamp, Document> index() {
+    if (edited) {
+      edited = false;
+      byTime.clear();
+      entries.queryAll().forEach(e -> byTime.put(timestamp(e), e));
+    }
+    return byTime;
+  }
+
+  /** Stores new entries in the collection and the index (callers hold this object's lock). */
+  private void store(List<Document> added) {
+    entries.addDocuments(added.stream());
+    added.forEach(e -> byTime.put(timestamp(e), e));
+  }
+
+  /** A write to the oplog collection itself (tests edit entries): the index is rebuilt before the next read. */
+  private boolean isOplogWrite(String namespace) {
+    if (isOplog(namespace)) {
+      edited = true;
+      return true;
+    }
+    return false;
   }
 
   // ---- writing entries --------------------------------------------------------------------
 
   @Override
   public synchronized void handleInsert(String namespace, List<Document> documents) {
-    if (isOplog(namespace)) {
+    if (isOplogWrite(namespace)) {
       return;
     }
-    entries.addDocuments(documents.stream().map(d -> entry("i", namespace).append("o", d.cloneDeeply())));
+    store(documents.stream().map(d -> entry("i", namespace).append("o", d.cloneDeeply())).toList());
     if (withImages.contains(namespace)) {
       documents.forEach(d -> images.put(imageKey(namespace, d.get("_id")), d.cloneDeeply()));
     }
@@ -186,7 +225,7 @@ final class FaithfulOplog implements Oplog {
 
   @Override
   public synchronized void handleUpdate(String namespace, Document selector, Document update, List<Object> modifiedIds) {
-    if (isOplog(namespace)) {
+    if (isOplogWrite(namespace)) {
       return;
     }
     boolean replacement = update.keySet().stream().noneMatch(k -> k.startsWith("$"));
@@ -208,39 +247,38 @@ final class FaithfulOplog implements Oplog {
       }
       out.add(e);
     }
-    entries.addDocuments(out.stream());
+    store(out);
   }
 
   @Override
   public synchronized void handleDelete(String namespace, Document query, List<Object> deletedIds) {
-    if (isOplog(namespace)) {
+    if (isOplogWrite(namespace)) {
       return;
     }
-    entries.addDocuments(deletedIds.stream().map(id -> {
+    store(deletedIds.stream().map(id -> {
       Document e = entry("d", namespace).append("o", new Document("_id", id));
       Document pre = preImage(namespace, id, null);
       return pre == null ? e : e.append(PRE_IMAGE, pre);
-    }));
+    }).toList());
   }
 
   @Override
   public synchronized void handleDropCollection(String namespace) {
-    if (isOplog(namespace)) {
+    if (isOplogWrite(namespace)) {
       return;
     }
     withImages.remove(namespace);
     images.keySet().removeIf(k -> k.startsWith(namespace + "|"));
     // As on a real server: the drop, then the invalidate that ends every stream on the collection
     // (an entry of its own, so that it has a resume token of its own).
-    entries.addDocument(entry("c", namespace).append("o", new Document("drop", Utils.getCollectionNameFromFullName(namespace))));
-    entries.addDocument(entry(INVALIDATE, namespace));
+    store(List.of(entry("c", namespace).append("o", new Document("drop", Utils.getCollectionNameFromFullName(namespace)))));
+    store(List.of(entry(INVALIDATE, namespace)));
   }
 
   private Document entry(String op, String namespace) {
     BsonTimestamp ts = new BsonTimestamp(clock.instant(), increment.incrementAndGet());
     latest = ts; // callers hold this object's lock until the entry is stored
-    newest = new Document();
-    return newest
+    return new Document()
         .append("ts", ts)
         .append("t", 1L)
         .append("v", 2L)
@@ -332,6 +370,7 @@ final class FaithfulOplog implements Oplog {
     BsonTimestamp trimmed = trimmedThrough;
     Document token = startAfter != null ? startAfter : resumeAfter;
     OplogPosition start;
+    BsonTimestamp from;
     if (token != null) {
       BsonTimestamp after = timestampOf(token);
       if (trimmed != null && after.compareTo(trimmed) < 0) {
@@ -342,35 +381,41 @@ final class FaithfulOplog implements Oplog {
             + " 'resumeAfter' is not allowed from an invalidate notification.");
       }
       start = new OplogPosition(after);
+      from = after;
     } else if (startAt != null) {
       if (trimmed != null && startAt.compareTo(trimmed) <= 0) {
         throw historyLost();
       }
       start = new OplogPosition(startAt).inclusive();
+      from = startAt;
     } else {
-      start = new OplogPosition(new BsonTimestamp(clock.instant(), increment.get()));
+      from = new BsonTimestamp(clock.instant(), increment.get());
+      start = new OplogPosition(from);
     }
     String fullDocument = String.valueOf(changeStream.getOrDefault("fullDocument", "default"));
     String before = String.valueOf(changeStream.getOrDefault("fullDocumentBeforeChange", "off"));
     ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(),
-        position -> aggregation.runStagesAsStream(stream(namespace, position, fullDocument, before)), start,
-        this::storedThrough);
+        (position, at) -> aggregation.runStagesAsStream(stream(namespace, position, at, fullDocument, before)), start,
+        from, this::storedThrough);
     cursors.add(cursor);
     return cursor;
   }
 
   private boolean isInvalidate(BsonTimestamp at, String namespace) {
-    return entries.queryAllAsStream().anyMatch(e -> timestamp(e).equals(at)
-        && INVALIDATE.equals(e.get("op")) && namespace.equals(e.get("ns")));
+    Document e = index().get(at);
+    return e != null && INVALIDATE.equals(e.get("op")) && namespace.equals(e.get("ns"));
   }
 
-  private Stream<Document> stream(String namespace, OplogPosition position, String fullDocument, String preImages) {
+  /** The events of {@code namespace} after {@code position}, which stands at {@code at}. */
+  private Stream<Document> stream(String namespace, OplogPosition position, BsonTimestamp at, String fullDocument,
+      String preImages) {
     // Only this collection's entries; nothing after its invalidate (a real server closes the cursor).
+    // Read from the position on, in timestamp order, lazily: a batch costs what it returns (and the
+    // other collections' entries between), not the whole oplog.
     boolean[] invalidated = {false};
-    return entries.queryAllAsStream()
+    return index().tailMap(at, true).values().stream()
         .filter(e -> namespace.equals(e.get("ns")))
         .filter(e -> new OplogPosition(timestamp(e)).isAfter(position))
-        .sorted((a, b) -> timestamp(a).compareTo(timestamp(b)))
         .takeWhile(e -> {
           boolean before = !invalidated[0];
           invalidated[0] |= INVALIDATE.equals(e.get("op"));
@@ -460,17 +505,20 @@ final class FaithfulOplog implements Oplog {
    * server, other collections' included; that is what lets an idle stream advance.
    */
   static final class ChangeStreamCursor extends AbstractCursor {
-    private final Function<OplogPosition, Stream<Document>> stream;
+    private final BiFunction<OplogPosition, BsonTimestamp, Stream<Document>> stream;
     private final Supplier<BsonTimestamp> storedThrough;
     private OplogPosition position;
+    /** The timestamp {@link #position} stands at. */
+    private BsonTimestamp positionTime;
     private boolean invalidated;
     private Document postBatchToken;
 
-    ChangeStreamCursor(long id, Function<OplogPosition, Stream<Document>> stream, OplogPosition start,
-        Supplier<BsonTimestamp> storedThrough) {
+    ChangeStreamCursor(long id, BiFunction<OplogPosition, BsonTimestamp, Stream<Document>> stream, OplogPosition start,
+        BsonTimestamp startTime, Supplier<BsonTimestamp> storedThrough) {
       super(id);
       this.stream = stream;
       this.position = start;
+      this.positionTime = startTime;
       this.storedThrough = storedThrough;
     }
 
@@ -487,7 +535,7 @@ final class FaithfulOplog implements Oplog {
       }
       // Taken before the scan: every entry up to it is stored, so the scan sees all of them.
       BsonTimestamp through = storedThrough.get();
-      Stream<Document> events = stream.apply(position);
+      Stream<Document> events = stream.apply(position, positionTime);
       if (numberToReturn > 0) {
         events = events.limit(numberToReturn);
       }
@@ -495,13 +543,15 @@ final class FaithfulOplog implements Oplog {
       invalidated = batch.stream().anyMatch(d -> "invalidate".equals(d.get("operationType")));
       if (!batch.isEmpty()) {
         Document last = (Document) batch.get(batch.size() - 1).get("_id");
-        position = new OplogPosition(timestampOf(last));
+        positionTime = timestampOf(last);
+        position = new OplogPosition(positionTime);
         postBatchToken = last;
       }
       boolean complete = numberToReturn <= 0 || batch.size() < numberToReturn;
       if (complete && !invalidated && through != null && new OplogPosition(through).isAfter(position)) {
         // Nothing of this stream up to `through` is left unread: the stream stands there now.
         position = new OplogPosition(through);
+        positionTime = through;
         postBatchToken = token(through);
       }
       return batch;

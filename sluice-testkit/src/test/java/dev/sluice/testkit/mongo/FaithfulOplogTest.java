@@ -15,6 +15,7 @@ import java.util.UUID;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
 import org.bson.BsonString;
+import org.bson.BsonTimestamp;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -161,6 +162,69 @@ class FaithfulOplogTest {
     List<Object> reversed = new ArrayList<>(byTs);
     java.util.Collections.reverse(reversed);
     assertThat(backwards).isEqualTo(reversed);
+  }
+
+  /**
+   * A stream reads the oplog from its position in timestamp order, not in the order the collection
+   * stores entries: after a trim, new entries take the slots the trimmed ones left at its front.
+   * The oldest and newest entries (filtered, limited, projected) are read from either end.
+   */
+  @Test
+  void aStreamReadsInTimestampOrderAfterATrimFreedSlotsForNewerEntries() {
+    try (EmbeddedMongo own = EmbeddedMongo.start(); MongoClient ownClient = own.client()) {
+      MongoCollection<Document> c = ownClient.getDatabase("trim").getCollection("c");
+      for (int i = 0; i < 5; i++) {
+        c.insertOne(new Document("_id", "a" + i));
+      }
+      MongoCollection<Document> oplog = ownClient.getDatabase("local").getCollection("oplog.rs");
+      Document ofC = new Document("ns", "trim.c");
+      List<BsonTimestamp> written = oplog.find(ofC).sort(new Document("$natural", 1))
+          .map(d -> (BsonTimestamp) d.get("ts")).into(new ArrayList<>());
+      assertThat(written).hasSize(5);
+      assertThat(own.trimOplogBefore(written.get(3))).isGreaterThanOrEqualTo(3);
+      for (int i = 0; i < 3; i++) {
+        c.insertOne(new Document("_id", "b" + i));
+      }
+
+      List<Object> ids = new ArrayList<>();
+      try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor =
+          c.watch().startAtOperationTime(written.get(3)).batchSize(2).cursor()) {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (ids.size() < 5) {
+          assertThat(System.nanoTime()).as("5 events within 10 s, got %s", ids).isLessThan(deadline);
+          ChangeStreamDocument<Document> next = cursor.tryNext();
+          if (next != null) {
+            ids.add(next.getDocumentKey().getString("_id").getValue());
+          }
+        }
+      }
+      assertThat(ids).containsExactly("a3", "a4", "b0", "b1", "b2");
+
+      assertThat(oplog.find(ofC).sort(new Document("$natural", 1)).limit(1).projection(new Document("ts", 1)).first())
+          .isEqualTo(new Document("ts", written.get(3)));
+      assertThat(oplog.find(ofC).sort(new Document("$natural", -1)).limit(2)
+              .map(d -> ((Document) d.get("o")).get("_id")).into(new ArrayList<>()))
+          .containsExactly("b2", "b1");
+    }
+  }
+
+  /** Tests edit the oplog through its collection (an entry changed, one deleted): streams read the edited oplog. */
+  @Test
+  void oplogEntriesEditedOrDeletedThroughTheCollectionAreWhatAStreamReads() {
+    MongoCollection<Document> c = collection();
+    BsonDocument start = marker(c);
+    for (int i = 1; i <= 3; i++) {
+      c.insertOne(new Document("_id", "e" + i).append("v", i));
+    }
+    MongoCollection<Document> oplog = client.getDatabase("local").getCollection("oplog.rs");
+    String ns = c.getNamespace().getFullName();
+    assertThat(oplog.updateOne(new Document("ns", ns).append("o._id", "e1"), Updates.set("o.v", 10))
+        .getModifiedCount()).isEqualTo(1);
+    assertThat(oplog.deleteOne(new Document("ns", ns).append("o._id", "e2")).getDeletedCount()).isEqualTo(1);
+
+    List<ChangeStreamDocument<Document>> events = read(c, start, FullDocument.DEFAULT, 2);
+    assertThat(events).extracting(e -> e.getFullDocument().get("_id"), e -> e.getFullDocument().get("v"))
+        .containsExactly(org.assertj.core.groups.Tuple.tuple("e1", 10), org.assertj.core.groups.Tuple.tuple("e3", 3));
   }
 
   @Test
