@@ -47,8 +47,9 @@ final class PostgresSource implements Source<Map<String, Object>> {
     h.setUsername(config.user());
     h.setPassword(config.password());
     h.setPoolName("sluice-postgres");
-    // Renewals, commits and parking of every partition may run at once.
-    h.setMaximumPoolSize(4 + 2 * partitions);
+    // Renewals, commits and parking of every partition may run at once; each listener's release
+    // notices (ADR 0061) hold one connection while it runs.
+    h.setMaximumPoolSize(4 + 2 * partitions + listeners.size());
     h.setMinimumIdle(1);
     h.setConnectionTimeout(5_000);
     // A database down at start is waited for by the service, not a failure to build the pool.

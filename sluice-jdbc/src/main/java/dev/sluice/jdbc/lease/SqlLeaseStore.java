@@ -40,6 +40,10 @@ import javax.sql.DataSource;
  * LeaseStore store = SqlLeaseStore.builder(dataSource).table("sluice_lease").build();
  * }</pre>
  *
+ * <p>On PostgreSQL (with its JDBC driver) releases and deletions notify a channel of the table,
+ * and {@link #watchReleases} listens on it, so a standby takes a gracefully released partition at
+ * once (ADR 0061); each watch holds one connection of the pool while it runs.
+ *
  * <p>Thread-safe; borrows one connection per operation, so give it a pooled DataSource.
  */
 public final class SqlLeaseStore implements LeaseStore {
@@ -72,9 +76,13 @@ public final class SqlLeaseStore implements LeaseStore {
   /** Whether the server takes a lease in one upsert with RETURNING (ADR 0072); null: not asked yet. */
   private volatile Boolean upsertReturning;
 
+  /** The channel releases and deletions notify on PostgreSQL (release notices, ADR 0061). */
+  private final String releaseChannel;
+
   private SqlLeaseStore(Builder b) {
     this.dataSource = b.dataSource;
     this.table = b.table;
+    this.releaseChannel = releaseChannel(b.table);
     this.createTable = b.createTable;
     this.readThenWriteAcquire = b.readThenWriteAcquire;
     this.dialect = b.dialect == null ? null : b.dialect.sql;
@@ -304,18 +312,89 @@ public final class SqlLeaseStore implements LeaseStore {
   public boolean release(Lease lease) {
     ConfigurationException.requireNonNull(lease, "lease");
     return query("release", lease.name(), (c, d) -> {
-      try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + " SET owner = NULL,"
-          + " expires_at = NULL, version = version + 1 WHERE name = ? AND owner = ? AND epoch = ?")) {
+      try (PreparedStatement ps = c.prepareStatement(notifying(d, "UPDATE " + table + " SET owner = NULL,"
+          + " expires_at = NULL, version = version + 1 WHERE name = ? AND owner = ? AND epoch = ?"))) {
         ps.setString(1, lease.name());
         ps.setString(2, lease.owner());
         ps.setLong(3, lease.epoch());
-        int released = ps.executeUpdate();
-        if (!c.getAutoCommit()) {
-          c.commit();
-        }
-        return released == 1;
+        return changedAndCommitted(c, d, ps, 4) == 1;
       }
     });
+  }
+
+  /**
+   * {@code write} (an UPDATE or DELETE of one row by name) as it runs on {@code d}: on PostgreSQL
+   * it also notifies {@link #releaseChannel} with the row's name, in the same statement, so the
+   * notice goes out when the change commits and only if a row changed; its one extra parameter is
+   * the channel. Elsewhere {@code write} as it is.
+   */
+  private String notifying(SqlDialect d, String write) {
+    return d == SqlDialect.POSTGRESQL
+        ? "WITH changed AS (" + write + " RETURNING name) SELECT pg_notify(?, name) FROM changed"
+        : write;
+  }
+
+  /** Runs a statement {@link #notifying} made, commits, and returns how many rows it changed. */
+  private int changedAndCommitted(Connection c, SqlDialect d, PreparedStatement ps, int channelIndex)
+      throws SQLException {
+    int changed;
+    if (d == SqlDialect.POSTGRESQL) {
+      ps.setString(channelIndex, releaseChannel);
+      changed = 0;
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          changed++;
+        }
+      }
+    } else {
+      changed = ps.executeUpdate();
+    }
+    if (!c.getAutoCommit()) {
+      c.commit();
+    }
+    return changed;
+  }
+
+  /**
+   * The notification channel of {@code table}: one per table (unquoted names fold to lower case,
+   * so both spellings are one table and one channel), within PostgreSQL's 63 bytes.
+   */
+  static String releaseChannel(String table) {
+    String channel = "sluice_release." + table.toLowerCase(java.util.Locale.ROOT);
+    if (channel.length() <= 63) {
+      return channel;
+    }
+    String digest = java.util.UUID.nameUUIDFromBytes(channel.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+        .toString().replace("-", "");
+    return channel.substring(0, 46) + "." + digest.substring(0, 16);
+  }
+
+  /**
+   * Release notices on PostgreSQL with its JDBC driver: {@code LISTEN} on the table's channel,
+   * which releases and deletions notify (above), on one pooled connection held while the watch
+   * runs. On MariaDB/MySQL (no notifications) nothing is watched: peers take released partitions at
+   * their next attempt. Where the database is not known yet and cannot be reached now, the watch
+   * keeps trying in the background and ends quietly if it turns out not to be PostgreSQL.
+   */
+  @Override
+  public AutoCloseable watchReleases(String prefix, java.util.function.Consumer<String> released) {
+    ConfigurationException.requireNonNull(prefix, "prefix");
+    ConfigurationException.requireNonNull(released, "released");
+    SqlDialect d = dialect;
+    if (d != null && d != SqlDialect.POSTGRESQL || !pgJdbcPresent()) {
+      return () -> { };
+    }
+    PostgresReleaseWatch watch = new PostgresReleaseWatch(dataSource, releaseChannel, prefix, released).start();
+    return watch == null ? () -> { } : watch;
+  }
+
+  private static boolean pgJdbcPresent() {
+    try {
+      Class.forName("org.postgresql.PGConnection", false, SqlLeaseStore.class.getClassLoader());
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   /**
@@ -354,15 +433,13 @@ public final class SqlLeaseStore implements LeaseStore {
       WhereBinder binder) {
     requireName(name);
     return query(op, name, (c, d) -> {
-      try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + table + " WHERE name = ?"
-          + " AND epoch < " + d.nowMicros + " AND " + condition.apply(d))) {
+      String where = condition.apply(d);
+      try (PreparedStatement ps = c.prepareStatement(notifying(d, "DELETE FROM " + table + " WHERE name = ?"
+          + " AND epoch < " + d.nowMicros + " AND " + where))) {
         ps.setString(1, name);
         binder.bind(ps, 2);
-        int deleted = ps.executeUpdate();
-        if (!c.getAutoCommit()) {
-          c.commit();
-        }
-        return deleted == 1;
+        int parameters = 1 + (int) where.chars().filter(ch -> ch == '?').count();
+        return changedAndCommitted(c, d, ps, parameters + 1) == 1;
       }
     });
   }

@@ -282,6 +282,123 @@ class ListenerOnPostgresTest {
    * One transaction of 100,000 rows: the listener checkpoints inside it (it never holds the
    * transaction), and a hand-over in the middle resumes at the next row: every row once.
    */
+  /**
+   * A rolling restart on a slow schedule: the standby found the partition held and waits for the
+   * holder's lease to expire (30 s) or for its own next attempt (60 s); the holder stops gracefully
+   * and the standby, told through PostgreSQL notifications (the SQL lease store's release notices,
+   * ADR 0061), holds the partition within seconds and reads on from the handed-over checkpoint.
+   */
+  @Test
+  void aStandbyToldOfAGracefulReleaseThroughNotificationsTakesOverBeforeTheLeaseWouldExpire() throws Exception {
+    Orders orders = ordersDatabase();
+    List<Integer> seen = new CopyOnWriteArrayList<>();
+    Listener<Map<String, Object>> first = onSlowSchedule(orders.url(), "a", SqlLeaseStore.builder(simple(orders.url())).build(), seen);
+    await().atMost(Duration.ofSeconds(30)).until(() -> first.status().get(0).state() == PartitionState.ACTIVE);
+    sql(orders.ds(), "INSERT INTO orders VALUES (1, 1)");
+    await().atMost(Duration.ofSeconds(30)).until(() -> seen.contains(1));
+
+    AtomicInteger foundHeld = new AtomicInteger();
+    LeaseStore standbyStore = new ForwardingLeaseStore(SqlLeaseStore.builder(simple(orders.url())).build()) {
+      @Override
+      public java.util.Optional<dev.sluice.lease.Lease> tryAcquire(String name, String owner, Duration duration) {
+        java.util.Optional<dev.sluice.lease.Lease> got = super.tryAcquire(name, owner, duration);
+        if (got.isEmpty() && name.contains("#")) {
+          foundHeld.incrementAndGet();
+        }
+        return got;
+      }
+    };
+    Listener<Map<String, Object>> second = onSlowSchedule(orders.url(), "b", standbyStore, seen);
+    await().atMost(Duration.ofSeconds(30)).until(() -> foundHeld.get() >= 1);
+
+    first.close();
+    listeners.remove(first);
+    await("taken over well before the 30 s lease would have expired").atMost(Duration.ofSeconds(15))
+        .until(() -> second.status().get(0).state() == PartitionState.ACTIVE);
+    assertThat(foundHeld.get()).as("the standby's attempts that found the partition held").isEqualTo(1);
+    sql(orders.ds(), "INSERT INTO orders VALUES (2, 2)");
+    await().atMost(Duration.ofSeconds(30)).until(() -> seen.contains(2));
+    assertThat(seen).containsExactly(1, 2);
+  }
+
+  /** Lease 30 s, renewals every 10 s, an attempt every 60 s: a standby never polls itself to a release. */
+  private Listener<Map<String, Object>> onSlowSchedule(String url, String owner, LeaseStore store, List<Integer> seen) {
+    Listener<Map<String, Object>> l = Listener.builder(
+            PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.orders").build(), store)
+        .group("g")
+        .owner(owner)
+        .partitions(1)
+        .leaseDuration(Duration.ofSeconds(30))
+        .renewInterval(Duration.ofSeconds(10))
+        .acquireInterval(Duration.ofSeconds(60))
+        .pollWait(Duration.ofMillis(100))
+        .bootstrap(BootstrapPolicy.oldest())
+        .checkpoint(CheckpointPolicy.every(10, Duration.ofMillis(200)))
+        .handler((change, fence) -> seen.add((Integer) change.document().get("n")))
+        .build();
+    listeners.add(l);
+    return l.start();
+  }
+
+  /** Passes every call on to {@code store}; tests override what they observe. */
+  private static class ForwardingLeaseStore implements LeaseStore {
+    private final LeaseStore store;
+
+    ForwardingLeaseStore(LeaseStore store) {
+      this.store = store;
+    }
+
+    @Override
+    public java.util.Optional<dev.sluice.lease.Lease> tryAcquire(String name, String owner, Duration duration) {
+      return store.tryAcquire(name, owner, duration);
+    }
+
+    @Override
+    public dev.sluice.lease.Lease renew(dev.sluice.lease.Lease lease, Duration duration) {
+      return store.renew(lease, duration);
+    }
+
+    @Override
+    public dev.sluice.lease.Lease commit(dev.sluice.lease.Lease lease, dev.sluice.feed.Position checkpoint) {
+      return store.commit(lease, checkpoint);
+    }
+
+    @Override
+    public boolean release(dev.sluice.lease.Lease lease) {
+      return store.release(lease);
+    }
+
+    @Override
+    public java.util.Optional<dev.sluice.lease.LeaseRecord> read(String name) {
+      return store.read(name);
+    }
+
+    @Override
+    public List<dev.sluice.lease.LeaseRecord> list(String prefix) {
+      return store.list(prefix);
+    }
+
+    @Override
+    public java.time.Instant now() {
+      return store.now();
+    }
+
+    @Override
+    public boolean delete(dev.sluice.lease.Lease lease) {
+      return store.delete(lease);
+    }
+
+    @Override
+    public boolean deleteIfIdle(String name, long epoch) {
+      return store.deleteIfIdle(name, epoch);
+    }
+
+    @Override
+    public AutoCloseable watchReleases(String prefix, java.util.function.Consumer<String> released) {
+      return store.watchReleases(prefix, released);
+    }
+  }
+
   @Test
   void aTransactionOf100000RowsIsCheckpointedInsideItAndAHandOverResumesAtTheNextRow() throws Exception {
     Orders orders = ordersDatabase();
