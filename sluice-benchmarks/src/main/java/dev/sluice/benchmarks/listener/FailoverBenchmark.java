@@ -4,6 +4,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import dev.sluice.testkit.process.ChildJvm;
+import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,21 +16,29 @@ import org.bson.Document;
  * settings: the time from the signal to the standby JVM holding the partition (and a change
  * written right after the signal is then checked to be delivered). Runs {@code runs} times
  * (default 10) each way, alternated, each on a fresh collection, and prints medians, extremes and
- * their ratio.
+ * their ratio. Arguments: runs, and the lease store: {@code mongodb} (default, the feed's server)
+ * or {@code postgresql} (an embedded PostgreSQL started here; the feed stays on MongoDB).
  */
 public final class FailoverBenchmark {
   private FailoverBenchmark() {}
 
   public static void main(String[] args) throws Exception {
     int runs = args.length > 0 ? Integer.parseInt(args[0]) : 10;
+    String store = args.length > 1 ? args[1] : "mongodb";
+    if (!store.equals("mongodb") && !store.equals("postgresql")) {
+      throw new IllegalArgumentException("lease store: mongodb or postgresql, not " + store);
+    }
     List<Long> killed = new ArrayList<>();
     List<Long> terminated = new ArrayList<>();
-    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
+    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client();
+        EmbeddedPostgresServer postgres = store.equals("postgresql") ? EmbeddedPostgresServer.start() : null) {
+      String leases = postgres == null ? null : postgres.jdbcUrl(postgres.createDatabase("failover"));
+      System.out.printf("lease store: %s%n", store);
       for (int run = 0; run < runs; run++) {
         // Alternated in one process, so both see the same machine: SIGKILL (the standby waits for
         // the lease to expire) and SIGTERM (the owner commits and releases on its way out).
-        killed.add(failover(mongo, client, "kill" + run, true));
-        terminated.add(failover(mongo, client, "term" + run, false));
+        killed.add(failover(mongo, client, leases, "kill" + run, true));
+        terminated.add(failover(mongo, client, leases, "term" + run, false));
         System.out.printf("run %2d: after SIGKILL %5d ms, after SIGTERM %5d ms%n", run + 1,
             killed.get(run), terminated.get(run));
       }
@@ -46,13 +55,12 @@ public final class FailoverBenchmark {
    * Milliseconds from the signal to the standby holding the partition; then checks that the
    * change written right after the signal is delivered by one of them.
    */
-  private static long failover(EmbeddedMongo mongo, MongoClient client, String collection, boolean kill) {
+  private static long failover(EmbeddedMongo mongo, MongoClient client, String leases, String collection, boolean kill) {
     MongoCollection<Document> docs = client.getDatabase("bench").getCollection(collection);
     // The standby starts only once the owner holds the lease, so the roles are certain.
-    try (ChildJvm owner = ChildJvm.start("owner", StandbyNode.class, mongo.connectionString(), "bench", collection, "owner-" + collection)) {
+    try (ChildJvm owner = ChildJvm.start("owner", StandbyNode.class, node(mongo, collection, "owner-", leases))) {
       owner.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(60));
-      try (ChildJvm standby = ChildJvm.start("standby", StandbyNode.class, mongo.connectionString(), "bench", collection,
-          "standby-" + collection)) {
+      try (ChildJvm standby = ChildJvm.start("standby", StandbyNode.class, node(mongo, collection, "standby-", leases))) {
         standby.awaitLineStartingWith("READY", Duration.ofSeconds(60));
         docs.insertOne(new Document("n", 0));
         owner.awaitLineStartingWith("DELIVERED 0", Duration.ofSeconds(30));
@@ -78,6 +86,13 @@ public final class FailoverBenchmark {
         return ms;
       }
     }
+  }
+
+  /** A {@link StandbyNode}'s arguments. */
+  private static String[] node(EmbeddedMongo mongo, String collection, String role, String leases) {
+    return leases == null
+        ? new String[] {mongo.connectionString(), "bench", collection, role + collection}
+        : new String[] {mongo.connectionString(), "bench", collection, role + collection, leases};
   }
 
   private static long median(List<Long> values) {

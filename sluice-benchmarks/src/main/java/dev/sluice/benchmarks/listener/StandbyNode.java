@@ -2,27 +2,44 @@ package dev.sluice.benchmarks.listener;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseStore;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
+import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import org.bson.BsonDocument;
 
 /**
  * A listener with the library's default settings (lease 10 s, renew and acquire every 3.3 s,
  * checkpoint every 100 changes or 1 s) that prints each delivery: one side of the failover
  * benchmark. On SIGTERM it closes the listener (commit, release). Arguments: connection string,
- * database, collection, owner.
+ * database, collection, owner, and optionally a PostgreSQL JDBC URL: the leases are then kept there
+ * ({@code SqlLeaseStore}, release notices by LISTEN/NOTIFY) instead of in MongoDB.
  */
 public final class StandbyNode {
   private StandbyNode() {}
 
   public static void main(String[] args) throws Exception {
     MongoClient client = MongoClients.create(args[0]);
+    LeaseStore leases;
+    if (args.length > 4) {
+      // A pool, as a service has (sluice-app's PostgresSource): connections open before they are needed.
+      HikariConfig pool = new HikariConfig();
+      pool.setJdbcUrl(args[4]);
+      pool.setUsername(EmbeddedPostgresServer.USER);
+      pool.setMaximumPoolSize(6);
+      pool.setMinimumIdle(4);
+      leases = SqlLeaseStore.builder(new HikariDataSource(pool)).table("failover_lease").build();
+    } else {
+      leases = MongoLeaseStore.builder(client.getDatabase(args[1])).build();
+    }
     Listener<BsonDocument> listener = Listener.builder(
-            MongoChangeFeed.builder(client, args[1], args[2]).build(),
-            MongoLeaseStore.builder(client.getDatabase(args[1])).build()).group("failover")
+            MongoChangeFeed.builder(client, args[1], args[2]).build(), leases).group("failover")
         .owner(args[3])
         .handler((change, fence) -> System.out.println("DELIVERED " + change.document().getInt32("n").getValue()))
         .observer(new ListenerObserver() {

@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  */
 final class PostgresReleaseWatch implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PostgresReleaseWatch.class);
-  /** How long one wait for notifications blocks; bounds how long {@link #close} takes. */
+  /** How long one wait for notifications blocks; bounds how long the thread outlives {@link #close}. */
   private static final int WAIT_MILLIS = 500;
 
   private final DataSource dataSource;
@@ -176,10 +176,13 @@ final class PostgresReleaseWatch implements AutoCloseable {
     }
   }
 
-  /** Stops the thread (within one wait) and returns its connection to the pool. */
+  /**
+   * Stops the watch without waiting for it: the thread ends after its current wait (at most half
+   * a second) and gives its connection back to the pool. Not waiting matters: a closing listener
+   * closes its watch before it releases its partitions, and peers wait for those releases.
+   */
   @Override
-  public void close() throws InterruptedException {
+  public void close() {
     closed = true;
-    thread.join(TimeUnit.SECONDS.toMillis(5));
   }
 }
