@@ -113,7 +113,7 @@ public final class Demo {
 
       writer.join();
       Polling.require("every change delivered", Duration.ofSeconds(120), () -> distinct(deliveries).size() >= written.get());
-      status.shutdownNow();
+      Polling.stopQuietly(status);
       printStatus(leases, deliveries, written.get(), started);
 
       Set<Integer> seen = distinct(deliveries);

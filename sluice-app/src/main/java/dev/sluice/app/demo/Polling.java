@@ -53,4 +53,17 @@ public final class Polling {
     return value(timeout, Duration.ofMillis(50), value).orElseThrow(
         () -> new IllegalStateException("Demo gave up waiting for " + what + " after " + timeout));
   }
+
+  /**
+   * Stops a periodic status line: no further runs, and a run in progress finishes its line (an
+   * interrupt would end its store read with an error line just before the final status).
+   */
+  public static void stopQuietly(java.util.concurrent.ScheduledExecutorService status) {
+    status.shutdown();
+    try {
+      status.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
 }

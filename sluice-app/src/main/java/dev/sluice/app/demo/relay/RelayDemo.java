@@ -218,7 +218,7 @@ public final class RelayDemo {
         return new int[] {tracker.size(), kafkaConsumer.received(), amqpConsumer.received()};
       }, () -> tracker.size() >= written.get() && kafkaConsumer.applied() >= written.get()
           && amqpConsumer.applied() >= written.get());
-      status.shutdownNow();
+      Polling.stopQuietly(status);
       if (!complete) {
         out.println(">>> no progress for 30 s before every change was applied; verifying what arrived");
       }

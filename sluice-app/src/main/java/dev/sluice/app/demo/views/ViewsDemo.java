@@ -182,7 +182,7 @@ public final class ViewsDemo {
         out.printf("    %s%n", line);
       }
 
-      status.shutdownNow();
+      Polling.stopQuietly(status);
       RecomputedJoin.Diff orderView = RecomputedJoin.compareOrderView(db);
       RecomputedJoin.Diff stats = RecomputedJoin.compareCustomerStats(db);
       List<String> samples = new ArrayList<>();
