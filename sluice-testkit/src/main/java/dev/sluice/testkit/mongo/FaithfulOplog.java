@@ -95,7 +95,7 @@ final class FaithfulOplog implements Oplog {
    * reads from its position on, as a real server reads its oplog from the resume point, instead of
    * scanning and sorting the whole collection on every getMore.
    */
-  private final ConcurrentSkipListMap<BsonTimestamp, Document> byTime = new ConcurrentSkipListMap<>();
+  private volatile ConcurrentSkipListMap<BsonTimestamp, Document> byTime = new ConcurrentSkipListMap<>();
   /** The collection was written to directly (a test editing the oplog): rebuild {@link #byTime}. */
   private volatile boolean edited;
 
@@ -167,12 +167,16 @@ final class FaithfulOplog implements Oplog {
     return ascending ? index.values() : index.descendingMap().values();
   }
 
-  /** {@link #byTime}, rebuilt from the collection first if that was written to directly. */
+  /**
+   * {@link #byTime}, rebuilt from the collection first if that was written to directly: into a new
+   * map, so that a cursor reading the old one meanwhile still sees every entry it had.
+   */
   private synchronized NavigableMap<BsonTimestamp, Document> index() {
     if (edited) {
       edited = false;
-      byTime.clear();
-      entries.queryAll().forEach(e -> byTime.put(timestamp(e), e));
+      ConcurrentSkipListMap<BsonTimestamp, Document> rebuilt = new ConcurrentSkipListMap<>();
+      entries.queryAll().forEach(e -> rebuilt.put(timestamp(e), e));
+      byTime = rebuilt;
     }
     return byTime;
   }
