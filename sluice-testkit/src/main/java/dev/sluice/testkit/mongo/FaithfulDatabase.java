@@ -97,6 +97,7 @@ final class FaithfulDatabase extends MemoryDatabase {
     if (command.equalsIgnoreCase("find") && "local".equals(getDatabaseName()) && "oplog.rs".equals(query.get(command))
         && query.get("sort") instanceof Document sort && sort.size() == 1 && sort.get("$natural") instanceof Number direction
         && query.get("limit") instanceof Number limit && limit.intValue() >= 1 && limit.intValue() <= 101
+        && !(query.get("skip") instanceof Number skip && skip.intValue() != 0)
         && inclusionOnly(query.get("projection")) && oplog instanceof FaithfulOplog faithful) {
       // The oldest or newest entries, as a real server reads them: from that end of the oplog until
       // the limit is reached, not by sorting the whole oplog.
