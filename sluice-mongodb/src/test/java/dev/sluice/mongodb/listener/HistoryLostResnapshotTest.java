@@ -7,7 +7,6 @@ import static org.awaitility.Awaitility.await;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
-import com.mongodb.client.model.Sorts;
 import com.mongodb.client.model.Updates;
 import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.ConfigurationException;
@@ -30,7 +29,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.BsonDocument;
-import org.bson.BsonTimestamp;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -94,10 +92,7 @@ class HistoryLostResnapshotTest {
     for (int i = 500; i < 550; i++) {
       orders.insertOne(new Document("_id", i).append("version", 1L));
     }
-    client.getDatabase("shop").getCollection("elsewhere").insertOne(new Document("_id", "marker"));
-    BsonTimestamp marker = client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class)
-        .find().sort(Sorts.descending("$natural")).first().getTimestamp("ts");
-    server.trimOplogBefore(marker);
+    server.loseHistoryUpToNow();
 
     Listener<BsonDocument> second = listener("b", sink, HistoryLostPolicy.RESNAPSHOT);
     await().atMost(Duration.ofSeconds(60)).until(() -> second.status().stream()

@@ -5,7 +5,6 @@ import static org.awaitility.Awaitility.await;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
-import com.mongodb.client.model.Sorts;
 import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.HistoryLostPolicy;
@@ -19,7 +18,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.BsonDocument;
-import org.bson.BsonTimestamp;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -80,10 +78,7 @@ class ViewHistoryLostTest {
 
     // The gap: changes nobody reads, then the oplog rolls past all of them.
     assertThat(writer.write(300)).isPositive();
-    db.getCollection("elsewhere").insertOne(new Document("_id", "marker"));
-    BsonTimestamp marker = client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class)
-        .find().sort(Sorts.descending("$natural")).first().getTimestamp("ts");
-    server.trimOplogBefore(marker);
+    server.loseHistoryUpToNow();
 
     AtomicInteger gaps = new AtomicInteger();
     ListenerObserver counting = new ListenerObserver() {

@@ -100,6 +100,22 @@ public final class EmbeddedMongo implements AutoCloseable {
   }
 
   /**
+   * Loses every change written so far, as a capped oplog that rolled over does: writes a marker
+   * document into a collection of the test kit's own (so no stream under test sees it) and deletes
+   * every oplog entry before it ({@link #trimOplogBefore}). A stream resumed from any earlier
+   * position then fails with error 286.
+   *
+   * @return the number of entries deleted
+   */
+  public int loseHistoryUpToNow() {
+    try (MongoClient c = client()) {
+      c.getDatabase("sluice_testkit").getCollection("history_marker").insertOne(new org.bson.Document());
+    }
+    FaithfulOplog oplog = backend.oplog();
+    return oplog.trimBefore(oplog.storedThrough());
+  }
+
+  /**
    * Answers the handshake ({@code hello}, {@code isMaster}) as a mongos router does, for tests of
    * what must be refused or handled differently on a sharded cluster. Set it before creating
    * clients.
