@@ -242,11 +242,15 @@ public final class SluiceSourceConfig extends AbstractConfig {
     return new SluiceSourceConfig(props, false);
   }
 
+  /** The keys the source type requires: its server, and what of it is read. */
+  List<String> requiredKeys() {
+    return postgres() ? List.of(POSTGRES_URL, POSTGRES_PUBLICATION, POSTGRES_TABLES)
+        : List.of(MONGODB_URI, MONGODB_DATABASE, COLLECTIONS);
+  }
+
   /** The keys the source type requires and forbids: {@code [key, message]} of the first wrong one, or null. */
   String[] wrongSourceKey() {
-    List<String> required = postgres() ? List.of(POSTGRES_URL, POSTGRES_PUBLICATION, POSTGRES_TABLES)
-        : List.of(MONGODB_URI, MONGODB_DATABASE, COLLECTIONS);
-    for (String key : required) {
+    for (String key : requiredKeys()) {
       if (get(key) == null) {
         return new String[] {key, "is required with " + SOURCE_TYPE + "=" + sourceType()};
       }

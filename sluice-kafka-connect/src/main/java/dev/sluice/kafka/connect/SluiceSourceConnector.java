@@ -127,10 +127,7 @@ public final class SluiceSourceConnector extends SourceConnector {
       values.get(wrong[0]).addErrorMessage(wrong[0] + " " + wrong[1]);
       return result;
     }
-    List<String> needed = cfg.postgres()
-        ? List.of(SluiceSourceConfig.POSTGRES_URL, SluiceSourceConfig.POSTGRES_PUBLICATION,
-            SluiceSourceConfig.POSTGRES_TABLES)
-        : List.of(SluiceSourceConfig.MONGODB_URI, SluiceSourceConfig.MONGODB_DATABASE, SluiceSourceConfig.COLLECTIONS);
+    List<String> needed = cfg.requiredKeys();
     if (hasErrors(values, needed.toArray(String[]::new))
         || hasErrors(values, SluiceSourceConfig.PARTITIONS, SluiceSourceConfig.STARTUP_MODE,
             SluiceSourceConfig.HISTORY_LOST_POLICY)) {

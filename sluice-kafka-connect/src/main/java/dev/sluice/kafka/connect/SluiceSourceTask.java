@@ -75,11 +75,13 @@ public final class SluiceSourceTask extends SourceTask {
       feeds.computeIfAbsent(u.stream(), c -> source.feed(c).forGroup(connector));
     }
     OffsetStorageReader reader = context.offsetStorageReader();
-    Map<Map<String, Object>, Map<String, Object>> committed = reader.offsets(partitions(feeds, units));
+    List<Map<String, Object>> partitions = partitions(feeds, units);
+    Map<Map<String, Object>, Map<String, Object>> committed = reader.offsets(partitions);
     Map<String, StartPoint> starts = new LinkedHashMap<>();
-    for (Unit u : units) {
+    for (int i = 0; i < units.size(); i++) {
+      Unit u = units.get(i);
       ChangeFeed<D> feed = feeds.get(u.stream());
-      Map<String, Object> offset = committed.get(Offsets.partition(feed.stream(), u.index(), u.count()));
+      Map<String, Object> offset = committed.get(partitions.get(i));
       if (Offsets.position(offset) == null && !starts.containsKey(u.stream())) {
         starts.put(u.stream(), SluiceSourceConnector.startFor(reader, config, feed));
       }

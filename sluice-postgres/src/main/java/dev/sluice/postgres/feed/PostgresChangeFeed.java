@@ -374,11 +374,6 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     }
   }
 
-  /** The database the feed's URL names. */
-  public String database() {
-    return database;
-  }
-
   /**
    * Refuses, naming what to create, a publication that does not exist or does not publish the
    * feed's table: the stream would otherwise fail at the first read, or stay silent for ever.
