@@ -409,6 +409,7 @@ public final class SqlLeaseStore implements LeaseStore {
     return deleteWhere("delete", lease.name(), d -> "owner = ? AND epoch = ?", (ps, i) -> {
       ps.setString(i, lease.owner());
       ps.setLong(i + 1, lease.epoch());
+      return i + 2;
     });
   }
 
@@ -421,25 +422,26 @@ public final class SqlLeaseStore implements LeaseStore {
   @Override
   public boolean deleteIfIdle(String name, long epoch) {
     return deleteWhere("deleteIfIdle", name, d -> "epoch = ? AND (owner IS NULL"
-        + " OR expires_at IS NULL OR expires_at <= " + d.now + ")", (ps, i) -> ps.setLong(i, epoch));
+        + " OR expires_at IS NULL OR expires_at <= " + d.now + ")", (ps, i) -> {
+          ps.setLong(i, epoch);
+          return i + 1;
+        });
   }
 
   @FunctionalInterface
   private interface WhereBinder {
-    void bind(PreparedStatement ps, int firstIndex) throws SQLException;
+    /** Binds the condition's parameters from {@code firstIndex} on; returns the next free index. */
+    int bind(PreparedStatement ps, int firstIndex) throws SQLException;
   }
 
   private boolean deleteWhere(String op, String name, Function<SqlDialect, String> condition,
       WhereBinder binder) {
     requireName(name);
     return query(op, name, (c, d) -> {
-      String where = condition.apply(d);
       try (PreparedStatement ps = c.prepareStatement(notifying(d, "DELETE FROM " + table + " WHERE name = ?"
-          + " AND epoch < " + d.nowMicros + " AND " + where))) {
+          + " AND epoch < " + d.nowMicros + " AND " + condition.apply(d)))) {
         ps.setString(1, name);
-        binder.bind(ps, 2);
-        int parameters = 1 + (int) where.chars().filter(ch -> ch == '?').count();
-        return changedAndCommitted(c, d, ps, parameters + 1) == 1;
+        return changedAndCommitted(c, d, ps, binder.bind(ps, 2)) == 1;
       }
     });
   }
