@@ -21,6 +21,14 @@ import java.util.function.Supplier;
 final class MongoFeedErrors {
 
   static final int CHANGE_STREAM_HISTORY_LOST = 286;
+  /**
+   * The open cursor's oplog position was overwritten (the capped oplog rolled past it between two
+   * getMores): the change stream specification lists it as not resumable, but what it says is
+   * that the history after the position is gone, as 286 says it when opening.
+   */
+  static final int CAPPED_POSITION_LOST = 136;
+  /** A {@code required} pre- or post-image the server does not have (expired, or never recorded). */
+  static final int NO_MATCHING_DOCUMENT = 47;
   static final int CHANGE_STREAM_FATAL_ERROR = 280;
   static final int INVALID_RESUME_TOKEN = 260;
   static final int BSON_OBJECT_TOO_LARGE = 10334;
@@ -58,15 +66,15 @@ final class MongoFeedErrors {
               + codeName(e)
               + ". The resume token does not belong to this stream (a checkpoint written for"
               + " another collection or deployment, or restored from a backup) or names an event"
-              + " this stream does not have. Nothing was skipped. Check that the group's"
-              + " checkpoint is for '"
+              + " this stream does not have. Nothing was skipped, and the partition stays stopped: restore"
+              + " the checkpoint that belongs to '"
               + stream
-              + "'; to start this stream afresh, delete the group's checkpoint records. Server: "
+              + "' (replacing it with a fresh start would skip every change since it). Server: "
               + e.getMessage(),
           e,
           false);
     }
-    if (code == CHANGE_STREAM_HISTORY_LOST) {
+    if (code == CHANGE_STREAM_HISTORY_LOST || code == CAPPED_POSITION_LOST) {
       Instant oldest;
       try {
         oldest = oldestAvailable.get();
@@ -74,7 +82,8 @@ final class MongoFeedErrors {
         // Only for the message; the history is lost either way.
         oldest = null;
       }
-      return new HistoryLostException(at, oldest, "MongoDB error " + code + " " + codeName(e), e);
+      return new HistoryLostException(at, oldest, "MongoDB error " + code + " " + codeName(e)
+          + (code == CAPPED_POSITION_LOST ? ": the oplog rolled past the open cursor's position" : ""), e);
     }
     if (code == BSON_OBJECT_TOO_LARGE) {
       return new FeedException(
@@ -106,6 +115,32 @@ final class MongoFeedErrors {
         retryable);
   }
 
+  /**
+   * A {@code required} image the server does not have, under {@code MissingImage.STOP}: the
+   * partition stops naming the change's place, why images go missing and what to do.
+   */
+  static FeedException missingImage(MongoException e, String stream, Position at, String modes) {
+    return new FeedException(
+        "MongoDB change stream '"
+            + stream
+            + "': the change after position "
+            + at
+            + " has no "
+            + modes
+            + " (error 47 NoMatchingDocument): the image expired (the cluster's"
+            + " changeStreamOptions.preAndPostImages.expireAfterSeconds is shorter than this partition's lag) or"
+            + " was never recorded (changeStreamPreAndPostImages was enabled on the collection after the change)."
+            + " Nothing was skipped; the partition stops here, and every restart stops here again. To go on, set"
+            + " MongoChangeFeed.Builder.onMissingImage(PARK) (connector: mongodb.missing.image=park): the change"
+            + " is parked in the dead-letter store with the reason and later changes of its key follow it; or read"
+            + " with whenAvailable. So that it does not happen again, raise expireAfterSeconds above the longest"
+            + " lag: db.adminCommand({setClusterParameter: {changeStreamOptions: {preAndPostImages:"
+            + " {expireAfterSeconds: <seconds>}}}}). Server: "
+            + e.getMessage(),
+        e,
+        false);
+  }
+
   static boolean isRetryable(MongoException e) {
     if (e instanceof MongoSecurityException) {
       return false;
@@ -134,6 +169,10 @@ final class MongoFeedErrors {
     switch (e.getCode()) {
       case CHANGE_STREAM_HISTORY_LOST:
         return "ChangeStreamHistoryLost";
+      case CAPPED_POSITION_LOST:
+        return "CappedPositionLost";
+      case NO_MATCHING_DOCUMENT:
+        return "NoMatchingDocument";
       case CHANGE_STREAM_FATAL_ERROR:
         return "ChangeStreamFatalError";
       case INVALID_RESUME_TOKEN:
