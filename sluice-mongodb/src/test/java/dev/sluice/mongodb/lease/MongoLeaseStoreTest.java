@@ -211,6 +211,34 @@ class MongoLeaseStoreTest extends MongoLeaseStoreContract {
     }
   }
 
+  /**
+   * The same through the failCommand fail point, so that it runs against a real deployment too
+   * ({@code -Dsluice.mongodb.uri}, started with test commands enabled): the watch's next getMore
+   * answers 136, and later releases are still noticed.
+   */
+  @Test
+  void releaseNoticesGoOnAfterAGetMoreAnswered136() throws Exception {
+    LeaseStore store = store();
+    String prefix = "capped-" + UUID.randomUUID().toString().substring(0, 8) + "/shop.orders";
+    java.util.concurrent.BlockingQueue<String> heard = new java.util.concurrent.LinkedBlockingQueue<>();
+    try (AutoCloseable watch = store.watchReleases(prefix, heard::add)) {
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        store.release(store.tryAcquire(prefix + "#warm", "a", LONG).orElseThrow());
+        return heard.poll(300, TimeUnit.MILLISECONDS) != null;
+      });
+      try (dev.sluice.testkit.mongo.FailCommand.Armed failing =
+          dev.sluice.testkit.mongo.FailCommand.on("getMore").errorCode(136).times(1).enable(client)) {
+        failing.awaitFired(1, Duration.ofSeconds(30));
+      }
+      heard.clear();
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        store.release(store.tryAcquire(prefix + "#after", "a", LONG).orElseThrow());
+        String n = heard.poll(300, TimeUnit.MILLISECONDS);
+        return n != null && n.endsWith("#after");
+      });
+    }
+  }
+
   @Test
   void onAServerWithPipelineUpdatesExpiryIsJudgedInsideEachStatement() {
     // The embedded server (its test kit) and every MongoDB since 4.2 update by pipeline.
