@@ -253,8 +253,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
       String missing = missingImage(event, change.operation());
       if (missing != null) {
         change = undecodableChange(event, eventId, eventPosition, time, "has its " + missing + " missing (expired or never"
-            + " recorded): the server has no " + missing + " of this change, which " + requiredImages + " asks for"
-            + " (error 47 NoMatchingDocument); parked per onMissingImage(PARK). An image expires after the cluster's"
+            + " recorded): the server no longer has it (error 47 NoMatchingDocument; the feed asks for the "
+            + requiredImages + "); parked per onMissingImage(PARK). An image expires after the cluster's"
             + " changeStreamOptions.preAndPostImages.expireAfterSeconds, and none is recorded before"
             + " changeStreamPreAndPostImages is enabled on the collection");
         parkedImage = true;
