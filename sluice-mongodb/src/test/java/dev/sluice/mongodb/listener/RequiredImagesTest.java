@@ -3,11 +3,15 @@ package dev.sluice.mongodb.listener;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.Updates;
 import com.mongodb.client.model.changestream.FullDocument;
 import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
+import com.mongodb.event.CommandListener;
+import com.mongodb.event.CommandStartedEvent;
 import dev.sluice.deadletter.ParkedChange;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.listener.BootstrapPolicy;
@@ -27,6 +31,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.BsonDocument;
+import org.bson.BsonString;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -50,10 +55,12 @@ class RequiredImagesTest {
   private final String db = "images" + DATABASES.incrementAndGet();
   private final List<Listener<?>> listeners = new ArrayList<>();
   private final List<ChangeEvent<BsonDocument>> seen = new CopyOnWriteArrayList<>();
+  private final List<MongoClient> clients = new ArrayList<>();
 
   @AfterEach
   void cleanUp() {
     listeners.forEach(Listener::close);
+    clients.forEach(MongoClient::close);
   }
 
   private MongoDatabase database() {
@@ -119,7 +126,21 @@ class RequiredImagesTest {
   void underParkTheChangeIsParkedWithItsReasonItsKeyFollowsAndTheStreamGoesOn() {
     writeAChangeWithoutItsPreImage();
     MongoDeadLetterStore dlq = MongoDeadLetterStore.create(database(), "deadletters");
-    Listener<BsonDocument> l = start(feed().onMissingImage(MongoChangeFeed.OnMissingImage.PARK).build(),
+    List<String> modes = new CopyOnWriteArrayList<>(); // each stream opened, with its pre-image mode
+    MongoClient watched = MongoClients.create(MONGO.server().clientSettings().addCommandListener(new CommandListener() {
+      @Override
+      public void commandStarted(CommandStartedEvent event) {
+        BsonDocument cmd = event.getCommand();
+        if (event.getCommandName().equals("aggregate") && cmd.isArray("pipeline") && !cmd.getArray("pipeline").isEmpty()
+            && cmd.getArray("pipeline").get(0).asDocument().get("$changeStream") instanceof BsonDocument stage) {
+          modes.add(stage.getString("fullDocumentBeforeChange", new BsonString("off")).getValue());
+        }
+      }
+    }).build());
+    clients.add(watched);
+    Listener<BsonDocument> l = start(MongoChangeFeed.builder(watched, db, "orders")
+            .fullDocumentBeforeChange(FullDocumentBeforeChange.REQUIRED)
+            .onMissingImage(MongoChangeFeed.OnMissingImage.PARK).build(),
         FailurePolicy.park(RetryPolicy.attempts(1, Duration.ofMillis(1), Duration.ofMillis(1)), dlq));
 
     await().atMost(Duration.ofSeconds(30)).until(() -> seen.stream().anyMatch(e -> e.key().equals("c")));
@@ -133,6 +154,8 @@ class RequiredImagesTest {
     assertThat(parked.get(1).error()).as("a's later change follows it, in order").contains("parked behind");
     assertThat(status(l).state()).isEqualTo(PartitionState.ACTIVE);
     assertThat(status(l).error()).contains("parked change").contains("pre-image missing");
+    assertThat(modes).as("read on with whenAvailable to find the change, then required again after it")
+        .containsExactly("required", "whenAvailable", "required");
   }
 
   @Test
