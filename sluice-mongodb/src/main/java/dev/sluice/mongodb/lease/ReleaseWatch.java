@@ -33,6 +33,8 @@ final class ReleaseWatch implements AutoCloseable {
   /** The watch's position is gone from the oplog: CappedPositionLost (a live cursor), ChangeStreamHistoryLost. */
   private static final Set<Integer> POSITION_LOST = Set.of(136, 286);
   private static final long IDLE_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+  /** A position loss re-opens at once unless the last one was this recent. */
+  private static final long POSITION_LOSS_SPACING_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final MongoCollection<BsonDocument> leases;
   private final String prefix;
@@ -96,6 +98,7 @@ final class ReleaseWatch implements AutoCloseable {
 
   private void run() {
     long backoffMillis = 500;
+    long lastLossNanos = System.nanoTime() - POSITION_LOSS_SPACING_NANOS;
     while (!closed) {
       MongoCursor<BsonDocument> opened = first;
       first = null;
@@ -115,9 +118,11 @@ final class ReleaseWatch implements AutoCloseable {
           unavailable(e);
           return;
         }
-        if (POSITION_LOST.contains(e.getErrorCode()) && !closed) {
+        if (POSITION_LOST.contains(e.getErrorCode()) && !closed
+            && System.nanoTime() - lastLossNanos >= POSITION_LOSS_SPACING_NANOS) {
           // The next open() starts at the latest position: no back-off, every moment waited is a
-          // release not noticed.
+          // release not noticed. (A loss again right after it backs off as any error does.)
+          lastLossNanos = System.nanoTime();
           positionLost(e);
           continue;
         }
