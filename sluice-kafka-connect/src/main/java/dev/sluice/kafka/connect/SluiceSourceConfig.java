@@ -204,7 +204,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
           new Choices(STARTUP_MODES))
       .define(HISTORY_LOST_POLICY, Type.STRING, "fail", ConfigDef.CaseInsensitiveValidString.in(
               HISTORY_LOST_POLICIES.toArray(String[]::new)), Importance.HIGH,
-          "A committed offset that fell off the oplog (MongoDB error 286): fail (the task fails, naming the"
+          "A committed offset that fell off the oplog (MongoDB error 286; 136 when the oplog rolls past a"
+              + " running task's cursor): fail (the task fails, naming the"
               + " lost range and what to do; nothing is skipped), skip (continue at the latest position,"
               + " logged at ERROR with the gap and committed at once as a heartbeat), or resnapshot (as skip,"
               + " then every document of the partition is read again as a SNAPSHOT change).",
