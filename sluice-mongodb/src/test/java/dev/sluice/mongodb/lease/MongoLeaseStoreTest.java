@@ -182,8 +182,8 @@ class MongoLeaseStoreTest extends MongoLeaseStoreContract {
       java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
       java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
       try (AutoCloseable watch = store.watchReleases(prefix, name -> {
-        heard.add(name);
         all.add(name);
+        heard.add(name);
         if (name.endsWith("#held")) {
           held.countDown();
           try {
