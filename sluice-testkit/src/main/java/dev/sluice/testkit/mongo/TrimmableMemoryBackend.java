@@ -135,7 +135,8 @@ final class TrimmableMemoryBackend extends MemoryBackend {
         throw new MongoServerError(11601, "Interrupted", "interrupted while waiting for the fail point");
       }
     }
-    FailPoints.Action failure = failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
+    FailPoints.Action failure =
+        failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
     if (failure != null) {
       Document failed = fail(failure, channel, query);
       if (failed != null) {
