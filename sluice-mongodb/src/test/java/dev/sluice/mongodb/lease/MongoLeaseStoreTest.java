@@ -165,12 +165,6 @@ class MongoLeaseStoreTest extends MongoLeaseStoreContract {
   }
 
   @Test
-  void onAServerWithPipelineUpdatesExpiryIsJudgedInsideEachStatement() {
-    // The embedded server (its test kit) and every MongoDB since 4.2 update by pipeline.
-    assertThat(((DefaultMongoLeaseStore) store()).judgesExpiryInStatement()).isTrue();
-  }
-
-  @Test
   void serverClockSkewChangesNothing() {
     // Databases an hour ahead of and an hour behind this process: the store must behave as if
     // the clocks agreed, because expiry is judged entirely on the server's clock.
@@ -241,7 +235,13 @@ class MongoLeaseStoreTest extends MongoLeaseStoreContract {
     assertThat(d.get("checkpoint", Document.class).getString("token")).isEqualTo("tok");
     assertThat(d.getDate("touchedAt")).isNotNull();
     assertThat(d.getBoolean("disposable")).as("a record with a checkpoint").isFalse();
-    assertThat(d.getDate("idleSince")).isEqualTo(Date.from(l.expiresAt()));
+    // Expiry is the shard's renewal stamp plus the grant's length (ADR 0083); expiresAt and
+    // idleSince hold the store's estimate of it, made before the write.
+    assertThat(d.getDate("renewedAt").toInstant().plusMillis(d.getLong("duration"))).isEqualTo(l.expiresAt());
+    assertThat(d.getLong("duration")).isEqualTo(30_000L);
+    assertThat(d.getLong("renewedEpoch")).isEqualTo(l.epoch());
+    assertThat(d.getDate("idleSince").toInstant()).isBetween(l.expiresAt().minusSeconds(1), l.expiresAt());
+    assertThat(d.getDate("expiresAt")).isEqualTo(d.getDate("idleSince"));
   }
 
   // ---------------------------------------------------------------- the optional TTL clean-up

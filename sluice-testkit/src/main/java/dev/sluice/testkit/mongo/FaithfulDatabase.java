@@ -65,7 +65,8 @@ final class FaithfulDatabase extends MemoryDatabase {
   @Override
   public Document handleCommand(Channel channel, String command, Document originalQuery, DatabaseResolver resolver, Oplog oplog) {
     Document query = EVALUATES_NOW.contains(command.toLowerCase())
-        ? withCurrentDate(command, withNow(command, originalQuery, routerNow.get()), clock.instant())
+        // BSON dates hold milliseconds: a real server never stores (or compares) a finer instant.
+        ? withCurrentDate(command, withNow(command, originalQuery, millis(routerNow.get())), millis(clock.instant()))
         : originalQuery;
     if (!shardKeys.isEmpty()) {
       Document refused = routeUpserts(command, query);
@@ -197,6 +198,10 @@ final class FaithfulDatabase extends MemoryDatabase {
 
   private static String unroutable(List<String> key) {
     return "Failed to target upsert by query :: could not extract exact shard key (shard key " + key + ")";
+  }
+
+  private static Instant millis(Instant t) {
+    return t.truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
   }
 
   /** The commands whose filters, pipelines or updates may hold {@code $$NOW} or {@code $currentDate}. */
