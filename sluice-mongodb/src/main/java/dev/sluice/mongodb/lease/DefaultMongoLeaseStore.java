@@ -3,6 +3,8 @@ package dev.sluice.mongodb.lease;
 import static com.mongodb.client.model.Filters.and;
 import static com.mongodb.client.model.Filters.eq;
 import static com.mongodb.client.model.Filters.exists;
+import static com.mongodb.client.model.Filters.expr;
+import static com.mongodb.client.model.Filters.or;
 import static com.mongodb.client.model.Filters.regex;
 
 import com.mongodb.MongoException;
@@ -33,7 +35,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiPredicate;
 import java.util.regex.Pattern;
-import org.bson.BsonBoolean;
+import org.bson.BsonArray;
 import org.bson.BsonDateTime;
 import org.bson.BsonDocument;
 import org.bson.BsonInt64;
@@ -144,6 +146,10 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     requireOwner(owner);
     requireDuration(duration);
     try {
+      Optional<Lease> free = tryAcquireFree(name, owner, duration);
+      if (free.isPresent()) {
+        return free;
+      }
       BsonDocument seen;
       try {
         seen = leases.findOneAndUpdate(eq("_id", name), Updates.currentDate(ASKED_AT),
@@ -202,6 +208,39 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
       }
       throw MongoLeaseFailures.failure("acquire", name, e);
     }
+  }
+
+  /**
+   * The one-statement path for a record that needs no clock to judge: released, or held by this
+   * very owner. Granted with {@code $inc} on both the epoch and {@code renewedEpoch}, which the
+   * filter requires equal (a field comparison, no clock), so the new grant's renewal fields stay
+   * its own. Needs an estimate of the shard's clock for the informational fields (the first call
+   * of a store has none and takes the two-write path). Empty if the record is anything else.
+   */
+  private Optional<Lease> tryAcquireFree(String name, String owner, Duration duration) {
+    Instant estimate = estimatedStoreNow(Long.MAX_VALUE);
+    if (estimate == null) {
+      return Optional.empty();
+    }
+    Instant estimatedExpiry = estimate.plus(duration);
+    BsonDocument taken = leases.findOneAndUpdate(
+        and(eq("_id", name), exists(EPOCH), or(eq(OWNER, null), eq(OWNER, owner)),
+            expr(new BsonDocument("$eq", new BsonArray(List.of(new BsonString("$" + RENEWED_EPOCH), new BsonString("$" + EPOCH)))))),
+        Updates.combine(
+            Updates.set(OWNER, owner),
+            Updates.inc(EPOCH, 1L),
+            Updates.inc(RENEWED_EPOCH, 1L),
+            Updates.set(DURATION, duration.toMillis()),
+            Updates.currentDate(RENEWED_AT),
+            Updates.currentDate(TOUCHED_AT),
+            Updates.set(EXPIRES_AT, date(estimatedExpiry)),
+            Updates.set(IDLE_SINCE, date(estimatedExpiry))),
+        new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER));
+    if (taken == null) {
+      return Optional.empty();
+    }
+    stamped(taken, RENEWED_AT);
+    return Optional.of(toLease(taken));
   }
 
   /**
