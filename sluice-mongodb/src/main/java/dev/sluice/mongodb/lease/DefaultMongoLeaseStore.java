@@ -8,6 +8,7 @@ import static com.mongodb.client.model.Filters.or;
 import static com.mongodb.client.model.Filters.regex;
 
 import com.mongodb.MongoException;
+import com.mongodb.MongoServerException;
 import com.mongodb.WriteConcern;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
@@ -26,6 +27,7 @@ import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.mongodb.internal.MongoErrors;
 import dev.sluice.mongodb.internal.MongoReads;
+import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -85,6 +87,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   /** How long a stamp of the shard's clock may be carried forward on this process's monotonic clock. */
   private static final long MAX_ESTIMATE_AGE_NANOS = TimeUnit.SECONDS.toNanos(10);
 
+  private final MongoDatabase database;
   private final MongoCollection<BsonDocument> leases;
   /** The last stamp of the shard's clock this store received, and when (monotonic): {@link #storeNow}. */
   private Instant lastStamp;
@@ -92,6 +95,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
 
   DefaultMongoLeaseStore(
       MongoDatabase database, String collection, WriteConcern writeConcern, Duration idle) {
+    this.database = database;
     this.leases = MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class), writeConcern);
     try {
       dropUnsafeLegacyTtlIndex();
@@ -423,6 +427,16 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     try {
       return stamped(leases.findOneAndUpdate(eq("_id", CLOCK_ID), Updates.currentDate(ASKED_AT),
           new FindOneAndUpdateOptions().upsert(true).returnDocument(ReturnDocument.AFTER)), ASKED_AT);
+    } catch (MongoServerException e) {
+      // A user who may only read (an operator's status command) cannot stamp: for a read, which
+      // decides nothing, the clock of the server answering hello will do (a router's, on a
+      // sharded cluster). Not remembered as a stamp.
+      try {
+        return MongoServerTime.now(database);
+      } catch (RuntimeException helloFailed) {
+        e.addSuppressed(helloFailed);
+        throw MongoLeaseFailures.failure(action, name, e);
+      }
     } catch (MongoException e) {
       throw MongoLeaseFailures.failure(action, name, e);
     }

@@ -164,6 +164,33 @@ class MongoLeaseStoreTest extends MongoLeaseStoreContract {
     }
   }
 
+  /**
+   * Reads decide nothing, so a user who may only read (an operator's status command) still lists
+   * the records: when the store cannot stamp the shard's clock (error 13 from the stamp, injected
+   * with the failCommand fail point as a real server would answer a read-only role), the store
+   * time of the read comes from {@code hello} instead.
+   */
+  @Test
+  void aStoreThatMayNotWriteStillReadsItsRecordsWithTheHelloClock() {
+    try (EmbeddedMongo server = EmbeddedMongo.start(); MongoClient c = server.client()) {
+      MongoLeaseStore writer = MongoLeaseStore.builder(c.getDatabase("read_only")).build();
+      String name = uniqueName("read-only");
+      Lease held = writer.tryAcquire(name, "a", LONG).orElseThrow();
+      MongoLeaseStore reader = MongoLeaseStore.builder(c.getDatabase("read_only")).build();
+      try (dev.sluice.testkit.mongo.FailCommand.Armed unauthorized =
+          dev.sluice.testkit.mongo.FailCommand.on("findAndModify").errorCode(13).alwaysOn().enable(c)) {
+        assertThat(reader.list(name)).singleElement().satisfies(r -> {
+          assertThat(r.epoch()).isEqualTo(held.epoch());
+          assertThat(r.isHeld()).isTrue();
+          assertThat(Duration.between(r.storeTime(), Instant.now()).abs()).isLessThan(Duration.ofSeconds(5));
+        });
+        assertThatThrownBy(() -> reader.tryAcquire(name, "b", LONG))
+            .as("a decision is never made without the shard's stamp")
+            .isInstanceOf(dev.sluice.lease.LeaseStoreException.class);
+      }
+    }
+  }
+
   @Test
   void serverClockSkewChangesNothing() {
     // Databases an hour ahead of and an hour behind this process: the store must behave as if
