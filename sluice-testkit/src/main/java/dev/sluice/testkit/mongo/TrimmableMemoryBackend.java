@@ -60,6 +60,27 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     helloClockOffsets = offsets.clone();
   }
 
+  private volatile Duration[] routerClockOffsets = {Duration.ZERO};
+  private final AtomicLong routedCommands = new AtomicLong();
+
+  /**
+   * The {@code $$NOW} of successive commands: the server clock plus each offset in turn, as when
+   * every command reaches another mongos, which resolves {@code $$NOW} itself from its own clock
+   * and sends it to the shard with the command. {@code $currentDate} keeps the server clock.
+   */
+  void routerClockOffsets(Duration... offsets) {
+    if (offsets.length == 0) {
+      throw new IllegalArgumentException("at least one offset");
+    }
+    routerClockOffsets = offsets.clone();
+  }
+
+  /** The {@code $$NOW} of the next command that evaluates it. */
+  java.time.Instant routerNow() {
+    Duration[] offsets = routerClockOffsets;
+    return clock.instant().plus(offsets[(int) (routedCommands.getAndIncrement() % offsets.length)]);
+  }
+
   private volatile boolean mongos;
   private volatile boolean hello = true;
   private volatile boolean operationTime;
@@ -307,7 +328,8 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   @Override
   public MemoryDatabase openOrCreateDatabase(String databaseName) {
-    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates, shardKeys);
+    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, this::routerNow,
+        () -> pipelineUpdates, shardKeys);
   }
 
   @Override
