@@ -151,7 +151,7 @@ class ErrorCatalogueTest {
         // When the command is sent: at the first start (acquisition, the layout check), when a
         // listener restarts at its checkpoint (the change stream's aggregate), or while it runs.
         String when = switch (row.surface() + " " + row.command()) {
-          case "lease findAndModify", "lease aggregate", "dead-letters find" -> "start";
+          case "lease findAndModify", "lease find", "dead-letters find" -> "start";
           case "feed aggregate" -> "restart";
           case "feed getMore", "lease update", "dead-letters insert" -> "running";
           default -> throw new AssertionError("no scenario for " + row.surface() + " " + row.command()
