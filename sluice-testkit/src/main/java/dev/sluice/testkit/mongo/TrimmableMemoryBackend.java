@@ -30,7 +30,11 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   TrimmableMemoryBackend(Clock clock) {
     super(clock);
     this.clock = clock;
+    this.batches = new ReplyBatches(getCursorRegistry());
   }
+
+  /** Reply batches of at most 16 MiB, as a real server's ({@link ReplyBatches}). */
+  private final ReplyBatches batches;
 
   private volatile boolean pipelineUpdates = true;
   /** Namespaces staged as sharded, with their shard-key fields. */
@@ -145,8 +149,24 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
     }
-    Document response = isolated(command, query,
-        () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query));
+    if (command.equals("getMore") && batches.owns(query.get("getMore"))) {
+      return batches.getMore(query, stockId -> {
+        Document stockQuery = new Document(query);
+        stockQuery.put("getMore", stockId);
+        return isolated(command, stockQuery, () -> super.handleCommand(channel, databaseName, command, stockQuery));
+      });
+    }
+    Document toRun = query;
+    if (command.equals("killCursors") && query.get("cursors") instanceof List<?> ids) {
+      toRun = new Document(query);
+      toRun.put("cursors", batches.kill(ids));
+    }
+    Document run = toRun;
+    Document response = isolated(command, run,
+        () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, run));
+    if (command.equals("find")) {
+      response = batches.find(query, response);
+    }
     if (failure != null && failure.writeConcernError() != null) {
       FailPoints.withWriteConcernError(failure, response, query);
     }
