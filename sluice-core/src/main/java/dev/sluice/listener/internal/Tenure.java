@@ -89,6 +89,8 @@ final class Tenure<D> {
   private boolean begun;
   /** The back-off before re-opening a failed feed; grows with each failure in a row. */
   private Duration feedBackoff = Duration.ofMillis(100);
+  /** Retryable feed failures in a row, for the partition's status; 0 once a poll succeeds. */
+  private int feedFailures;
   /** The last turn found nothing to read and its cursor parked (FeedCursor#wakeInsteadOfWaiting). */
   private volatile boolean cursorParked;
   /** Whether the current cursor parks instead of waiting in a poll. */
@@ -411,6 +413,7 @@ final class Tenure<D> {
         batch = pollUnlocked();
       }
       feedBackoff = Duration.ofMillis(100);
+      feedFailures = 0;
     } catch (HistoryLostException e) {
       batch = List.of();
       step = checkpointer.checkpoint();
@@ -428,8 +431,12 @@ final class Tenure<D> {
         }
       } else {
         worker.observer.feedFailed(worker.leaseName, e);
-        log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
-            worker.leaseName, feedBackoff, e.toString());
+        feedFailures++;
+        // Shown by the partition's status while it retries: the error, the attempt, the next try.
+        worker.recordError("feed failed (attempt " + feedFailures + "; re-opening at the last checkpoint in "
+            + feedBackoff + "): " + e.getMessage());
+        log.warn("Feed of {} failed (attempt {}), re-opening at the last checkpoint in {}: {}",
+            worker.leaseName, feedFailures, feedBackoff, e.toString());
         step = reopenAtCheckpoint(feedBackoff);
         feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }

@@ -1,6 +1,9 @@
 package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoException;
+import com.mongodb.MongoExecutionTimeoutException;
+import com.mongodb.MongoOperationTimeoutException;
+import com.mongodb.MongoSocketReadTimeoutException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
@@ -96,7 +99,8 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   private final CursorSettings settings;
   private final StreamSource source;
   private final PartitionSpec partition;
-  private final int chunkSize;
+  /** How many documents the next read asks for: the configured chunk size, less after a timeout. */
+  private final ChunkSizing sizing;
   private final SnapshotScope scope;
   /** Opened at the first read's low watermark, or at the position resumed from. */
   private MongoFeedCursor stream;
@@ -137,8 +141,8 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
    * @param streamPosition the position of {@code start}'s stream part
    */
   SnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, SnapshotProgress start,
-      Position streamPosition) {
-    this(settings, source, partition, start, streamPosition, null);
+      Position streamPosition, ChunkSizing sizing) {
+    this(settings, source, partition, start, streamPosition, null, sizing);
   }
 
   /**
@@ -146,11 +150,11 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
    * re-snapshot on request, started by the stream's partition).
    */
   SnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, SnapshotProgress start,
-      Position streamPosition, MongoFeedCursor openStream) {
+      Position streamPosition, MongoFeedCursor openStream, ChunkSizing sizing) {
     this.settings = settings;
     this.source = source;
     this.partition = partition;
-    this.chunkSize = settings.snapshotChunkSize();
+    this.sizing = sizing;
     this.scope = start.scope();
     this.after = start.after();
     if (start.stream() == null) {
@@ -259,8 +263,23 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   }
 
   private void readNextChunk() {
-    int limit = chunkSize;
-    SnapshotChunk chunk = source.readChunk(after, scope, limit);
+    int limit = sizing.current();
+    long started = System.nanoTime();
+    SnapshotChunk chunk;
+    try {
+      chunk = source.readChunk(after, scope, limit);
+    } catch (MongoException e) {
+      if (!timedOut(e)) {
+        throw e;
+      }
+      int next = sizing.timedOut(limit);
+      throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": reading a snapshot"
+          + " chunk of " + limit + " documents" + (after == null ? "" : " after _id " + SnapshotProgress.shown(after))
+          + " timed out (a round trip took longer than " + roundTripBound() + ": large documents or a busy server);"
+          + " the chunk is read again with " + next + " documents at most, and the size grows back to "
+          + sizing.configured() + " while reads are fast: " + e.getMessage(), e, true);
+    }
+    sizing.read(limit, Duration.ofNanos(System.nanoTime() - started));
     List<RawBsonDocument> documents = chunk.documents();
     BsonTimestamp low = chunk.low();
     BsonTimestamp high = chunk.high();
@@ -381,6 +400,21 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
           after == null ? "" : ", up to _id " + SnapshotProgress.shown(after), documentsLeftToStream,
           last ? "; the snapshot is complete" : "");
     }
+  }
+
+  /**
+   * A round trip of a chunk read ran out of time: the driver's own bound (timeoutMS, which a read
+   * has per round trip), the server's (50 MaxTimeMSExpired), or the socket's read timeout.
+   */
+  static boolean timedOut(MongoException e) {
+    return e instanceof MongoOperationTimeoutException || e instanceof MongoExecutionTimeoutException
+        || e instanceof MongoSocketReadTimeoutException || e.getCode() == 50
+        || e.getCause() instanceof MongoException cause && cause != e && timedOut(cause);
+  }
+
+  private String roundTripBound() {
+    Duration bound = sizing.roundTripBound();
+    return bound == null ? "the client's timeout" : bound.toString();
   }
 
   /**
