@@ -50,15 +50,22 @@ final class ReplyBatches {
 
   /** The reply of {@code query}, a {@code find}, its first batch cut at {@link #MAX_BATCH_BYTES}. */
   Document find(Document query, Document reply) {
+    return Boolean.TRUE.equals(query.get("singleBatch")) ? reply : firstBatch(reply, Integer.MAX_VALUE);
+  }
+
+  /**
+   * The reply of a {@code find} or {@code aggregate}, its first batch cut at {@code maxCount}
+   * documents and {@link #MAX_BATCH_BYTES}; what is cut is served by the {@code getMore}s after it.
+   */
+  Document firstBatch(Document reply, int maxCount) {
     if (reply == null || !(reply.get("cursor") instanceof Document cursor)
-        || !(cursor.get("firstBatch") instanceof List<?> batch) || fits(batch)
-        || Boolean.TRUE.equals(query.get("singleBatch"))) {
+        || !(cursor.get("firstBatch") instanceof List<?> batch) || batch.size() <= maxCount && fits(batch)) {
       return reply;
     }
     Cut cut = new Cut();
     cut.stockId = cursor.get("id") instanceof Long id ? id : 0L;
     cut.ns = String.valueOf(cursor.get("ns"));
-    cursor.put("firstBatch", take(new ArrayDeque<>(documents(batch)), Integer.MAX_VALUE, cut.left));
+    cursor.put("firstBatch", take(new ArrayDeque<>(documents(batch)), maxCount, cut.left));
     long id = registry.generateCursorId();
     cuts.put(id, cut);
     cursor.put("id", id);

@@ -3,6 +3,7 @@ package dev.sluice.testkit.mongo;
 import de.bwaldvogel.mongo.MongoCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
+import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import io.netty.channel.Channel;
@@ -162,10 +163,15 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       toRun.put("cursors", batches.kill(ids));
     }
     Document run = toRun;
-    Document response = isolated(command, run,
-        () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, run));
-    if (command.equals("find")) {
-      response = batches.find(query, response);
+    Document response;
+    if (oplog != null && SnapshotReads.applies(command, query)) {
+      response = snapshotRead(channel, databaseName, command, query);
+    } else {
+      response = isolated(command, run,
+          () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, run));
+      if (command.equals("find")) {
+        response = batches.find(query, response);
+      }
     }
     if (failure != null && failure.writeConcernError() != null) {
       FailPoints.withWriteConcernError(failure, response, query);
@@ -188,6 +194,26 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       }
     }
     return response;
+  }
+
+  /**
+   * A read at the snapshot read concern ({@link SnapshotReads}): at the time asked, or at the newest
+   * oplog entry's, read whole and copied under the read lock; the reply's cursor names the time
+   * ({@code atClusterTime}), and its batches are cut as asked.
+   */
+  private Document snapshotRead(Channel channel, String databaseName, String command, Document query) {
+    String namespace = databaseName + "." + query.get(command);
+    BsonTimestamp asked = SnapshotReads.atClusterTime(query);
+    BsonTimestamp[] at = new BsonTimestamp[1];
+    Document whole = SnapshotReads.whole(command, query);
+    Document response = isolated(command, whole, () -> {
+      at[0] = SnapshotReads.readAt(oplog, namespace, asked);
+      return super.handleCommand(channel, databaseName, command, whole);
+    });
+    if (response.get("cursor") instanceof Document cursor) {
+      cursor.put("atClusterTime", at[0]);
+    }
+    return batches.firstBatch(response, SnapshotReads.firstBatchSize(command, query));
   }
 
   /**
