@@ -60,6 +60,9 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   /** How long the stream may stand still before it reached a chunk's high watermark. */
   private static final Duration WINDOW_PATIENCE = Duration.ofSeconds(30);
   private static final Duration WINDOW_POLL = Duration.ofMillis(100);
+  /** A snapshot read's error codes that retrying cures (docs/adr/0085). */
+  static final int SNAPSHOT_TOO_OLD = 239;
+  static final int SNAPSHOT_UNAVAILABLE = 246;
   /** Polls of a stream that is behind before the next chunk is read anyway. */
   private static final int MAX_CATCH_UP_POLLS = 10;
 
@@ -269,6 +272,25 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
     try {
       chunk = source.readChunk(after, scope, limit);
     } catch (MongoException e) {
+      if (e.getCode() == SNAPSHOT_UNAVAILABLE) {
+        // Transient: the server cannot read at a snapshot yet after a change of the collection's
+        // catalog entry, which a snapshot session cannot see (a collMod, such as the one that
+        // enables images, an index build). Retried with the engine's back-off.
+        throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": the snapshot"
+            + " read of a chunk" + (after == null ? "" : " after _id " + SnapshotProgress.shown(after)) + " found no"
+            + " snapshot available (246 SnapshotUnavailable: the collection was changed, by a collMod or an index"
+            + " build, after the time a snapshot read would use); retrying with back-off: " + e.getMessage(), e, true);
+      }
+      if (e.getCode() == SNAPSHOT_TOO_OLD) {
+        // The read outlived the server's snapshot history: a new session reads at a new time, and
+        // a smaller read finishes sooner.
+        int next = sizing.timedOut(limit);
+        throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": a snapshot"
+            + " chunk of " + limit + " documents" + (after == null ? "" : " after _id " + SnapshotProgress.shown(after))
+            + " took longer than the server keeps snapshot history (239 SnapshotTooOld:"
+            + " minSnapshotHistoryWindowInSeconds, 300 s by default); it is read again at a new snapshot time with "
+            + next + " documents at most: " + e.getMessage(), e, true);
+      }
       if (!timedOut(e)) {
         throw e;
       }
