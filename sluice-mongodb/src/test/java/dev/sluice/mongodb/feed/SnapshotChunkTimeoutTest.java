@@ -133,7 +133,11 @@ class SnapshotChunkTimeoutTest {
     await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
       PartitionStatus s = listener.status().get(0);
       assertThat(s.state()).isEqualTo(PartitionState.ACTIVE);
-      assertThat(s.error()).contains("attempt 3").contains("timed out").contains("12 documents at most");
+      assertThat(s.error()).contains("timed out");
+      assertThat(number("attempt (\\d+)", s.error())).as("the attempt the status shows").isGreaterThanOrEqualTo(3);
+      // 100 halved at each attempt: 50, 25, 12, ...
+      assertThat(number("with (\\d+) documents at most", s.error())).as("the size of the next read")
+          .isEqualTo(Math.max(1, 100 >> number("attempt (\\d+)", s.error())));
     });
     assertThat(delivered).as("nothing delivered while every read fails").isEmpty();
 
@@ -141,5 +145,12 @@ class SnapshotChunkTimeoutTest {
     await().atMost(Duration.ofSeconds(60)).until(() -> delivered.size() == documents);
     assertThat(delivered).as("every document once").allSatisfy((id, times) -> assertThat(times).isOne());
     assertThat(listener.status().get(0).state()).isEqualTo(PartitionState.ACTIVE);
+  }
+
+  /** The number a status error names where {@code pattern}'s group is. */
+  private static int number(String pattern, String error) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile(pattern).matcher(error);
+    assertThat(m.find()).as("%s in %s", pattern, error).isTrue();
+    return Integer.parseInt(m.group(1));
   }
 }

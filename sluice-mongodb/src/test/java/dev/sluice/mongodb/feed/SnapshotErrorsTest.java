@@ -10,6 +10,7 @@ import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.event.CommandListener;
 import com.mongodb.event.CommandStartedEvent;
+import com.mongodb.event.CommandSucceededEvent;
 import dev.sluice.feed.Operation;
 import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.CheckpointPolicy;
@@ -26,6 +27,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.BsonDocument;
+import org.bson.BsonTimestamp;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -50,6 +52,9 @@ class SnapshotErrorsTest {
   private final MongoCollection<Document> collection = MONGO.client().getDatabase("snapshots").getCollection(name);
   /** The chunk reads the feed sent: each find of the collection. */
   private final List<BsonDocument> finds = new CopyOnWriteArrayList<>();
+  private final List<Integer> requestIds = new CopyOnWriteArrayList<>();
+  /** The time each chunk read was read at, as its reply names it, by request id. */
+  private final Map<Integer, BsonTimestamp> readAt = new ConcurrentHashMap<>();
   private final List<AutoCloseable> closing = new ArrayList<>();
   private final Map<Integer, Integer> delivered = new ConcurrentHashMap<>();
 
@@ -70,6 +75,15 @@ class SnapshotErrorsTest {
           public void commandStarted(CommandStartedEvent event) {
             if (event.getCommandName().equals("find") && name.equals(event.getCommand().getString("find").getValue())) {
               finds.add(event.getCommand().clone());
+              requestIds.add(event.getRequestId());
+            }
+          }
+
+          @Override
+          public void commandSucceeded(CommandSucceededEvent event) {
+            if (event.getCommandName().equals("find") && event.getResponse().get("cursor") instanceof BsonDocument c
+                && c.get("atClusterTime") != null) {
+              readAt.put(event.getRequestId(), c.getTimestamp("atClusterTime"));
             }
           }
         }).build());
@@ -132,7 +146,8 @@ class SnapshotErrorsTest {
     await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
       PartitionStatus s = status(listener);
       assertThat(s.state()).isEqualTo(PartitionState.ACTIVE);
-      assertThat(s.error()).contains("attempt 3").contains("246 SnapshotUnavailable").contains("retrying with back-off");
+      assertThat(s.error()).contains("246 SnapshotUnavailable").contains("retrying with back-off");
+      assertThat(attempt(s.error())).as("the attempt the status shows").isGreaterThanOrEqualTo(3);
     });
     assertThat(delivered).as("nothing delivered while every read fails").isEmpty();
 
@@ -161,6 +176,14 @@ class SnapshotErrorsTest {
     assertThat(retried.getInt32("limit").getValue()).as("the chunk read again is smaller").isEqualTo(50);
     assertThat(retried.getDocument("readConcern").containsKey("atClusterTime"))
         .as("the read again lets the server pick a new time").isFalse();
-    assertThat(retried.get("lsid")).as("in a new snapshot session").isNotEqualTo(failed.get("lsid"));
+    assertThat(readAt).as("the failed read has no time").doesNotContainKey(requestIds.get(0));
+    assertThat(readAt.get(requestIds.get(1))).as("the time the server picked for the read again").isNotNull();
+  }
+
+  /** The attempt a status error names ("attempt n"). */
+  private static int attempt(String error) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("attempt (\\d+)").matcher(error);
+    assertThat(m.find()).as("an attempt in %s", error).isTrue();
+    return Integer.parseInt(m.group(1));
   }
 }
