@@ -132,12 +132,13 @@ class SnapshotChunkTimeoutTest {
     // Meanwhile the partition is held and its status shows the retry, its attempt and the smaller read.
     await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
       PartitionStatus s = listener.status().get(0);
-      assertThat(s.state()).isEqualTo(PartitionState.ACTIVE);
+      assertThat(s.state()).isEqualTo(PartitionState.RETRYING);
+      assertThat(s.attempts()).as("the attempt the status shows").isGreaterThanOrEqualTo(3);
+      assertThat(s.nextAttemptAt()).as("the next try").isNotNull();
       assertThat(s.error()).contains("timed out");
-      assertThat(number("attempt (\\d+)", s.error())).as("the attempt the status shows").isGreaterThanOrEqualTo(3);
       // 100 halved at each attempt: 50, 25, 12, ...
       assertThat(number("with (\\d+) documents at most", s.error())).as("the size of the next read")
-          .isEqualTo(Math.max(1, 100 >> number("attempt (\\d+)", s.error())));
+          .isEqualTo(Math.max(1, 100 >> s.attempts()));
     });
     assertThat(delivered).as("nothing delivered while every read fails").isEmpty();
 
