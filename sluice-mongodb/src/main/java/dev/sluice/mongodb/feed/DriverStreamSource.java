@@ -13,6 +13,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.MongoCursor;
+import com.mongodb.client.cursor.TimeoutMode;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.changestream.FullDocument;
 import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
@@ -21,6 +22,7 @@ import dev.sluice.feed.FeedException;
 import dev.sluice.mongodb.internal.MongoHello;
 import dev.sluice.mongodb.internal.MongoReads;
 import dev.sluice.mongodb.internal.MongoServerTime;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -314,7 +316,18 @@ final class DriverStreamSource implements StreamSource {
       documents = documents.withReadConcern(ReadConcern.LOCAL);
     }
     var find = session == null ? documents.find(filter) : documents.find(session, filter);
-    return find.sort(new BsonDocument("_id", new BsonInt32(1))).limit(limit).batchSize(limit);
+    // The collection's timeout bounds each round trip (the find, then each getMore), not the whole
+    // chunk: a chunk of large documents takes many round trips, and bounding them together timed
+    // out every read of such a chunk, for ever (issue 32; docs/adr/0085).
+    return find.sort(new BsonDocument("_id", new BsonInt32(1))).limit(limit).batchSize(limit)
+        .timeoutMode(TimeoutMode.ITERATION);
+  }
+
+  /** The bound of each round trip of a chunk read: the timeout of the handle it is read through. */
+  @Override
+  public Duration chunkRoundTripBound() {
+    Long millis = MongoReads.primary(db.getCollection(collection)).getTimeout(TimeUnit.MILLISECONDS);
+    return millis == null ? null : Duration.ofMillis(millis);
   }
 
   /** The {@code _id}s after {@code afterId} (or from the scope's first) through the scope's last. */

@@ -45,4 +45,13 @@ interface StreamSource {
   default SnapshotChunk readChunk(BsonValue afterId, SnapshotScope scope, int limit) {
     throw new UnsupportedOperationException("this stream source reads no snapshot");
   }
+
+  /**
+   * The bound of each round trip of {@link #readChunk} (a read of many round trips may take
+   * longer in all), or null when there is none: tells whether a read was fast enough to read more
+   * at once ({@link ChunkSizing}).
+   */
+  default java.time.Duration chunkRoundTripBound() {
+    return null;
+  }
 }

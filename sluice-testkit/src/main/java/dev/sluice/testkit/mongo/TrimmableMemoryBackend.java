@@ -3,6 +3,7 @@ package dev.sluice.testkit.mongo;
 import de.bwaldvogel.mongo.MongoCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
+import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import io.netty.channel.Channel;
@@ -30,7 +31,11 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   TrimmableMemoryBackend(Clock clock) {
     super(clock);
     this.clock = clock;
+    this.batches = new ReplyBatches(getCursorRegistry());
   }
+
+  /** Reply batches of at most 16 MiB, as a real server's ({@link ReplyBatches}). */
+  private final ReplyBatches batches;
 
   private volatile boolean pipelineUpdates = true;
   /** Namespaces staged as sharded, with their shard-key fields. */
@@ -167,8 +172,29 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
     }
-    Document response = isolated(command, query,
-        () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query));
+    if (command.equals("getMore") && batches.owns(query.get("getMore"))) {
+      return batches.getMore(query, stockId -> {
+        Document stockQuery = new Document(query);
+        stockQuery.put("getMore", stockId);
+        return isolated(command, stockQuery, () -> super.handleCommand(channel, databaseName, command, stockQuery));
+      });
+    }
+    Document toRun = query;
+    if (command.equals("killCursors") && query.get("cursors") instanceof List<?> ids) {
+      toRun = new Document(query);
+      toRun.put("cursors", batches.kill(ids));
+    }
+    Document run = toRun;
+    Document response;
+    if (oplog != null && SnapshotReads.applies(command, query)) {
+      response = snapshotRead(channel, databaseName, command, query);
+    } else {
+      response = isolated(command, run,
+          () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, run));
+      if (command.equals("find")) {
+        response = batches.find(query, response);
+      }
+    }
     if (failure != null && failure.writeConcernError() != null) {
       FailPoints.withWriteConcernError(failure, response, query);
     }
@@ -222,6 +248,26 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       reply.put("secondary", Boolean.FALSE);
       reply.put("electionId", ELECTION);
     }
+  }
+
+  /**
+   * A read at the snapshot read concern ({@link SnapshotReads}): at the time asked, or at the newest
+   * oplog entry's, read whole and copied under the read lock; the reply's cursor names the time
+   * ({@code atClusterTime}), and its batches are cut as asked.
+   */
+  private Document snapshotRead(Channel channel, String databaseName, String command, Document query) {
+    String namespace = databaseName + "." + query.get(command);
+    BsonTimestamp asked = SnapshotReads.atClusterTime(query);
+    BsonTimestamp[] at = new BsonTimestamp[1];
+    Document whole = SnapshotReads.whole(command, query);
+    Document response = isolated(command, whole, () -> {
+      at[0] = SnapshotReads.readAt(oplog, namespace, asked);
+      return super.handleCommand(channel, databaseName, command, whole);
+    });
+    if (response.get("cursor") instanceof Document cursor) {
+      cursor.put("atClusterTime", at[0]);
+    }
+    return batches.firstBatch(response, SnapshotReads.firstBatchSize(command, query));
   }
 
   /**
