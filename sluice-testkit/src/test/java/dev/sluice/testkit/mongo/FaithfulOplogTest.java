@@ -265,4 +265,64 @@ class FaithfulOplogTest {
       assertThat(next.getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonString("after")));
     }
   }
+
+  /** The UUID {@code listCollections} reports for {@code c}, as a real server does in {@code info.uuid}. */
+  private static UUID uuidListed(MongoCollection<Document> c) {
+    BsonDocument listed = client.getDatabase(c.getNamespace().getDatabaseName()).listCollections(BsonDocument.class)
+        .filter(new Document("name", c.getNamespace().getCollectionName())).first();
+    assertThat(listed).as("%s is listed", c.getNamespace()).isNotNull();
+    return listed.getDocument("info").getBinary("uuid").asUuid(); // subtype 4, as a real server sends it
+  }
+
+  @Test
+  void aTokenCarriesTheCollectionsUuidAndTheDocumentKeyAsARealServersDoes() {
+    MongoCollection<Document> c = collection();
+    BsonDocument token = marker(c);
+    UUID uuid = uuidListed(c);
+    String hex = String.format("%016X%016X", uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+    // cluster time, version 1, event (128), txnOpIndex 0, not from an invalidate, the UUID, {_id: "marker"}
+    assertThat(token.getString("_data").getValue())
+        .matches("82[0-9A-F]{16}2B022C0100296E5A1004" + hex + "463C5F6964003C6D61726B6572000004");
+
+    c.drop();
+    c.insertOne(new Document("_id", "again"));
+    assertThat(uuidListed(c)).as("a collection created again under the name is another collection").isNotEqualTo(uuid);
+  }
+
+  @Test
+  void resumingAfterATokenOfAnotherCollectionFailsWith280WhenTheStreamPassesIt() {
+    MongoCollection<Document> c = collection();
+    MongoCollection<Document> other = client.getDatabase(c.getNamespace().getDatabaseName()).getCollection("other");
+    BsonDocument ofOther = marker(other);
+    c.insertOne(new Document("_id", "later"));
+
+    assertThatThrownBy(() -> read(c, ofOther, FullDocument.DEFAULT, 1))
+        .isInstanceOfSatisfying(com.mongodb.MongoCommandException.class, e -> {
+          assertThat(e.getErrorCode()).isEqualTo(280);
+          assertThat(e.getErrorMessage()).contains("cannot resume stream; the resume token was not found");
+        });
+    assertThat(read(other, ofOther, FullDocument.DEFAULT, 0)).as("its own stream resumes there").isEmpty();
+  }
+
+  @Test
+  void anIdleBatchEndsWithAHighWaterMarkThatSortsBeforeEveryEventAtItsTime() {
+    MongoCollection<Document> c = collection();
+    BsonDocument start = marker(c);
+    client.getDatabase(c.getNamespace().getDatabaseName()).getCollection("elsewhere").insertOne(new Document("_id", 1));
+    try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor =
+        c.watch().resumeAfter(start).batchSize(10).cursor()) {
+      assertThat(cursor.tryNext()).isNull();
+      String mark = cursor.getResumeToken().getString("_data").getValue();
+      // cluster time, version 1, high-water mark (0), txnOpIndex 0, not from an invalidate, nothing more
+      assertThat(mark).matches("82[0-9A-F]{16}2B0229296E04");
+      assertThat(mark).isGreaterThan(start.getString("_data").getValue());
+      c.insertOne(new Document("_id", "next"));
+      ChangeStreamDocument<Document> next;
+      do {
+        next = cursor.tryNext();
+      } while (next == null);
+      assertThat(next.getResumeToken().getString("_data").getValue()).isGreaterThan(mark);
+      assertThat(read(c, cursor.getResumeToken(), FullDocument.DEFAULT, 0)).isEmpty();
+    }
+  }
 }
