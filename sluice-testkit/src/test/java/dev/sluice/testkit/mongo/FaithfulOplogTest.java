@@ -325,4 +325,59 @@ class FaithfulOplogTest {
       assertThat(read(c, cursor.getResumeToken(), FullDocument.DEFAULT, 0)).isEmpty();
     }
   }
+
+  /** A command of transaction {@code txn} of session {@code lsid}, as the driver sends it. */
+  private static BsonDocument inTransaction(BsonDocument command, BsonDocument lsid, long txn, boolean first) {
+    command.append("lsid", lsid).append("txnNumber", new org.bson.BsonInt64(txn))
+        .append("autocommit", org.bson.BsonBoolean.FALSE);
+    if (first) {
+      command.append("startTransaction", org.bson.BsonBoolean.TRUE);
+    }
+    return command;
+  }
+
+  @Test
+  void aTransactionIsOneApplyOpsEntryWhoseEventsShareOneClusterTimeAndDifferByTheirIndexAndAnAbortWritesNothing() {
+    MongoCollection<Document> c = collection();
+    com.mongodb.client.MongoDatabase db = client.getDatabase(c.getNamespace().getDatabaseName());
+    BsonDocument start = marker(c);
+    BsonDocument lsid = new BsonDocument("id", new org.bson.BsonBinary(UUID.randomUUID()));
+    org.bson.BsonArray docs = new org.bson.BsonArray();
+    for (int i = 1; i <= 3; i++) {
+      docs.add(new BsonDocument("_id", new BsonString("t" + i)));
+    }
+    db.runCommand(inTransaction(new BsonDocument("insert", new BsonString("c")).append("documents", docs), lsid, 1, true));
+    db.runCommand(inTransaction(new BsonDocument("update", new BsonString("c")).append("updates", new org.bson.BsonArray(List.of(
+        new BsonDocument("q", new BsonDocument("_id", new BsonString("t1")))
+            .append("u", new BsonDocument("$set", new BsonDocument("v", new BsonInt32(2))))))), lsid, 1, false));
+    assertThat(c.countDocuments()).as("nothing is visible before the commit").isEqualTo(1);
+    client.getDatabase("admin").runCommand(inTransaction(new BsonDocument("commitTransaction", new BsonInt32(1)), lsid, 1, false));
+    db.runCommand(inTransaction(new BsonDocument("insert", new BsonString("c")).append("documents",
+        new org.bson.BsonArray(List.of(new BsonDocument("_id", new BsonString("aborted"))))), lsid, 2, true));
+    client.getDatabase("admin").runCommand(inTransaction(new BsonDocument("abortTransaction", new BsonInt32(1)), lsid, 2, false));
+    c.insertOne(new Document("_id", "after"));
+
+    List<ChangeStreamDocument<Document>> events = read(c, start, FullDocument.DEFAULT, 5);
+    assertThat(events).extracting(e -> e.getDocumentKey().getString("_id").getValue())
+        .containsExactly("t1", "t2", "t3", "t1", "after");
+    List<ChangeStreamDocument<Document>> txn = events.subList(0, 4);
+    assertThat(txn).extracting(ChangeStreamDocument::getClusterTime).containsOnly(txn.get(0).getClusterTime());
+    assertThat(txn).extracting(ChangeStreamDocument::getTxnNumber).containsOnly(new org.bson.BsonInt64(1));
+    assertThat(txn).extracting(ChangeStreamDocument::getLsid).containsOnly(lsid);
+    assertThat(events.get(4).getClusterTime()).isGreaterThan(txn.get(0).getClusterTime());
+    assertThat(events.get(4).getTxnNumber()).isNull();
+    // txnOpIndex 0..3 after version 1 and the event type; the tokens sort in stream order
+    for (int i = 0; i < 4; i++) {
+      assertThat(txn.get(i).getResumeToken().getString("_data").getValue())
+          .startsWith("82" + String.format("%08X%08X", txn.get(0).getClusterTime().getTime(), txn.get(0).getClusterTime().getInc())
+              + "2B022C0100" + (i == 0 ? "29" : String.format("2B%02X", i << 1)) + "6E");
+    }
+    assertThat(events).extracting(e -> e.getResumeToken().getString("_data").getValue()).isSorted();
+    assertThat(client.getDatabase("local").getCollection("oplog.rs")
+        .countDocuments(new Document("op", "c").append("o.applyOps", new Document("$exists", true)))).isEqualTo(1);
+
+    assertThat(read(c, txn.get(1).getResumeToken(), FullDocument.DEFAULT, 3))
+        .as("resumed inside the transaction: its later changes, then what followed")
+        .extracting(e -> e.getDocumentKey().getString("_id").getValue()).containsExactly("t3", "t1", "after");
+  }
 }
