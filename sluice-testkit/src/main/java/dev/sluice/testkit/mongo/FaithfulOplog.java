@@ -406,7 +406,8 @@ final class FaithfulOplog implements Oplog {
     String mustFind = null;
     if (token != null) {
       ResumeTokens.Data data = ResumeTokens.parse(token);
-      if (trimmed != null && data.clusterTime().compareTo(trimmed) < 0) {
+      if (trimmed != null && data.clusterTime().compareTo(trimmed) <= 0) {
+        // As a real server: the entry at the resume point must still be in the oplog.
         throw historyLost();
       }
       if (startAfter == null && data.fromInvalidate()) {
