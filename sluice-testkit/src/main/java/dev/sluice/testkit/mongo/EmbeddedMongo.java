@@ -28,6 +28,14 @@ import java.util.concurrent.TimeUnit;
  * }</pre>
  */
 public final class EmbeddedMongo implements AutoCloseable {
+  /**
+   * Event-loop threads serving connections (started as connections come, round robin). The server
+   * runs each command on its connection's thread, so a command held by a fail point's
+   * {@code blockConnection} (or {@link #stall}) holds every connection sharing that thread: with
+   * this many, a connection has a thread of its own, as on a real server, where a blocked command
+   * holds only its own connection.
+   */
+  private static final int WORKER_THREADS = 256;
 
   private MongoServer server;
   /** Servers replaced by {@link #startServer()}; shut down with this one. */
@@ -58,8 +66,8 @@ public final class EmbeddedMongo implements AutoCloseable {
     TrimmableMemoryBackend backend = new TrimmableMemoryBackend(serverClock);
     MongoServer server = new MongoServer(backend);
     server.enableOplog();
-    InetSocketAddress address = server.bind();
-    return new EmbeddedMongo(server, backend, address);
+    server.bind(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0, WORKER_THREADS);
+    return new EmbeddedMongo(server, backend, server.getLocalAddress());
   }
 
   /** {@code mongodb://host:port} of this server. */
@@ -201,7 +209,7 @@ public final class EmbeddedMongo implements AutoCloseable {
   public synchronized EmbeddedMongo startServer() {
     stopped.add(server);
     MongoServer next = new MongoServer(backend); // the backend keeps its oplog: not enabled again
-    next.bind(address);
+    next.bind(address, 0, WORKER_THREADS);
     server = next;
     backend.dropConnections(false);
     return this;

@@ -111,6 +111,10 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     hello = on;
   }
 
+  private final FailPoints failPoints = new FailPoints();
+  /** The application name each connection gave in its handshake, for fail points with {@code appName}. */
+  private final Map<Channel, String> appNames = new ConcurrentHashMap<>();
+
   @Override
   public Document handleCommand(Channel channel, String databaseName, String command, Document query) {
     awaitNotStalled();
@@ -145,11 +149,35 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       });
     }
     boolean isHello = command.equalsIgnoreCase("hello");
+    if (isHello || command.equalsIgnoreCase("ismaster")) {
+      rememberAppName(channel, query);
+    }
+    if (command.equals("configureFailPoint")) {
+      return failPoints.configure(query);
+    }
+    if (command.equals("waitForFailPoint")) {
+      try {
+        return failPoints.await(query);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new MongoServerError(11601, "Interrupted", "interrupted while waiting for the fail point");
+      }
+    }
+    FailPoints.Action failure = failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
+    if (failure != null) {
+      Document failed = fail(failure, channel, query);
+      if (failed != null) {
+        return failed;
+      }
+    }
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
     }
     Document response = isolated(command, query,
         () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query));
+    if (failure != null && failure.writeConcernError() != null) {
+      FailPoints.withWriteConcernError(failure, response, query);
+    }
     if (command.equals("getMore") || command.equals("aggregate")) {
       addPostBatchResumeToken(response);
     }
@@ -168,6 +196,43 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       }
     }
     return response;
+  }
+
+  /**
+   * What the fail point does before the command runs: waits, then drops the connection or answers
+   * the error; null when the command is to run (blocked only, or with a write concern error).
+   * Each connection has an event-loop thread of its own ({@link EmbeddedMongo}), so a block stalls
+   * only the connection it is on, as on a real server.
+   */
+  private static Document fail(FailPoints.Action action, Channel channel, Document query) {
+    if (action.blockMillis() > 0) {
+      try {
+        Thread.sleep(action.blockMillis()); // the server holding the command, not a test's synchronisation
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (action.closeConnection()) {
+      channel.close();
+      return new Document("ok", 0.0).append("errmsg", "connection closed by the failCommand fail point");
+    }
+    if (action.errorCode() != null) {
+      return FailPoints.errorReply(action, query);
+    }
+    return null;
+  }
+
+  private void rememberAppName(Channel channel, Document handshake) {
+    if (handshake.get("client") instanceof Document client && client.get("application") instanceof Document app
+        && app.get("name") instanceof String name) {
+      appNames.put(channel, name);
+    }
+  }
+
+  @Override
+  public void handleClose(Channel channel) {
+    appNames.remove(channel);
+    super.handleClose(channel);
   }
 
   private static final Set<String> WRITES = Set.of("insert", "update", "delete", "findandmodify", "collmod", "create",
