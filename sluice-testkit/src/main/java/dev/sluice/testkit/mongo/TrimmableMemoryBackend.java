@@ -122,6 +122,28 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       channel.close();
       throw new MongoServerError(91, "ShutdownInProgress", "the server is stopped");
     }
+    boolean isHello = command.equalsIgnoreCase("hello");
+    if (isHello || command.equalsIgnoreCase("ismaster")) {
+      rememberAppName(channel, query);
+    }
+    if (command.equals("configureFailPoint")) {
+      return failPoints.configure(query);
+    }
+    if (command.equals("waitForFailPoint")) {
+      try {
+        return failPoints.await(query);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new MongoServerError(11601, "Interrupted", "interrupted while waiting for the fail point");
+      }
+    }
+    FailPoints.Action failure = failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
+    if (failure != null) {
+      Document failed = fail(failure, channel, query);
+      if (failed != null) {
+        return failed;
+      }
+    }
     if (Transactions.isTransactional(command, query)) {
       return transactions.handle(databaseName, command, query, new Transactions.Runner() {
         @Override
@@ -147,28 +169,6 @@ final class TrimmableMemoryBackend extends MemoryBackend {
           }
         }
       });
-    }
-    boolean isHello = command.equalsIgnoreCase("hello");
-    if (isHello || command.equalsIgnoreCase("ismaster")) {
-      rememberAppName(channel, query);
-    }
-    if (command.equals("configureFailPoint")) {
-      return failPoints.configure(query);
-    }
-    if (command.equals("waitForFailPoint")) {
-      try {
-        return failPoints.await(query);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new MongoServerError(11601, "Interrupted", "interrupted while waiting for the fail point");
-      }
-    }
-    FailPoints.Action failure = failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
-    if (failure != null) {
-      Document failed = fail(failure, channel, query);
-      if (failed != null) {
-        return failed;
-      }
     }
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
