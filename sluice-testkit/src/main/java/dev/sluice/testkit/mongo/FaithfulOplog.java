@@ -53,7 +53,17 @@ import java.util.stream.Stream;
  *       260, {@code startAfter} it continues with what follows (the stock oplog put any drop into
  *       every stream of the database and never invalidated);
  *   <li>{@link #trimBefore} deletes old entries; opening a change stream at a point before the
- *       retained history then fails with error 286 (ChangeStreamHistoryLost), as on a real server.
+ *       retained history (or at a token whose own entry is gone) then fails with error 286
+ *       (ChangeStreamHistoryLost), as on a real server;
+ *   <li>resume tokens are a real server's ({@link ResumeTokens}): cluster time, token type,
+ *       {@code txnOpIndex}, {@code fromInvalidate}, the collection's UUID (each collection has
+ *       one, listed by {@code listCollections}, new after a drop) and the document key. Opened at
+ *       an event's token, a stream fails with 280 once it passes where that event would be
+ *       without meeting it (a token of another collection); a batch without an event of the
+ *       stream ends with a high-water-mark token (the stock oplog's tokens held only a time);
+ *   <li>a committed multi-document transaction ({@link Transactions}) is one {@code applyOps}
+ *       entry with one timestamp: its events share the cluster time, carry {@code lsid} and
+ *       {@code txnNumber}, and differ by the index in their tokens.
  * </ul>
  *
  * <p>Each entry's timestamp is taken and the entry stored under one lock, so a reader never sees a
