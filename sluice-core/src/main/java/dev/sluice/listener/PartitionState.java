@@ -15,6 +15,16 @@ public enum PartitionState {
    * {@link PartitionStatus#error()} names the change and the failure.
    */
   BLOCKED,
+  /**
+   * Held, but reading the feed (or a store the partition needs to go on: the group's records, the
+   * dead-letter store to read or park in), or committing the checkpoint, failed with an error that
+   * can pass (a failover, a network error, a timeout): it is tried again with back-off (a read from
+   * the last checkpoint). {@link
+   * PartitionStatus#error()} names the error, {@link PartitionStatus#attempts()} counts the
+   * failures in a row and {@link PartitionStatus#nextAttemptAt()} says when the next try is. Back
+   * to {@link #ACTIVE} once what failed succeeds.
+   */
+  RETRYING,
   /** The lease was lost; delivery stopped; will compete again. */
   LOST,
   /**

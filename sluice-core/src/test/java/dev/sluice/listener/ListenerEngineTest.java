@@ -670,7 +670,36 @@ class ListenerEngineTest {
     write(10, 20);
     await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() >= 20);
     assertThat(rec.values()).containsExactlyElementsOf(expected(0, 20));
-    assertThat(l.status().get(0).state()).isEqualTo(PartitionState.ACTIVE);
+    // A poll already waiting when the crashes were set may deliver first; the crashes then come
+    // after it. Either way the partition shows them while it retries and is ACTIVE after.
+    await().atMost(Duration.ofSeconds(10)).until(() -> l.status().get(0).state() == PartitionState.ACTIVE
+        && l.status().get(0).error() != null);
+    PartitionStatus s = l.status().get(0);
+    assertThat(s.error()).contains("injected driver bug");
+    assertThat(s.attempts()).isZero();
+    assertThat(s.nextAttemptAt()).isNull();
+  }
+
+  @Test
+  void aPartitionRetryingItsFeedSaysSoWithTheErrorTheAttemptsAndTheNextTry() {
+    write(0, 5);
+    Recorder rec = new Recorder();
+    Listener<String> l = start(builder(rec).checkpoint(CheckpointPolicy.everyChange()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() == 5);
+    feed.failNextPolls(1_000);
+    await().atMost(Duration.ofSeconds(10)).until(() -> l.status().get(0).attempts() >= 3);
+    PartitionStatus retrying = l.status().get(0);
+    assertThat(retrying.state()).isEqualTo(PartitionState.RETRYING);
+    assertThat(retrying.error()).contains("reading the feed failed").contains("injected feed failure");
+    assertThat(retrying.nextAttemptAt()).isNotNull();
+    assertThat(retrying.epoch()).as("still held while it retries").isPositive();
+    feed.failNextPolls(0);
+    write(5, 10);
+    await().atMost(Duration.ofSeconds(10)).until(() -> rec.seen.size() >= 10
+        && l.status().get(0).state() == PartitionState.ACTIVE);
+    assertThat(rec.values()).containsExactlyElementsOf(expected(0, 10));
+    assertThat(l.status().get(0).attempts()).isZero();
+    assertThat(l.status().get(0).nextAttemptAt()).isNull();
   }
 
   @Test

@@ -117,6 +117,8 @@ final class ServiceHealth<D> implements HttpEndpoint.Probe {
         m.put("error", p.error());
         m.put("errorAt", text(p.errorAt()));
         m.put("restarts", p.restarts());
+        m.put("attempts", p.attempts());
+        m.put("nextAttemptAt", text(p.nextAttemptAt()));
         m.put("flapping", p.flapping());
         partitions.add(m);
       }

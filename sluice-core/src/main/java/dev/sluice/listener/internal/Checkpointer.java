@@ -218,6 +218,7 @@ final class Checkpointer<D> {
         if (tenure.cursor != null) {
           tenure.cursor.acknowledge(position);
         }
+        worker.attemptSucceeded(PartitionWorker.Retried.COMMIT);
         return Step.CONTINUE;
       } catch (LeaseLostException e) {
         keeper.markLost(e.getMessage());
@@ -229,8 +230,10 @@ final class Checkpointer<D> {
           return Step.FAILED;
         }
         log.warn("Commit of {} for {} failed, retrying: {}", position, worker.leaseName, e.toString());
+        worker.retrying(PartitionWorker.Retried.COMMIT, backoff, "cannot commit the checkpoint " + position, e);
       } catch (RuntimeException e) {
         log.warn("Commit of {} for {} failed, retrying: {}", position, worker.leaseName, e.toString());
+        worker.retrying(PartitionWorker.Retried.COMMIT, backoff, "cannot commit the checkpoint " + position, e);
       }
       // Do not move past an uncommitted change; retry until the lease deadline says stop.
       worker.pause(backoff, tenure);

@@ -162,13 +162,17 @@ final class Delivery<D> {
     Duration backoff = Duration.ofMillis(100);
     while (true) {
       try {
-        if (!tenure.parked.blocks(event.key())) {
+        boolean blocked = tenure.parked.blocks(event.key());
+        worker.attemptSucceeded(PartitionWorker.Retried.PARK);
+        if (!blocked) {
           return null;
         }
         return park(event, "parked behind an earlier parked change of key " + event.key(), 0);
       } catch (RuntimeException e) {
         log.warn("Cannot ask the dead-letter store whether key {} is parked, retrying: {}",
             event.key(), e.toString());
+        worker.retrying(PartitionWorker.Retried.PARK, backoff,
+            "cannot ask the dead-letter store whether key " + event.key() + " is parked", e);
         worker.pause(backoff, tenure);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), Tenure.MAX_FEED_BACKOFF);
         if (!worker.running || tenure.ended()) {
@@ -186,6 +190,7 @@ final class Delivery<D> {
     while (true) {
       try {
         tenure.parked.park(event, tenure.fence.epoch(), reason, attempts);
+        worker.attemptSucceeded(PartitionWorker.Retried.PARK);
         break;
       } catch (StaleParkException e) {
         // A later owner has parked in this partition: the lease is gone, whatever our deadline
@@ -195,6 +200,8 @@ final class Delivery<D> {
       } catch (RuntimeException e) {
         // Never skip a change we could not park: retry until it is durable or the lease is gone.
         log.warn("Parking {} failed, retrying: {}", event, e.toString());
+        worker.retrying(PartitionWorker.Retried.PARK, backoff, "parking the change of key " + event.key()
+            + " in the dead-letter store failed", e);
         worker.pause(backoff, tenure);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), Tenure.MAX_FEED_BACKOFF);
         if (!worker.running || tenure.ended()) {

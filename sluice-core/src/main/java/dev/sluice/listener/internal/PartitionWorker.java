@@ -78,6 +78,9 @@ final class PartitionWorker<D> {
   final AtomicLong processed = new AtomicLong();
   private final Deque<Long> losses = new ArrayDeque<>();
   private volatile int restarts;
+  /** Failures in a row of what is being retried; see {@link PartitionStatus#attempts()}. */
+  private volatile int attempts;
+  private volatile Instant nextAttemptAt;
   private volatile Tenure<D> tenure;
 
   PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler,
@@ -102,14 +105,14 @@ final class PartitionWorker<D> {
     PartitionState s = state;
     Position c = committed;
     SourceHistory history = source.last();
-    boolean held = s == PartitionState.ACTIVE || s == PartitionState.BLOCKED;
+    boolean held = s == PartitionState.ACTIVE || s == PartitionState.BLOCKED || s == PartitionState.RETRYING;
     Duration lag = held ? lag(history) : Duration.ZERO;
     Duration historyLeft = null;
     if (held && c != null && c.time() != null && history.oldest() != null) {
       historyLeft = max(Duration.between(history.oldest(), c.time()), Duration.ZERO);
     }
     return new PartitionStatus(leaseName, s, heldEpoch, processed.get(), c, lag, error,
-        errorAt, recentLosses(), restarts, historyLeft);
+        errorAt, recentLosses(), restarts, historyLeft, attempts, nextAttemptAt);
   }
 
   /**
@@ -245,6 +248,43 @@ final class PartitionWorker<D> {
   void recordError(String message) {
     error = message;
     errorAt = Instant.now();
+  }
+
+  /**
+   * What a held partition retries: reading (the feed and what it needs first), committing, or
+   * parking a change in the dead-letter store.
+   */
+  enum Retried { READ, COMMIT, PARK }
+
+  /** What the failures counted in {@link #attempts} were of; null when nothing is retried. */
+  private volatile Retried retried;
+
+  /**
+   * A transient failure of what a held partition needs to go on, tried again after {@code
+   * backoff}: RETRYING, with the error, the attempt count and when the next try is.
+   */
+  void retrying(Retried what, Duration backoff, String message, Throwable cause) {
+    recordError(message + ": " + cause);
+    if (retried != what) {
+      attempts = 0;
+    }
+    retried = what;
+    attempts++;
+    nextAttemptAt = Instant.now().plus(backoff);
+    setState(PartitionState.RETRYING);
+  }
+
+  /** {@code what} succeeded: if it was being retried, the partition is ACTIVE again. */
+  void attemptSucceeded(Retried what) {
+    if (retried != what) {
+      return;
+    }
+    retried = null;
+    attempts = 0;
+    nextAttemptAt = null;
+    if (state == PartitionState.RETRYING) {
+      setState(PartitionState.ACTIVE);
+    }
   }
 
   /** Records why the partition stops for good and moves it to FAILED. */
@@ -457,19 +497,39 @@ final class PartitionWorker<D> {
             + e.getMessage(), e);
         return Next.DONE; // for good; a peer may take the partition
       }
-      log.warn("Cannot reach the lease store to acquire '{}': {}", leaseName, e.toString());
-      lease = Optional.empty();
+      lease = unreachable(e);
     } catch (RuntimeException e) {
-      log.warn("Cannot reach the lease store to acquire '{}': {}", leaseName, e.toString());
-      lease = Optional.empty();
+      lease = unreachable(e);
     }
     if (lease.isEmpty()) {
       assignment.unreserve(partition.index());
-      return Next.after(heldElsewhere ? untilNextAttempt() : jitter(config.acquireInterval()), Wait.ATTEMPT);
+      if (heldElsewhere) {
+        acquisitionAnswered();
+        return Next.after(untilNextAttempt(), Wait.ATTEMPT);
+      }
+      Duration next = jitter(config.acquireInterval());
+      nextAttemptAt = Instant.now().plus(next);
+      return Next.after(next, Wait.ATTEMPT);
     }
+    acquisitionAnswered();
     assignment.acquired(partition.index());
     tenure = new Tenure<>(this, lease.get(), requestStart);
     return holdTurn();
+  }
+
+  /** An acquisition attempt that did not reach the lease store: recorded, and tried again. */
+  private Optional<Lease> unreachable(RuntimeException e) {
+    log.warn("Cannot reach the lease store to acquire '{}': {}", leaseName, e.toString());
+    recordError("cannot reach the lease store to acquire '" + leaseName + "': " + e);
+    retried = null;
+    attempts++;
+    return Optional.empty();
+  }
+
+  /** The lease store answered an acquisition attempt: nothing is being retried any more. */
+  private void acquisitionAnswered() {
+    attempts = 0;
+    nextAttemptAt = null;
   }
 
   /** One turn of the tenure; when it ended, what comes after it. */

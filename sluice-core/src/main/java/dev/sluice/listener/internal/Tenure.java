@@ -227,6 +227,8 @@ final class Tenure<D> {
       } catch (RuntimeException e) {
         log.warn("Cannot list the partition records of {} to check the group's layout, retrying"
             + " in {}: {}", worker.leaseName, backoff, e.toString());
+        worker.retrying(PartitionWorker.Retried.READ, backoff,
+            "cannot list the group's partition records to check its layout", e);
         worker.pause(backoff, this);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }
@@ -272,6 +274,8 @@ final class Tenure<D> {
         // Delivering without knowing the parked keys could overtake a parked change of a key.
         log.warn("Cannot read parked keys of {} from the dead-letter store, retrying in {}: {}",
             worker.leaseName, backoff, e.toString());
+        worker.retrying(PartitionWorker.Retried.READ, backoff,
+            "cannot read the parked keys from the dead-letter store", e);
         worker.pause(backoff, this);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }
@@ -349,6 +353,7 @@ final class Tenure<D> {
         worker.observer.feedFailed(worker.leaseName, e);
         log.warn("Opening the feed for {} failed, retrying in {}: {}", worker.leaseName, backoff,
             e.toString());
+        worker.retrying(PartitionWorker.Retried.READ, backoff, "opening the feed failed", e);
         worker.pause(backoff, this);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
       } catch (RuntimeException e) {
@@ -356,6 +361,7 @@ final class Tenure<D> {
         worker.observer.feedFailed(worker.leaseName, e);
         log.error("Opening the feed for {} threw an unexpected error, retrying in {}",
             worker.leaseName, backoff, e);
+        worker.retrying(PartitionWorker.Retried.READ, backoff, "opening the feed threw an unexpected error", e);
         worker.pause(backoff, this);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }
@@ -409,6 +415,7 @@ final class Tenure<D> {
     try {
       if (read) {
         batch = pollUnlocked();
+        worker.attemptSucceeded(PartitionWorker.Retried.READ);
       }
       feedBackoff = Duration.ofMillis(100);
     } catch (HistoryLostException e) {
@@ -430,6 +437,8 @@ final class Tenure<D> {
         worker.observer.feedFailed(worker.leaseName, e);
         log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
             worker.leaseName, feedBackoff, e.toString());
+        worker.retrying(PartitionWorker.Retried.READ, feedBackoff,
+            "reading the feed failed; re-opening at the last checkpoint", e);
         step = reopenAtCheckpoint(feedBackoff);
         feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }
@@ -440,6 +449,8 @@ final class Tenure<D> {
       worker.observer.feedFailed(worker.leaseName, e);
       log.error("Feed of {} threw an unexpected error, re-opening at the last checkpoint in {}",
           worker.leaseName, feedBackoff, e);
+      worker.retrying(PartitionWorker.Retried.READ, feedBackoff,
+          "reading the feed threw an unexpected error; re-opening at the last checkpoint", e);
       step = reopenAtCheckpoint(feedBackoff);
       feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
     }

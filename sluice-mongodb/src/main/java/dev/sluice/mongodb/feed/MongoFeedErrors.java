@@ -102,7 +102,7 @@ final class MongoFeedErrors {
             + "' failed after position "
             + at
             + (retryable ? " (transient; re-opening can help): " : " (not retryable): ")
-            + e.getMessage(),
+            + dev.sluice.mongodb.internal.MongoErrors.describe(e),
         e,
         retryable);
   }

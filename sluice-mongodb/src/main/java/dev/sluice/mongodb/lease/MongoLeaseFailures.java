@@ -99,7 +99,7 @@ final class MongoLeaseFailures {
     return new LeaseStoreException("MongoDB lease store could not " + action
         + (name == null ? "" : " lease '" + name + "'") + " ("
         + (retryable ? "may succeed if retried" : "will not succeed until the database or its"
-        + " configuration is fixed") + ", error " + e.getCode() + "): " + e.getMessage(),
+        + " configuration is fixed") + "): " + dev.sluice.mongodb.internal.MongoErrors.describe(e),
         retryable, e);
   }
 }

@@ -29,13 +29,14 @@ import java.util.concurrent.TimeUnit;
  */
 public final class EmbeddedMongo implements AutoCloseable {
   /**
-   * Event-loop threads serving connections (started as connections come, round robin). The server
-   * runs each command on its connection's thread, so a command held by a fail point's
-   * {@code blockConnection} (or {@link #stall}) holds every connection sharing that thread: with
-   * this many, a connection has a thread of its own, as on a real server, where a blocked command
+   * Event-loop threads serving connections (each started when a connection is first given to it,
+   * round robin). The server runs each command on its connection's thread, so a command held by a
+   * fail point's {@code blockConnection}, a {@code waitForFailPoint} or {@link #stall} holds every
+   * connection sharing that thread: with this many, a connection has a thread of its own until
+   * this many connections were opened to one server, as on a real server, where a held command
    * holds only its own connection.
    */
-  private static final int WORKER_THREADS = 256;
+  private static final int WORKER_THREADS = 1024;
 
   private MongoServer server;
   /** Servers replaced by {@link #startServer()}; shut down with this one. */

@@ -138,13 +138,29 @@ public final class FailCommand {
     }
 
     /**
-     * Waits until the fail point has fired {@code times} times since it was armed (the server's
-     * {@code waitForFailPoint}), at most {@code timeout}.
+     * Waits until the fail point has fired {@code times} times since it was armed, at most
+     * {@code timeout}: the server's {@code waitForFailPoint}, asked in short waits so that no
+     * server thread is held for long.
      */
     public void awaitFired(int times, Duration timeout) {
-      client.getDatabase("admin").runCommand(new BsonDocument("waitForFailPoint", new BsonString(FailPoints.NAME))
+      BsonDocument wait = new BsonDocument("waitForFailPoint", new BsonString(FailPoints.NAME))
           .append("timesEntered", new BsonInt64(enteredBefore + times))
-          .append("maxTimeMS", new BsonInt64(timeout.toMillis())));
+          .append("maxTimeMS", new BsonInt64(100));
+      org.awaitility.Awaitility.await("fail point fired " + times + " times").atMost(timeout)
+          .pollInterval(Duration.ofMillis(10))
+          .until(() -> {
+            try {
+              client.getDatabase("admin").runCommand(wait);
+              return true;
+            } catch (com.mongodb.MongoExecutionTimeoutException notYet) {
+              return false;
+            } catch (com.mongodb.MongoCommandException e) {
+              if (e.getErrorCode() == 50) {
+                return false;
+              }
+              throw e;
+            }
+          });
     }
 
     @Override

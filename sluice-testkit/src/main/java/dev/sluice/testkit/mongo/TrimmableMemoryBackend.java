@@ -185,9 +185,7 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       if (isHello) {
         response.put("isWritablePrimary", Boolean.TRUE);
       }
-      if (mongos) {
-        response.put("msg", "isdbgrid");
-      }
+      asSupportedServer(response, channel);
       Duration[] offsets = helloClockOffsets;
       response.put("localTime", clock.instant().plus(offsets[(int) (helloReplies.getAndIncrement() % offsets.length)]));
       de.bwaldvogel.mongo.bson.BsonTimestamp newest = operationTime && oplog != null ? oplog.newest() : null;
@@ -196,6 +194,40 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       }
     }
     return response;
+  }
+
+  /** The replica set the server says it is the primary of (as a one-member set would). */
+  static final String REPLICA_SET = "sluice-testkit";
+  /** MongoDB 6.0's wire version: the driver takes the paths it takes with the servers Sluice supports. */
+  static final int WIRE_VERSION = 17;
+  private static final de.bwaldvogel.mongo.bson.ObjectId ELECTION = new de.bwaldvogel.mongo.bson.ObjectId();
+
+  /**
+   * Fills a handshake reply as a server Sluice supports answers it: MongoDB 6.0 (wire version 17),
+   * with sessions, and the primary of a replica set (or, with {@link #reportAsMongos}, a router).
+   * The stock server says it is a 4.2 standalone without sessions, and the driver then takes other
+   * paths than in production: it resumes change streams by its own list of codes instead of the
+   * {@code ResumableChangeStreamError} label, retries no writes, refuses snapshot reads and
+   * transactions.
+   */
+  private void asSupportedServer(Document reply, Channel channel) {
+    reply.put("maxWireVersion", WIRE_VERSION);
+    reply.put("minWireVersion", 0);
+    reply.put("logicalSessionTimeoutMinutes", 30);
+    if (mongos) {
+      reply.put("msg", "isdbgrid");
+      return;
+    }
+    if (channel != null && channel.localAddress() instanceof java.net.InetSocketAddress local) {
+      String me = local.getHostString() + ":" + local.getPort();
+      reply.put("setName", REPLICA_SET);
+      reply.put("setVersion", 1);
+      reply.put("hosts", List.of(me));
+      reply.put("primary", me);
+      reply.put("me", me);
+      reply.put("secondary", Boolean.FALSE);
+      reply.put("electionId", ELECTION);
+    }
   }
 
   /**

@@ -58,7 +58,8 @@ final class ListenerHealthIndicator implements HealthIndicator {
       if (NEEDS_A_PERSON.contains(p.state())) {
         errors.put(p.lease(), p.state() + (p.error() == null ? "" : ": " + p.error()));
       }
-      if (p.epoch() > 0 && (p.state() == PartitionState.ACTIVE || p.state() == PartitionState.BLOCKED)) {
+      if (p.epoch() > 0 && (p.state() == PartitionState.ACTIVE || p.state() == PartitionState.BLOCKED
+          || p.state() == PartitionState.RETRYING)) {
         held++;
         maxLag = p.lag().compareTo(maxLag) > 0 ? p.lag() : maxLag;
       }

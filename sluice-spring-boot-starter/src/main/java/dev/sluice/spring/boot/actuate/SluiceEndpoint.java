@@ -68,7 +68,7 @@ public final class SluiceEndpoint {
         p.committed() == null ? null : p.committed().token(),
         text(p.committed() == null ? null : p.committed().time()), p.lag().toMillis(),
         p.historyLeft() == null ? null : p.historyLeft().toSeconds(), p.error(), text(p.errorAt()), p.restarts(),
-        p.flapping());
+        p.attempts(), text(p.nextAttemptAt()), p.flapping());
   }
 
   private static LeaseView lease(LeaseRecord r) {
@@ -94,7 +94,7 @@ public final class SluiceEndpoint {
   /** A partition as this instance runs it ({@link PartitionStatus}). */
   public record PartitionView(String lease, String state, long epoch, long processed, String committed,
       String committedTime, long lagMillis, Long historyLeftSeconds, String error, String errorAt, int restarts,
-      boolean flapping) {}
+      int attempts, String nextAttemptAt, boolean flapping) {}
 
   /** What the lease store holds for a partition: holder, epoch, expiry and checkpoint. */
   public record LeaseView(String name, String holder, String holderLabel, long epoch, boolean held,
