@@ -1,18 +1,15 @@
 package dev.sluice.mongodb.feed;
 
+import com.mongodb.client.ClientSession;
+import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
 import java.util.List;
-import java.util.UUID;
 import org.bson.BsonArray;
-import org.bson.BsonBinary;
-import org.bson.BsonBoolean;
 import org.bson.BsonDocument;
-import org.bson.BsonInt32;
-import org.bson.BsonInt64;
 import org.bson.BsonString;
 import org.bson.BsonValue;
 
-/** Write commands committed as one multi-document transaction, with the commands the driver sends for one. */
+/** Write commands committed as one multi-document transaction through the driver's session API. */
 final class InTransaction {
   private InTransaction() {}
 
@@ -25,22 +22,19 @@ final class InTransaction {
         new BsonDocument("q", new BsonDocument("_id", id)).append("u", replacement))));
   }
 
-  /** Runs {@code commands} in one transaction and commits it. */
-  static void commit(MongoDatabase db, MongoDatabase admin, List<BsonDocument> commands) {
-    BsonDocument lsid = new BsonDocument("id", new BsonBinary(UUID.randomUUID()));
-    boolean first = true;
-    for (BsonDocument command : commands) {
-      db.runCommand(session(command.clone(), lsid, first));
-      first = false;
+  /**
+   * Runs {@code commands} in one transaction of a session and commits it, as an application does
+   * ({@code ClientSession.withTransaction}): the driver adds {@code startTransaction},
+   * {@code autocommit}, {@code txnNumber} and {@code lsid}, then sends {@code commitTransaction}.
+   */
+  static void commit(MongoClient client, MongoDatabase db, List<BsonDocument> commands) {
+    try (ClientSession session = client.startSession()) {
+      session.withTransaction(() -> {
+        for (BsonDocument command : commands) {
+          db.runCommand(session, command);
+        }
+        return null;
+      });
     }
-    admin.runCommand(session(new BsonDocument("commitTransaction", new BsonInt32(1)), lsid, false));
-  }
-
-  private static BsonDocument session(BsonDocument command, BsonDocument lsid, boolean first) {
-    command.append("lsid", lsid).append("txnNumber", new BsonInt64(1)).append("autocommit", BsonBoolean.FALSE);
-    if (first) {
-      command.append("startTransaction", BsonBoolean.TRUE);
-    }
-    return command;
   }
 }

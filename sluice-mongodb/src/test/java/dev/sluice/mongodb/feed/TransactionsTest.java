@@ -68,7 +68,7 @@ class TransactionsTest {
   }
 
   private void commit(List<BsonDocument> commands) {
-    InTransaction.commit(db, MONGO.client().getDatabase("admin"), commands);
+    InTransaction.commit(MONGO.client(), db, commands);
   }
 
   private Listener<BsonDocument> listener(String group, LeaseStore store, Map<String, Position> seen,
