@@ -139,6 +139,12 @@ final class FaithfulDatabase extends MemoryDatabase {
             && d.get("options") instanceof Document options) {
           options.put(OPTION, new Document("enabled", true));
         }
+        if (o instanceof Document d && oplog instanceof FaithfulOplog faithful && !"view".equals(d.get("type"))) {
+          // As a real server: each collection's UUID, the identity its resume tokens carry.
+          Document info = d.get("info") instanceof Document i ? i : new Document("readOnly", false);
+          info.put("uuid", faithful.uuidOf(getDatabaseName() + "." + d.get("name")));
+          d.put("info", info);
+        }
       }
     }
     return response;

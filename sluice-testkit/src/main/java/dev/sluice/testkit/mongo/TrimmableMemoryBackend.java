@@ -20,6 +20,8 @@ import java.util.concurrent.ConcurrentHashMap;
 final class TrimmableMemoryBackend extends MemoryBackend {
 
   private FaithfulOplog oplog;
+  /** Open multi-document transactions, applied at commit as one oplog entry. */
+  private final Transactions transactions = new Transactions();
   /** Namespaces whose collection has changeStreamPreAndPostImages enabled. */
   private final Set<String> withImages = ConcurrentHashMap.newKeySet();
 
@@ -168,6 +170,32 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       if (failed != null) {
         return failed;
       }
+    }
+    if (Transactions.isTransactional(command, query)) {
+      return transactions.handle(databaseName, command, query, new Transactions.Runner() {
+        @Override
+        public Document run(String database, String cmd, Document q) {
+          Document response = isolated(cmd, q, () -> TrimmableMemoryBackend.super.handleCommand(channel, database, cmd, q));
+          if (cmd.equals("getMore") || cmd.equals("aggregate")) {
+            addPostBatchResumeToken(response);
+          }
+          return response;
+        }
+
+        @Override
+        public void commit(List<Transactions.Write> writes, Document lsid, long txnNumber) {
+          visibility.writeLock().lock();
+          try {
+            oplog().commitTransaction(() -> {
+              for (Transactions.Write w : writes) {
+                TrimmableMemoryBackend.super.handleCommand(channel, w.database(), w.command(), w.query());
+              }
+            }, lsid, txnNumber);
+          } finally {
+            visibility.writeLock().unlock();
+          }
+        }
+      });
     }
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
