@@ -36,15 +36,18 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
    * ({@code docs/adr/0074}); null until a group reads this feed, or when shared reads are off.
    */
   private final SharedReader<BsonDocument> shared;
+  /** The size of snapshot reads, shared by every partition and group reading through this feed. */
+  private final ChunkSizing sizing;
 
   DefaultMongoChangeFeed(CursorSettings settings, StreamSource source) {
-    this(settings, source, null, null, null, null);
+    this(settings, source, null, null, null, null, null);
   }
 
   private DefaultMongoChangeFeed(CursorSettings settings, StreamSource source, MongoDatabase requestsDatabase,
-      String requestsCollection, Duration requestInterval, String group) {
+      String requestsCollection, Duration requestInterval, String group, ChunkSizing sizing) {
     this.settings = settings;
     this.source = source;
+    this.sizing = sizing != null ? sizing : new ChunkSizing(settings.snapshotChunkSize(), source.chunkRoundTripBound());
     this.requestsDatabase = requestsDatabase;
     this.requestsCollection = requestsCollection;
     this.requestInterval = requestInterval;
@@ -73,14 +76,15 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
 
   static DefaultMongoChangeFeed create(MongoChangeFeed.Builder b) {
     return new DefaultMongoChangeFeed(CursorSettings.of(b), new DriverStreamSource(b), b.client.getDatabase(b.database),
-        b.snapshotRequests, b.snapshotRequestInterval, null);
+        b.snapshotRequests, b.snapshotRequestInterval, null, null);
   }
 
   /** The feed as {@code group} reads it: its cursors take up the group's re-snapshot requests. */
   @Override
   public MongoChangeFeed forGroup(String group) {
     ConfigurationException.require(group != null && !group.isBlank(), "group", group, "must not be blank");
-    return new DefaultMongoChangeFeed(settings, source, requestsDatabase, requestsCollection, requestInterval, group);
+    return new DefaultMongoChangeFeed(settings, source, requestsDatabase, requestsCollection, requestInterval, group,
+        sizing);
   }
 
   @Override
@@ -151,7 +155,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   public FeedCursor<BsonDocument> open(PartitionSpec partition, StartPoint start) {
     FeedCursor<BsonDocument> cursor = openCursor(partition, start);
     return requests == null ? cursor
-        : new RequestedSnapshotCursor(settings, source, partition, requests, requestInterval, cursor, this::openStream);
+        : new RequestedSnapshotCursor(settings, source, partition, requests, requestInterval, cursor, this::openStream, sizing);
   }
 
   private FeedCursor<BsonDocument> openCursor(PartitionSpec partition, StartPoint start) {
@@ -166,13 +170,17 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     if (start instanceof StartPoint.Snapshot) {
       source.checkFullDocumentMode();
       // The stream starts where the first read says: every change before it is in that read.
-      return new SnapshotCursor(settings, source, partition, new SnapshotProgress(null, null, SnapshotScope.ALL), null);
+      return new SnapshotCursor(settings, source, partition, new SnapshotProgress(null, null, SnapshotScope.ALL), null,
+          sizing);
     }
     if (start instanceof StartPoint.After after && SnapshotProgress.isSnapshot(after.position())) {
       source.checkFullDocumentMode();
       SnapshotProgress progress = SnapshotProgress.fromPosition(after.position());
+      if (progress.stream() != null) {
+        source.checkCollection(progress.stream());
+      }
       return new SnapshotCursor(settings, source, partition, progress,
-          progress.stream() == null ? null : progress.stream().toPosition(after.position().time()));
+          progress.stream() == null ? null : progress.stream().toPosition(after.position().time()), sizing);
     }
     if (start instanceof StartPoint.Oldest) {
       try {
@@ -190,7 +198,8 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     source.checkFullDocumentMode();
     Position initial;
     if (start instanceof StartPoint.After after) {
-      StreamStart.fromPosition(after.position()); // a position of this feed, or a clear error now
+      // A position of this feed, or a clear error now; of this collection, or refused naming both.
+      source.checkCollection(StreamStart.fromPosition(after.position()));
       initial = after.position();
     } else {
       BsonTimestamp ts = bootstrapTime(start);

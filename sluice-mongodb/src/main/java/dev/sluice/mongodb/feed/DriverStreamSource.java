@@ -13,6 +13,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.MongoCursor;
+import com.mongodb.client.cursor.TimeoutMode;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.changestream.FullDocument;
 import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
@@ -21,11 +22,15 @@ import dev.sluice.feed.FeedException;
 import dev.sluice.mongodb.internal.MongoHello;
 import dev.sluice.mongodb.internal.MongoReads;
 import dev.sluice.mongodb.internal.MongoServerTime;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonArray;
 import org.bson.BsonBoolean;
@@ -72,6 +77,11 @@ final class DriverStreamSource implements StreamSource {
       stages.add(new BsonDocument("$changeStreamSplitLargeEvent", new BsonDocument()));
     }
     this.pipeline = List.copyOf(stages);
+  }
+
+  @Override
+  public MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start) {
+    return open(start, false);
   }
 
   @Override
@@ -260,6 +270,59 @@ final class DriverStreamSource implements StreamSource {
   }
 
   /**
+   * A resume token names its collection by UUID (MongoDB 4.2+). When the checkpoint's token names
+   * another collection of this database than this one, resuming there would read this stream from
+   * another stream's place: refused, naming both. A token of a UUID no collection here has is left
+   * to the server: an earlier incarnation of this collection (dropped and created again) meets the
+   * drop and its invalidate, which {@link MongoChangeFeed.OnInvalidate} decides about; a
+   * collection of another database or deployment is refused by the server (error 280). A
+   * {@code startAfter} position is after an invalidate, of the collection as it was before the
+   * drop, so it is never compared.
+   */
+  @Override
+  public void checkCollection(StreamStart start) {
+    if (start.resumeAfter() == null) {
+      return;
+    }
+    UUID token = ResumeTokenData.of(start.resumeAfter()).map(ResumeTokenData::uuid).orElse(null);
+    if (token == null) {
+      return; // a high-water mark, or a token of a server that does not say
+    }
+    Map<UUID, String> names = new HashMap<>();
+    try {
+      for (BsonDocument listed : db.listCollections(BsonDocument.class)) {
+        BsonValue info = listed.get("info");
+        BsonValue uuid = info != null && info.isDocument() ? info.asDocument().get("uuid") : null;
+        if (uuid != null && uuid.isBinary() && uuid.asBinary().getType() == 4 && uuid.asBinary().getData().length == 16
+            && listed.get("name") instanceof BsonString name) {
+          names.put(uuid.asBinary().asUuid(), name.getValue());
+        }
+      }
+    } catch (MongoCommandException e) {
+      if (e.getErrorCode() == 13) { // Unauthorized: the server still refuses a token it cannot find (280)
+        log.warn("Cannot check that the checkpoint of {}.{} is of this collection (listCollections not permitted: {})",
+            database, collection, e.getErrorMessage());
+        return;
+      }
+      throw e;
+    }
+    String named = names.get(token);
+    if (named == null || named.equals(collection)) {
+      return;
+    }
+    UUID own = names.entrySet().stream().filter(e -> e.getValue().equals(collection)).map(Map.Entry::getKey)
+        .findFirst().orElse(null);
+    throw new FeedException("MongoDB change stream '" + database + "." + collection + "' cannot resume at its"
+        + " checkpoint " + start + ": the resume token is of collection " + database + "." + named + " (UUID " + token
+        + "), not of " + database + "." + collection + (own == null ? " (which does not exist now)" : " (UUID " + own + ")")
+        + ": a checkpoint written for another stream, or restored onto the wrong one. Nothing was read or skipped."
+        + " Restore the checkpoint written for '" + database + "." + collection + "'; if it is lost, delete this"
+        + " group's checkpoint records of '" + database + "." + collection + "' and start it with the snapshot"
+        + " bootstrap (BootstrapPolicy.snapshot(), service: bootstrap: snapshot), which delivers every document (starting"
+        + " at latest would skip every change since).", null, false);
+  }
+
+  /**
    * A snapshot read where the deployment has them (replica sets and sharded clusters, MongoDB 5.0+):
    * the chunk is read at one cluster time, which the server names, so nothing is in doubt. Where
    * it has none (a standalone server, majority reads turned off, the embedded test server: a
@@ -316,7 +379,18 @@ final class DriverStreamSource implements StreamSource {
       documents = documents.withReadConcern(ReadConcern.LOCAL);
     }
     var find = session == null ? documents.find(filter) : documents.find(session, filter);
-    return find.sort(new BsonDocument("_id", new BsonInt32(1))).limit(limit).batchSize(limit);
+    // The collection's timeout bounds each round trip (the find, then each getMore), not the whole
+    // chunk: a chunk of large documents takes many round trips, and bounding them together timed
+    // out every read of such a chunk, for ever (issue 32; docs/adr/0085).
+    return find.sort(new BsonDocument("_id", new BsonInt32(1))).limit(limit).batchSize(limit)
+        .timeoutMode(TimeoutMode.ITERATION);
+  }
+
+  /** The bound of each round trip of a chunk read: the timeout of the handle it is read through. */
+  @Override
+  public Duration chunkRoundTripBound() {
+    Long millis = MongoReads.primary(db.getCollection(collection)).getTimeout(TimeUnit.MILLISECONDS);
+    return millis == null ? null : Duration.ofMillis(millis);
   }
 
   /** The {@code _id}s after {@code afterId} (or from the scope's first) through the scope's last. */

@@ -33,6 +33,7 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
   private final StreamSource source;
   private final PartitionSpec partition;
   private final SnapshotRequests requests;
+  private final ChunkSizing sizing;
   private final long intervalNanos;
   /**
    * A {@link MongoFeedCursor} or a partition's cursor on the shared reader (streaming), or a
@@ -49,8 +50,9 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
 
   RequestedSnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition,
       SnapshotRequests requests, Duration interval, FeedCursor<BsonDocument> opened,
-      BiFunction<PartitionSpec, Position, MongoFeedCursor> openOwn) {
+      BiFunction<PartitionSpec, Position, MongoFeedCursor> openOwn, ChunkSizing sizing) {
     this.openOwn = openOwn;
+    this.sizing = sizing;
     this.settings = settings;
     this.source = source;
     this.partition = partition;
@@ -96,7 +98,7 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
       stream = openOwn.apply(partition, at);
     }
     current = new SnapshotCursor(settings, source, partition,
-        new SnapshotProgress(StreamStart.fromPosition(at), null, scope), at, stream);
+        new SnapshotProgress(StreamStart.fromPosition(at), null, scope), at, stream, sizing);
     marked = false;
     LOG.info("Re-snapshot of '{}' {} for group '{}' starts at {}: {}", settings.stream(), partition, r.group(), at,
         scope);

@@ -1,6 +1,9 @@
 package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoException;
+import com.mongodb.MongoExecutionTimeoutException;
+import com.mongodb.MongoOperationTimeoutException;
+import com.mongodb.MongoSocketReadTimeoutException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
@@ -34,12 +37,15 @@ import org.slf4j.LoggerFactory;
  *       low one is in the read, none after the high one. A snapshot read is at one cluster time, so
  *       nothing is in doubt; otherwise a document changed between the two may have been read before
  *       or after that change. The change stream starts at the first read's low watermark;
- *   <li>the stream is read up to the high watermark; its changes are handed out in order, and the
- *       keys changed from the low watermark on are noted;
+ *   <li>the stream is read up to the high watermark; its changes are handed out in order as they
+ *       are read, poll after poll (a lagging stream is not read into memory first), and the keys of
+ *       the chunk changed from the low watermark on are noted;
  *   <li>the chunk's documents are handed out as {@link Operation#SNAPSHOT} changes, except those
  *       changed between the watermarks (the stream has delivered, or will deliver, that change and
  *       every later one, each with its document); then the stream's changes after the window.
  * </ol>
+ * What the cursor holds is bounded by the chunk and one batch ({@link #held()}), however far
+ * behind the stream is ({@code docs/adr/0086}).
  * A document whose state the stream has already handed out since it opened is not handed out
  * again. Every document read is handed out at a point of the stream where it is current: no
  * document goes back to an older state, and no state is delivered twice (beyond the redelivery of
@@ -51,19 +57,53 @@ import org.slf4j.LoggerFactory;
 final class SnapshotCursor implements FeedCursor<BsonDocument> {
   private static final Logger LOG = LoggerFactory.getLogger(SnapshotCursor.class);
   private static final long PROGRESS_LOG_NANOS = Duration.ofSeconds(10).toNanos();
-  /** How long the stream may take to reach a chunk's high watermark. */
+  /** How long the stream may stand still before it reached a chunk's high watermark. */
   private static final Duration WINDOW_PATIENCE = Duration.ofSeconds(30);
   private static final Duration WINDOW_POLL = Duration.ofMillis(100);
+  /** A snapshot read's error codes that retrying cures (docs/adr/0085). */
+  static final int SNAPSHOT_TOO_OLD = 239;
+  static final int SNAPSHOT_UNAVAILABLE = 246;
   /** Polls of a stream that is behind before the next chunk is read anyway. */
   private static final int MAX_CATCH_UP_POLLS = 10;
 
   /** One thing to hand out: a change, or only a position (a document of another partition). */
   private record Out(Position position, ChangeEvent<BsonDocument> change) {}
 
+  /**
+   * A chunk read whose window the stream has not passed yet. The stream's changes up to the window's
+   * end are handed out as they are read (not held: a lagging stream may have any number of them);
+   * only the chunk's documents, and the changes read after the window's end in the poll that found
+   * it, wait here.
+   */
+  private static final class Pending {
+    final List<RawBsonDocument> documents;
+    /** The keys of {@link #documents}, to tell which changes in the window concern the chunk. */
+    final Set<String> keys;
+    final BsonTimestamp low;
+    final BsonTimestamp high;
+    final boolean last;
+    /** Where the documents go: the stream position before the first change after the window. */
+    Position rowsAt;
+    final List<ChangeEvent<BsonDocument>> later = new ArrayList<>();
+    /** When the stream last moved while reading the window. */
+    long lastMoved = System.nanoTime();
+
+    Pending(List<RawBsonDocument> documents, BsonTimestamp low, BsonTimestamp high, boolean last, Position rowsAt) {
+      this.documents = documents;
+      this.keys = new HashSet<>(documents.size() * 2);
+      documents.forEach(d -> keys.add(MongoEvents.keyOf(d.get("_id"))));
+      this.low = low;
+      this.high = high;
+      this.last = last;
+      this.rowsAt = rowsAt;
+    }
+  }
+
   private final CursorSettings settings;
   private final StreamSource source;
   private final PartitionSpec partition;
-  private final int chunkSize;
+  /** How many documents the next read asks for: the configured chunk size, less after a timeout. */
+  private final ChunkSizing sizing;
   private final SnapshotScope scope;
   /** Opened at the first read's low watermark, or at the position resumed from. */
   private MongoFeedCursor stream;
@@ -82,8 +122,13 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   /** The window of the chunk being read, filled by the stream as it reads. */
   private BsonTimestamp windowLow;
   private BsonTimestamp windowHigh;
+  /** Keys of the pending chunk changed in its window: at most a chunk's keys. */
   private final Set<String> changedInWindow = new HashSet<>();
   private boolean pastWindow;
+  /** The chunk read and not handed out yet: its documents wait until the stream passed its window. */
+  private Pending pending;
+  /** The most documents and changes this cursor held at once ({@link #held()}). */
+  private int mostHeld;
   /**
    * Keys of this partition whose state the stream has handed out since it was opened (a change
    * that carries the document, or a delete): a later read of such a document would only repeat
@@ -99,8 +144,8 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
    * @param streamPosition the position of {@code start}'s stream part
    */
   SnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, SnapshotProgress start,
-      Position streamPosition) {
-    this(settings, source, partition, start, streamPosition, null);
+      Position streamPosition, ChunkSizing sizing) {
+    this(settings, source, partition, start, streamPosition, null, sizing);
   }
 
   /**
@@ -108,11 +153,11 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
    * re-snapshot on request, started by the stream's partition).
    */
   SnapshotCursor(CursorSettings settings, StreamSource source, PartitionSpec partition, SnapshotProgress start,
-      Position streamPosition, MongoFeedCursor openStream) {
+      Position streamPosition, MongoFeedCursor openStream, ChunkSizing sizing) {
     this.settings = settings;
     this.source = source;
     this.partition = partition;
-    this.chunkSize = settings.snapshotChunkSize();
+    this.sizing = sizing;
     this.scope = start.scope();
     this.after = start.after();
     if (start.stream() == null) {
@@ -142,7 +187,7 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
     }
     if (time.compareTo(windowHigh) > 0) {
       pastWindow = true;
-    } else if (time.compareTo(windowLow) >= 0) {
+    } else if (time.compareTo(windowLow) >= 0 && pending != null && pending.keys.contains(key)) {
       changedInWindow.add(key);
     }
   }
@@ -156,18 +201,26 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
       if (done) {
         return stream.poll(maxWait);
       }
-      if (stream != null && !stream.caughtUp() && !stream.ended() && catchUpPolls < MAX_CATCH_UP_POLLS) {
-        // A stream behind the source (a restart after a pause, a re-snapshot requested while
-        // lagging) first catches up: a chunk's window then holds seconds of changes, not the
-        // backlog. Without waiting: a stream that has nothing more is caught up, and the chunk is
-        // read. Under writes that never let it catch up quite, the chunk is read after a few
-        // batches anyway, so that the snapshot goes on.
-        catchUpPolls++;
-        return catchUp();
-      }
-      catchUpPolls = 0;
       try {
-        readNextChunk();
+        if (pending == null) {
+          if (stream != null && !stream.caughtUp() && !stream.ended() && catchUpPolls < MAX_CATCH_UP_POLLS) {
+            // A stream behind the source (a restart after a pause, a re-snapshot requested while
+            // lagging) first catches up: a chunk's window then holds seconds of changes, not the
+            // backlog. Without waiting: a stream that has nothing more is caught up, and the chunk is
+            // read. Under writes that never let it catch up quite, the chunk is read after a few
+            // batches anyway, so that the snapshot goes on.
+            catchUpPolls++;
+            return catchUp();
+          }
+          catchUpPolls = 0;
+          readNextChunk();
+        }
+        if (pending != null) {
+          List<ChangeEvent<BsonDocument>> window = readWindow(maxWait);
+          if (!window.isEmpty() || pending != null) {
+            return window;
+          }
+        }
       } catch (MongoException e) {
         throw fail(e);
       } catch (FeedException e) {
@@ -186,6 +239,20 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
     return out;
   }
 
+  /**
+   * How many documents and changes this cursor holds in memory: the documents of the chunk read and
+   * not handed out yet, and the changes read after its window's end. At most the chunk size plus
+   * one batch, however far the stream lags ({@code docs/adr/0086}).
+   */
+  int held() {
+    return buffered.size() + (pending == null ? 0 : pending.documents.size() + pending.later.size());
+  }
+
+  /** The most {@link #held()} was, after any poll of this cursor. */
+  int mostHeld() {
+    return Math.max(mostHeld, held());
+  }
+
   private List<ChangeEvent<BsonDocument>> catchUp() {
     List<ChangeEvent<BsonDocument>> read = stream.poll(Duration.ZERO);
     Function<Position, Position> withProgress = progress(after);
@@ -199,59 +266,124 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
   }
 
   private void readNextChunk() {
-    SnapshotChunk chunk = source.readChunk(after, scope, chunkSize);
+    int limit = sizing.current();
+    long started = System.nanoTime();
+    SnapshotChunk chunk;
+    try {
+      chunk = source.readChunk(after, scope, limit);
+    } catch (MongoException e) {
+      if (e.getCode() == SNAPSHOT_UNAVAILABLE) {
+        // Transient: the server cannot read at a snapshot yet after a change of the collection's
+        // catalog entry, which a snapshot session cannot see (a collMod, such as the one that
+        // enables images, an index build). Retried with the engine's back-off.
+        throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": the snapshot"
+            + " read of a chunk" + (after == null ? "" : " after _id " + SnapshotProgress.shown(after)) + " found no"
+            + " snapshot available (246 SnapshotUnavailable: the collection was changed, by a collMod or an index"
+            + " build, after the time a snapshot read would use); retrying with back-off: " + e.getMessage(), e, true);
+      }
+      if (e.getCode() == SNAPSHOT_TOO_OLD) {
+        // The read outlived the server's snapshot history: a new session reads at a new time, and
+        // a smaller read finishes sooner.
+        int next = sizing.timedOut(limit);
+        throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": a snapshot"
+            + " chunk of " + limit + " documents" + (after == null ? "" : " after _id " + SnapshotProgress.shown(after))
+            + " took longer than the server keeps snapshot history (239 SnapshotTooOld:"
+            + " minSnapshotHistoryWindowInSeconds, 300 s by default); it is read again at a new snapshot time with "
+            + next + " documents at most: " + e.getMessage(), e, true);
+      }
+      if (!timedOut(e)) {
+        throw e;
+      }
+      int next = sizing.timedOut(limit);
+      throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": reading a snapshot"
+          + " chunk of " + limit + " documents" + (after == null ? "" : " after _id " + SnapshotProgress.shown(after))
+          + " timed out (a round trip took longer than " + roundTripBound() + ": large documents or a busy server);"
+          + " the chunk is read again with " + next + " documents at most, and the size grows back to "
+          + sizing.configured() + " while reads are fast: " + e.getMessage(), e, true);
+    }
+    sizing.read(limit, Duration.ofNanos(System.nanoTime() - started));
     List<RawBsonDocument> documents = chunk.documents();
     BsonTimestamp low = chunk.low();
     BsonTimestamp high = chunk.high();
-    boolean last = documents.size() < chunkSize;
+    boolean last = documents.size() < limit;
     if (stream == null) {
       StreamStart start = StreamStart.at(low);
       openStream(start, start.toPosition(Instant.ofEpochSecond(Integer.toUnsignedLong(low.getTime()))));
     }
+    pending = new Pending(documents, low, high, last, stream.position());
+    mostHeld = Math.max(mostHeld, held());
+    if (high == null) {
+      handOutChunk(); // never written to: no change can concern the chunk
+      return;
+    }
+    windowLow = low;
+    windowHigh = high;
+    changedInWindow.clear();
+    pastWindow = false;
+  }
 
-    // The stream up to the high watermark, and what it changed from the low one on.
-    List<ChangeEvent<BsonDocument>> before = new ArrayList<>();
-    List<ChangeEvent<BsonDocument>> later = new ArrayList<>();
-    Position rowsAt = stream.position();
-    if (high != null) {
-      windowLow = low;
-      windowHigh = high;
-      changedInWindow.clear();
-      pastWindow = false;
-      try {
-        long deadline = System.nanoTime() + WINDOW_PATIENCE.toNanos();
-        // A stream that ended (the collection dropped or renamed) reaches nothing more.
-        while (!pastWindow && !stream.ended() && !stream.readBefore().map(t -> t.compareTo(high) > 0).orElse(false)) {
-          if (System.nanoTime() > deadline) {
-            throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": the"
-                + " snapshot's stream did not reach " + high + " (the newest operation time after reading a chunk)"
-                + " within " + WINDOW_PATIENCE + "; the chunk is read again", null, true);
-          }
+  /**
+   * Reads the stream on towards the pending chunk's high watermark: the changes up to it are handed
+   * out at once, and the keys changed from the low one on noted. Once the stream passed it, the
+   * chunk's documents follow, then what the stream read after it.
+   */
+  private List<ChangeEvent<BsonDocument>> readWindow(Duration maxWait) {
+    Pending p = pending;
+    Function<Position, Position> withPrevious = progress(after);
+    List<ChangeEvent<BsonDocument>> out = new ArrayList<>();
+    if (!windowPassed()) {
+      Position was = stream.position();
+      List<ChangeEvent<BsonDocument>> read =
+          stream.poll(maxWait.compareTo(WINDOW_POLL) < 0 ? maxWait : WINDOW_POLL);
+      for (ChangeEvent<BsonDocument> change : read) {
+        Optional<BsonTimestamp> time = clusterTime(change);
+        if (p.later.isEmpty() && time.isPresent() && time.get().compareTo(p.high) <= 0) {
           // The documents go at the stream position before the first change after the window.
-          for (ChangeEvent<BsonDocument> change : stream.poll(WINDOW_POLL)) {
-            Optional<BsonTimestamp> time = clusterTime(change);
-            if (later.isEmpty() && time.isPresent() && time.get().compareTo(high) <= 0) {
-              before.add(change);
-              rowsAt = change.position();
-              noteDelivered(change);
-            } else {
-              later.add(change);
-            }
-          }
-          if (later.isEmpty() && !pastWindow) {
-            rowsAt = stream.position(); // also past changes of other partitions, and batch ends
-          }
+          out.add(change.at(withPrevious.apply(change.position())));
+          p.rowsAt = change.position();
+          noteDelivered(change);
+        } else {
+          p.later.add(change);
         }
-      } finally {
-        windowHigh = null;
+      }
+      if (p.later.isEmpty() && !pastWindow) {
+        p.rowsAt = stream.position(); // also past changes of other partitions, and batch ends
+      }
+      long now = System.nanoTime();
+      if (!read.isEmpty() || !stream.position().equals(was)) {
+        p.lastMoved = now;
+      } else if (!windowPassed() && now - p.lastMoved > WINDOW_PATIENCE.toNanos()) {
+        throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": the"
+            + " snapshot's stream did not move for " + WINDOW_PATIENCE + " before reaching " + p.high + " (the newest"
+            + " operation time after reading a chunk); the chunk is read again", null, true);
       }
     }
+    if (!out.isEmpty()) {
+      position = out.get(out.size() - 1).position();
+    }
+    mostHeld = Math.max(mostHeld, held());
+    if (windowPassed()) {
+      handOutChunk();
+    } else {
+      position = withPrevious.apply(p.rowsAt);
+    }
+    return out;
+  }
 
-    // In stream order: the changes up to the window's end, the documents, the changes after it.
-    Function<Position, Position> withPrevious = progress(after);
-    before.forEach(c -> buffered.add(at(withPrevious.apply(c.position()), c)));
-    Function<BsonValue, Position> rowPositions = SnapshotProgress.after(rowsAt, scope);
-    Instant readAt = Instant.ofEpochSecond(Integer.toUnsignedLong(low.getTime()));
+  /** The stream passed the pending chunk's window (a stream that ended reaches nothing more). */
+  private boolean windowPassed() {
+    BsonTimestamp high = pending.high;
+    return pastWindow || stream.ended() || stream.readBefore().map(t -> t.compareTo(high) > 0).orElse(false);
+  }
+
+  /** In stream order: the documents of the pending chunk, then the changes read after its window. */
+  private void handOutChunk() {
+    Pending p = pending;
+    pending = null;
+    windowHigh = null;
+    List<RawBsonDocument> documents = p.documents;
+    Function<BsonValue, Position> rowPositions = SnapshotProgress.after(p.rowsAt, scope);
+    Instant readAt = Instant.ofEpochSecond(Integer.toUnsignedLong(p.low.getTime()));
     for (RawBsonDocument document : documents) {
       BsonValue id = document.get("_id");
       String key = MongoEvents.keyOf(id);
@@ -266,18 +398,20 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
               new BsonDocument("_id", id), document, readAt, document)
           : null));
     }
+    changedInWindow.clear();
     if (!documents.isEmpty()) {
       after = documents.get(documents.size() - 1).get("_id");
     }
+    boolean last = p.last;
     done = last;
-    Function<Position, Position> withLast = last ? p -> p : progress(after);
-    later.forEach(c -> buffered.add(at(withLast.apply(c.position()), c)));
-    later.forEach(this::noteDelivered);
+    Function<Position, Position> withLast = last ? q -> q : progress(after);
+    p.later.forEach(c -> buffered.add(at(withLast.apply(c.position()), c)));
+    p.later.forEach(this::noteDelivered);
     if (last) {
       delivered.clear();
     }
-    if (last && later.isEmpty()) {
-      buffered.add(new Out(rowsAt, null)); // a plain stream position: the snapshot is complete
+    if (last && p.later.isEmpty()) {
+      buffered.add(new Out(p.rowsAt, null)); // a plain stream position: the snapshot is complete
     }
     documentsRead += documents.size();
     long now = System.nanoTime();
@@ -288,6 +422,21 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
           after == null ? "" : ", up to _id " + SnapshotProgress.shown(after), documentsLeftToStream,
           last ? "; the snapshot is complete" : "");
     }
+  }
+
+  /**
+   * A round trip of a chunk read ran out of time: the driver's own bound (timeoutMS, which a read
+   * has per round trip), the server's (50 MaxTimeMSExpired), or the socket's read timeout.
+   */
+  static boolean timedOut(MongoException e) {
+    return e instanceof MongoOperationTimeoutException || e instanceof MongoExecutionTimeoutException
+        || e instanceof MongoSocketReadTimeoutException || e.getCode() == 50
+        || e.getCause() instanceof MongoException cause && cause != e && timedOut(cause);
+  }
+
+  private String roundTripBound() {
+    Duration bound = sizing.roundTripBound();
+    return bound == null ? "the client's timeout" : bound.toString();
   }
 
   /**

@@ -15,16 +15,17 @@ import org.bson.RawBsonDocument;
 interface StreamSource {
 
   /** Opens the raw change stream at {@code start}; runs the initial aggregate. */
-  default MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start) {
-    return open(start, false);
-  }
+  MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start);
 
   /**
    * As {@link #open(StreamStart)}; with {@code imagesWhenAvailable}, an image mode {@code required}
    * is asked for as {@code whenAvailable}, so that a change whose image is missing comes with a null
-   * image instead of failing the read (error 47): how the feed finds that change to park it.
+   * image instead of failing the read (error 47): how the feed finds that change to park it. A
+   * source without image modes (a test's scripted one) opens as {@link #open(StreamStart)}.
    */
-  MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start, boolean imagesWhenAvailable);
+  default MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start, boolean imagesWhenAvailable) {
+    return open(start);
+  }
 
   /** Operation time of the oldest oplog entry that is not a no-op, if the oplog has any. */
   Optional<BsonTimestamp> oldestOplogTime();
@@ -47,11 +48,26 @@ interface StreamSource {
   default void checkFullDocumentMode() {}
 
   /**
+   * Refuses to resume at a resume token of another collection ({@code docs/adr/0087}): the
+   * token's collection UUID is compared with this collection's, naming both when they differ.
+   */
+  default void checkCollection(StreamStart start) {}
+
+  /**
    * Up to {@code limit} documents of the collection in {@code _id} order, those after {@code
    * afterId} (from the scope's first when null) and within {@code scope}'s range, read on the
    * primary: a chunk of a snapshot, with the stream times that bracket the read.
    */
   default SnapshotChunk readChunk(BsonValue afterId, SnapshotScope scope, int limit) {
     throw new UnsupportedOperationException("this stream source reads no snapshot");
+  }
+
+  /**
+   * The bound of each round trip of {@link #readChunk} (a read of many round trips may take
+   * longer in all), or null when there is none: tells whether a read was fast enough to read more
+   * at once ({@link ChunkSizing}).
+   */
+  default java.time.Duration chunkRoundTripBound() {
+    return null;
   }
 }

@@ -40,7 +40,7 @@ final class FakeStreamSource implements StreamSource {
   }
 
   @Override
-  public MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start, boolean imagesWhenAvailable) {
+  public MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start) {
     openedAt.add(start);
     Object next = opens.poll();
     if (next instanceof RuntimeException e) {

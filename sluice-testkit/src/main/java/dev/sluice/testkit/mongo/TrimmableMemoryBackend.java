@@ -3,6 +3,7 @@ package dev.sluice.testkit.mongo;
 import de.bwaldvogel.mongo.MongoCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
+import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import io.netty.channel.Channel;
@@ -19,6 +20,8 @@ import java.util.concurrent.ConcurrentHashMap;
 final class TrimmableMemoryBackend extends MemoryBackend {
 
   private FaithfulOplog oplog;
+  /** Open multi-document transactions, applied at commit as one oplog entry. */
+  private final Transactions transactions = new Transactions();
   /** Namespaces whose collection has changeStreamPreAndPostImages enabled. */
   private final Set<String> withImages = ConcurrentHashMap.newKeySet();
 
@@ -30,7 +33,11 @@ final class TrimmableMemoryBackend extends MemoryBackend {
   TrimmableMemoryBackend(Clock clock) {
     super(clock);
     this.clock = clock;
+    this.batches = new ReplyBatches(getCursorRegistry());
   }
+
+  /** Reply batches of at most 16 MiB, as a real server's ({@link ReplyBatches}). */
+  private final ReplyBatches batches;
 
   private volatile boolean pipelineUpdates = true;
   /** Namespaces staged as sharded, with their shard-key fields. */
@@ -58,6 +65,27 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       throw new IllegalArgumentException("at least one offset");
     }
     helloClockOffsets = offsets.clone();
+  }
+
+  private volatile Duration[] routerClockOffsets = {Duration.ZERO};
+  private final AtomicLong routedCommands = new AtomicLong();
+
+  /**
+   * The {@code $$NOW} of successive commands: the server clock plus each offset in turn, as when
+   * every command reaches another mongos, which resolves {@code $$NOW} itself from its own clock
+   * and sends it to the shard with the command. {@code $currentDate} keeps the server clock.
+   */
+  void routerClockOffsets(Duration... offsets) {
+    if (offsets.length == 0) {
+      throw new IllegalArgumentException("at least one offset");
+    }
+    routerClockOffsets = offsets.clone();
+  }
+
+  /** The {@code $$NOW} of the next command that evaluates it. */
+  java.time.Instant routerNow() {
+    Duration[] offsets = routerClockOffsets;
+    return clock.instant().plus(offsets[(int) (routedCommands.getAndIncrement() % offsets.length)]);
   }
 
   private volatile boolean mongos;
@@ -135,12 +163,39 @@ final class TrimmableMemoryBackend extends MemoryBackend {
         throw new MongoServerError(11601, "Interrupted", "interrupted while waiting for the fail point");
       }
     }
-    FailPoints.Action failure = failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
+    FailPoints.Action failure =
+        failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
     if (failure != null) {
       Document failed = fail(failure, channel, query);
       if (failed != null) {
         return failed;
       }
+    }
+    if (Transactions.isTransactional(command, query)) {
+      return transactions.handle(databaseName, command, query, new Transactions.Runner() {
+        @Override
+        public Document run(String database, String cmd, Document q) {
+          Document response = isolated(cmd, q, () -> TrimmableMemoryBackend.super.handleCommand(channel, database, cmd, q));
+          if (cmd.equals("getMore") || cmd.equals("aggregate")) {
+            addPostBatchResumeToken(response);
+          }
+          return response;
+        }
+
+        @Override
+        public void commit(List<Transactions.Write> writes, Document lsid, long txnNumber) {
+          visibility.writeLock().lock();
+          try {
+            oplog().commitTransaction(() -> {
+              for (Transactions.Write w : writes) {
+                TrimmableMemoryBackend.super.handleCommand(channel, w.database(), w.command(), w.query());
+              }
+            }, lsid, txnNumber);
+          } finally {
+            visibility.writeLock().unlock();
+          }
+        }
+      });
     }
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
@@ -151,8 +206,29 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     if ("admin".equals(databaseName) && command.equalsIgnoreCase("getClusterParameter")) {
       return getClusterParameter(query.get(command));
     }
-    Document response = isolated(command, query,
-        () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, query));
+    if (command.equals("getMore") && batches.owns(query.get("getMore"))) {
+      return batches.getMore(query, stockId -> {
+        Document stockQuery = new Document(query);
+        stockQuery.put("getMore", stockId);
+        return isolated(command, stockQuery, () -> super.handleCommand(channel, databaseName, command, stockQuery));
+      });
+    }
+    Document toRun = query;
+    if (command.equals("killCursors") && query.get("cursors") instanceof List<?> ids) {
+      toRun = new Document(query);
+      toRun.put("cursors", batches.kill(ids));
+    }
+    Document run = toRun;
+    Document response;
+    if (oplog != null && SnapshotReads.applies(command, query)) {
+      response = snapshotRead(channel, databaseName, command, query);
+    } else {
+      response = isolated(command, run,
+          () -> super.handleCommand(channel, databaseName, isHello ? "ismaster" : command, run));
+      if (command.equals("find")) {
+        response = batches.find(query, response);
+      }
+    }
     if (failure != null && failure.writeConcernError() != null) {
       FailPoints.withWriteConcernError(failure, response, query);
     }
@@ -253,6 +329,26 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       reply.put("secondary", Boolean.FALSE);
       reply.put("electionId", ELECTION);
     }
+  }
+
+  /**
+   * A read at the snapshot read concern ({@link SnapshotReads}): at the time asked, or at the newest
+   * oplog entry's, read whole and copied under the read lock; the reply's cursor names the time
+   * ({@code atClusterTime}), and its batches are cut as asked.
+   */
+  private Document snapshotRead(Channel channel, String databaseName, String command, Document query) {
+    String namespace = databaseName + "." + query.get(command);
+    BsonTimestamp asked = SnapshotReads.atClusterTime(query);
+    BsonTimestamp[] at = new BsonTimestamp[1];
+    Document whole = SnapshotReads.whole(command, query);
+    Document response = isolated(command, whole, () -> {
+      at[0] = SnapshotReads.readAt(oplog, namespace, asked);
+      return super.handleCommand(channel, databaseName, command, whole);
+    });
+    if (response.get("cursor") instanceof Document cursor) {
+      cursor.put("atClusterTime", at[0]);
+    }
+    return batches.firstBatch(response, SnapshotReads.firstBatchSize(command, query));
   }
 
   /**
@@ -359,7 +455,8 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   @Override
   public MemoryDatabase openOrCreateDatabase(String databaseName) {
-    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates, shardKeys);
+    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, this::routerNow,
+        () -> pipelineUpdates, shardKeys);
   }
 
   @Override
