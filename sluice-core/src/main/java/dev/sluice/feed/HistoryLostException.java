@@ -4,7 +4,7 @@ import java.time.Instant;
 
 /**
  * The position to resume from is no longer in the source's retained history (MongoDB error
- * 286; a PostgreSQL slot that was invalidated). Changes between {@link
+ * 286, or 136 when the oplog rolled past an open cursor; a PostgreSQL slot that was invalidated). Changes between {@link
  * #lostFrom()} and the oldest retained change can no longer be read.
  */
 public class HistoryLostException extends FeedException {

@@ -213,6 +213,11 @@ final class Delivery<D> {
       }
     }
     worker.observer.parked(event, reason);
+    if (event.raw() instanceof UndecodableChange) {
+      // The feed could not hand the change on whole (undecodable, an image missing): the status
+      // says so, as for any error the partition went on after.
+      worker.recordError("parked change " + event.id() + " of key " + event.key() + ": " + reason);
+    }
     log.warn("Parked {}: {}", event, reason);
     return Step.CONTINUE;
   }

@@ -1,5 +1,6 @@
 package dev.sluice.listener.internal;
 
+import dev.sluice.ConfigurationException;
 import dev.sluice.Ticker;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.FeedCursor;
@@ -344,6 +345,13 @@ final class Tenure<D> {
           return Step.FAILED;
         }
         skipping = e; // open at latest on the next turn, with the same retries as any open
+      } catch (ConfigurationException e) {
+        // The feed refuses this configuration against the source (an image mode the collection
+        // does not record, a start point the deployment cannot serve): no retry helps until an
+        // operator acts, so the partition fails with the feed's message, which names the remedy.
+        closeCursor();
+        worker.fail("feed refuses to open: " + e.getMessage(), e);
+        return Step.FAILED;
       } catch (FeedException e) {
         closeCursor();
         if (!e.retryable()) {

@@ -68,6 +68,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
   public static final String FULL_DOCUMENT = "mongodb.full.document";
   /** MongoDB {@code fullDocumentBeforeChange} (pre-images). */
   public static final String FULL_DOCUMENT_BEFORE_CHANGE = "mongodb.full.document.before.change";
+  /** What happens with a change whose required MongoDB pre- or post-image is missing (expired, never recorded). */
+  public static final String MISSING_IMAGE = "mongodb.missing.image";
   /** Interval of heartbeat records for partitions that produced nothing; 0 disables them. */
   public static final String HEARTBEAT_INTERVAL_MS = "heartbeat.interval.ms";
   /** Topic of the heartbeat records. */
@@ -97,6 +99,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
   public static final List<String> FULL_DOCUMENTS = List.of("updateLookup", "whenAvailable", "required");
   /** Values of {@link #FULL_DOCUMENT_BEFORE_CHANGE}. */
   public static final List<String> FULL_DOCUMENTS_BEFORE_CHANGE = List.of("off", "whenAvailable", "required");
+  /** Values of {@link #MISSING_IMAGE}. */
+  public static final List<String> MISSING_IMAGES = List.of("fail", "park");
   /** Values of {@link #UNDECODABLE_POLICY}. */
   public static final List<String> UNDECODABLE_POLICIES = List.of("fail", "park");
 
@@ -182,6 +186,15 @@ public final class SluiceSourceConfig extends AbstractConfig {
           "MongoDB pre-images (fullDocumentBeforeChange): off, whenAvailable or required; the value's"
               + " 'before' field carries them.", RECORDS, 5, Width.SHORT, "Pre-images",
           new Choices(FULL_DOCUMENTS_BEFORE_CHANGE))
+      .define(MISSING_IMAGE, Type.STRING, "fail", ConfigDef.CaseInsensitiveValidString.in(
+              MISSING_IMAGES.toArray(String[]::new)), Importance.LOW,
+          "A change whose required image (" + FULL_DOCUMENT + " or " + FULL_DOCUMENT_BEFORE_CHANGE + " required) the"
+              + " server no longer has (error 47: expired after changeStreamOptions.preAndPostImages.expireAfterSeconds,"
+              + " or written before images were enabled): fail (the task fails naming the change's position,"
+              + " expireAfterSeconds and what to do; nothing is skipped), or park (it goes to " + PARKED_TOPIC
+              + " with the reason, as an undecodable change, and so does every later change of its key; needs "
+              + UNDECODABLE_POLICY + "=park).", RECORDS, 6, Width.SHORT, "Missing image",
+          new Choices(MISSING_IMAGES))
       .define(STARTUP_MODE, Type.STRING, "oldest", ConfigDef.CaseInsensitiveValidString.in(
               STARTUP_MODES.toArray(String[]::new)), Importance.MEDIUM,
           "Where a partition without a committed offset starts: oldest (the oldest oplog entry: nothing written"
@@ -191,7 +204,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
           new Choices(STARTUP_MODES))
       .define(HISTORY_LOST_POLICY, Type.STRING, "fail", ConfigDef.CaseInsensitiveValidString.in(
               HISTORY_LOST_POLICIES.toArray(String[]::new)), Importance.HIGH,
-          "A committed offset that fell off the oplog (MongoDB error 286): fail (the task fails, naming the"
+          "A committed offset that fell off the oplog (MongoDB error 286; 136 when the oplog rolls past a"
+              + " running task's cursor): fail (the task fails, naming the"
               + " lost range and what to do; nothing is skipped), skip (continue at the latest position,"
               + " logged at ERROR with the gap and committed at once as a heartbeat), or resnapshot (as skip,"
               + " then every document of the partition is read again as a SNAPSHOT change).",
@@ -219,10 +233,10 @@ public final class SluiceSourceConfig extends AbstractConfig {
       .define(PARKED_TOPIC, Type.STRING, "__sluice-parked", new ConfigDef.NonEmptyString(), Importance.LOW,
           "Topic of parked changes.", RELIABILITY, 7, Width.MEDIUM, "Parked topic")
       .define(POLL_MAX_WAIT_MS, Type.LONG, 500L, ConfigDef.Range.between(1, 60_000), Importance.LOW,
-          "Longest wait of one poll of a task when nothing arrives.", RECORDS, 6, Width.SHORT, "Poll wait")
+          "Longest wait of one poll of a task when nothing arrives.", RECORDS, 7, Width.SHORT, "Poll wait")
       .define(BATCH_SIZE, Type.INT, MongoChangeFeed.DEFAULT_BATCH_SIZE, ConfigDef.Range.between(1, 100_000),
           Importance.LOW, "Largest number of changes read per partition and poll, also the driver's batch"
-              + " size.", RECORDS, 7, Width.SHORT, "Batch size");
+              + " size.", RECORDS, 8, Width.SHORT, "Batch size");
 
   /** Parses {@code props}; throws {@link ConfigException} naming the first bad key. */
   public SluiceSourceConfig(Map<String, String> props) {
@@ -262,6 +276,11 @@ public final class SluiceSourceConfig extends AbstractConfig {
         return new String[] {key, "belongs to the other source: " + SOURCE_TYPE + " is " + sourceType()
             + " (set " + SOURCE_TYPE + "=" + (postgres() ? "mongodb" : "postgresql") + " or remove " + key + ")"};
       }
+    }
+    if (!postgres() && missingImagePark() && !parkUndecodable()) {
+      return new String[] {MISSING_IMAGE, "park sends such a change to " + PARKED_TOPIC + " as an undecodable change,"
+          + " which " + UNDECODABLE_POLICY + "=fail refuses: set " + UNDECODABLE_POLICY + "=park too, or "
+          + MISSING_IMAGE + "=fail"};
     }
     if (postgres() && partitionsChange().equals("restart-from-oldest-offset")) {
       return new String[] {PARTITIONS_CHANGE, "restart-from-oldest-offset needs positions by time, which PostgreSQL"
@@ -368,6 +387,11 @@ public final class SluiceSourceConfig extends AbstractConfig {
       case "required" -> FullDocumentBeforeChange.REQUIRED;
       default -> FullDocumentBeforeChange.OFF;
     };
+  }
+
+  /** Whether a change without its required image is parked ({@link #MISSING_IMAGE}=park) rather than failing the task. */
+  public boolean missingImagePark() {
+    return lower(MISSING_IMAGE).equals("park");
   }
 
   /** The heartbeat interval, or null when heartbeats are off. */

@@ -91,6 +91,13 @@ class SluiceSourceConnectorTest {
     c = good();
     c.remove("mongodb.database");
     assertThat(errors(c)).containsKey("mongodb.database");
+
+    c = good();
+    c.put("mongodb.missing.image", "park"); // parks as an undecodable change, which undecodable.policy=fail refuses
+    assertThat(errors(c)).containsOnlyKeys("mongodb.missing.image");
+    assertThat(errors(c).get("mongodb.missing.image").get(0)).contains("undecodable.policy=park");
+    c.put("undecodable.policy", "park");
+    assertThat(errors(c)).isEmpty();
   }
 
   /** A PostgreSQL database with table public.orders in publication pub_orders, and public.loose (no key). */

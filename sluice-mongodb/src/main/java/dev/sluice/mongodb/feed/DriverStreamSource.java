@@ -81,14 +81,21 @@ final class DriverStreamSource implements StreamSource {
 
   @Override
   public MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start) {
+    return open(start, false);
+  }
+
+  @Override
+  public MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start, boolean imagesWhenAvailable) {
     ChangeStreamIterable<BsonDocument> stream =
         client
             .getDatabase(database)
             .getCollection(collection, BsonDocument.class)
             .watch(pipeline, BsonDocument.class)
             .batchSize(batchSize)
-            .fullDocument(fullDocument)
-            .fullDocumentBeforeChange(fullDocumentBeforeChange)
+            .fullDocument(imagesWhenAvailable && fullDocument == FullDocument.REQUIRED
+                ? FullDocument.WHEN_AVAILABLE : fullDocument)
+            .fullDocumentBeforeChange(imagesWhenAvailable && fullDocumentBeforeChange == FullDocumentBeforeChange.REQUIRED
+                ? FullDocumentBeforeChange.WHEN_AVAILABLE : fullDocumentBeforeChange)
             // Each tryNext is one getMore; a real server holds an idle one this long and
             // answers as soon as a change arrives (MongoFeedCursor backs off only when the
             // server answered at once without waiting).

@@ -34,7 +34,9 @@ import org.bson.conversions.Bson;
  *       token is not one of this stream's: a checkpoint of another collection or deployment)
  *       stop the cursor with a non-retryable {@link dev.sluice.feed.FeedException} naming the
  *       stream and the position, whatever the history-lost policy; an {@code
- *       invalidate} event ends the cursor; an event larger than 16 MB, or one without a resume
+ *       invalidate} event ends the cursor; 136 (the oplog rolled past an open cursor's position)
+ *       is history lost too; 47 (a {@code required} image missing) is handled per {@link
+ *       Builder#onMissingImage}; an event larger than 16 MB, or one without a resume
  *       token, stops the cursor with a non-retryable {@link dev.sluice.feed.FeedException}
  *       naming the position. A change that has a position but cannot be decoded is handed on
  *       with a {@link dev.sluice.feed.UndecodableChange} as its raw event, for the engine's
@@ -136,6 +138,29 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     START_AFTER
   }
 
+  /**
+   * What a partition does with a change whose {@code required} pre- or post-image the server does
+   * not have ({@link Builder#fullDocument} or {@link Builder#fullDocumentBeforeChange} {@code
+   * REQUIRED}; error 47 NoMatchingDocument): the image expired ({@code
+   * changeStreamOptions.preAndPostImages.expireAfterSeconds}, a cluster parameter) or was never
+   * recorded (images enabled on the collection after the change). {@code docs/adr/0082}.
+   */
+  enum OnMissingImage {
+    /**
+     * The partition stops (FAILED) naming the change's position, {@code expireAfterSeconds} and the
+     * remedies; nothing is skipped, and every restart stops there again until the policy is changed.
+     */
+    STOP,
+    /**
+     * The change is handed on as an undecodable change (its raw event in a {@link
+     * dev.sluice.feed.UndecodableChange}, with the reason "pre-image missing (expired or never
+     * recorded)"), which the listener's failure policy parks in the dead-letter store, with every
+     * later change of its key; other keys go on, and the stream continues in {@code required}
+     * mode after it. Under a blocking failure policy the partition blocks on it instead.
+     */
+    PARK
+  }
+
   /** Configures a {@link MongoChangeFeed}. */
   final class Builder {
     final MongoClient client;
@@ -146,6 +171,7 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     FullDocument fullDocument = FullDocument.UPDATE_LOOKUP;
     FullDocumentBeforeChange fullDocumentBeforeChange = FullDocumentBeforeChange.OFF;
     OnInvalidate onInvalidate = OnInvalidate.STOP;
+    OnMissingImage onMissingImage = OnMissingImage.STOP;
     final List<Bson> pipeline = new ArrayList<>();
     Duration minBackoff = Duration.ofMillis(10);
     Duration maxBackoff = Duration.ofMillis(200);
@@ -209,7 +235,7 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
      * before}). Default {@link FullDocumentBeforeChange#OFF}. Opening refuses a collection without
      * {@code changeStreamPreAndPostImages}, naming the {@code collMod} command that enables it;
      * with {@code REQUIRED}, a change whose pre-image the server no longer has (expired, or written
-     * before images were enabled) stops the cursor with the server's error, naming the position.
+     * before images were enabled) is handled per {@link #onMissingImage}.
      */
     public Builder fullDocumentBeforeChange(FullDocumentBeforeChange mode) {
       ConfigurationException.requireNonNull(mode, "fullDocumentBeforeChange");
@@ -225,6 +251,16 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
      */
     public Builder onInvalidate(OnInvalidate policy) {
       this.onInvalidate = ConfigurationException.requireNonNull(policy, "onInvalidate");
+      return this;
+    }
+
+    /**
+     * What happens with a change whose {@code required} pre- or post-image the server does not have
+     * (expired, or never recorded); default {@link OnMissingImage#STOP}. Only matters with {@link
+     * #fullDocument} or {@link #fullDocumentBeforeChange} {@code REQUIRED}.
+     */
+    public Builder onMissingImage(OnMissingImage policy) {
+      this.onMissingImage = ConfigurationException.requireNonNull(policy, "onMissingImage");
       return this;
     }
 

@@ -43,6 +43,18 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   /** Tells whether an update's fullDocument is its post-image or a lookup of the current state. */
   private final FullDocument fullDocument;
   private final MongoChangeFeed.OnInvalidate onInvalidate;
+  private final MongoChangeFeed.OnMissingImage onMissingImage;
+  private final boolean postImageRequired;
+  private final boolean preImageRequired;
+  /** The required images named for messages; empty when no image is required. */
+  private final String requiredImages;
+  /**
+   * Reading with {@code whenAvailable} in place of {@code required}: a required image was missing
+   * (error 47, which killed the cursor and did not name the change), and under {@link
+   * MongoChangeFeed.OnMissingImage#PARK} the change without it is found this way, parked, and the
+   * stream goes on in {@code required} mode after it ({@code docs/adr/0082}).
+   */
+  private boolean imagesRelaxed;
   private String endReason;
 
   private MongoChangeStreamCursor<RawBsonDocument> driver;
@@ -72,6 +84,11 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     this.splitLargeEvents = settings.splitLargeEvents();
     this.fullDocument = settings.fullDocument();
     this.onInvalidate = settings.onInvalidate();
+    this.onMissingImage = settings.onMissingImage();
+    this.postImageRequired = settings.fullDocument() == FullDocument.REQUIRED;
+    this.preImageRequired =
+        settings.fullDocumentBeforeChange() == com.mongodb.client.model.changestream.FullDocumentBeforeChange.REQUIRED;
+    this.requiredImages = settings.requiredImages();
     this.source = source;
     this.partition = partition;
     this.position = initial;
@@ -79,11 +96,53 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
 
   void start(StreamStart start) {
     startedAt = start;
+    driver = openDriver(start);
+  }
+
+  /**
+   * Opens the driver's cursor at {@code start}, in the current image mode; a required image
+   * missing in the first batch (error 47) under PARK opens it again with {@code whenAvailable}.
+   */
+  private MongoChangeStreamCursor<RawBsonDocument> openDriver(StreamStart start) {
     try {
-      driver = source.open(start);
+      return source.open(start, imagesRelaxed);
+    } catch (MongoException e) {
+      if (!parksMissingImage(e)) {
+        throw fail(e);
+      }
+      relaxImages(e);
+    }
+    try {
+      return source.open(start, true);
     } catch (MongoException e) {
       throw fail(e);
     }
+  }
+
+  /** Error 47 for a required image, to be parked: not yet reading in whenAvailable mode. */
+  private boolean parksMissingImage(MongoException e) {
+    return e.getCode() == MongoFeedErrors.NO_MATCHING_DOCUMENT && !requiredImages.isEmpty() && !imagesRelaxed
+        && onMissingImage == MongoChangeFeed.OnMissingImage.PARK;
+  }
+
+  private void relaxImages(MongoException e) {
+    imagesRelaxed = true;
+    fragments.clear(); // read again from the position, which is never inside a split event
+    log.warn("MongoDB change stream '{}': a required {} is missing after position {} ({}); reading on with"
+        + " whenAvailable to find that change and park it (onMissingImage PARK)", stream, requiredImages, position,
+        e.getMessage());
+  }
+
+  /** Closes the driver's cursor and opens it at {@code start} in the current image mode. */
+  private void reopen(StreamStart start) {
+    MongoChangeStreamCursor<RawBsonDocument> old = driver;
+    driver = null;
+    try {
+      old.close();
+    } catch (RuntimeException ignored) {
+      // the server closed it already
+    }
+    driver = openDriver(start);
   }
 
   @Override
@@ -109,7 +168,14 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
           // removed _id): it cannot resume past it.
           throw undecodable("the event has no resume token (_id): " + e.getMessage(), null, e);
         } catch (MongoException e) {
-          throw fail(e);
+          if (!parksMissingImage(e)) {
+            throw fail(e);
+          }
+          // The server killed the cursor and did not say which change lacks its image: read from
+          // the position again without requiring images, to find it.
+          relaxImages(e);
+          reopen(StreamStart.fromPosition(position));
+          continue;
         }
         caughtUp = raw == null;
         if (raw != null) {
@@ -182,11 +248,23 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
         | IllegalArgumentException e) {
       // It has a position, so the stream can move past it: hand it to the engine marked
       // undecodable, which parks it (or blocks) through the failure policy. Never dropped.
-      change = undecodableChange(event, eventId, eventPosition, time, e.getMessage());
+      change = undecodableChange(event, eventId, eventPosition, time, "cannot be decoded: " + e.getMessage());
     }
     if (change == null) {
       invalidated(resumeToken, time);
       return;
+    }
+    boolean parkedImage = false;
+    if (imagesRelaxed && !(change.raw() instanceof UndecodableChange)) {
+      String missing = missingImage(event, change.operation());
+      if (missing != null) {
+        change = undecodableChange(event, eventId, eventPosition, time, "has its " + missing + " missing (expired or never"
+            + " recorded): the server no longer has it (error 47 NoMatchingDocument; the feed asks for the "
+            + requiredImages + "); parked per onMissingImage(PARK). An image expires after the cluster's"
+            + " changeStreamOptions.preAndPostImages.expireAfterSeconds, and none is recorded before"
+            + " changeStreamPreAndPostImages is enabled on the collection");
+        parkedImage = true;
+      }
     }
     everyChange.accept(change.key(),
         clusterTime != null && clusterTime.isTimestamp() ? clusterTime.asTimestamp() : null);
@@ -197,6 +275,27 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     position = eventPosition;
     lastToken = resumeToken;
     readThroughLastToken = false;
+    if (parkedImage) {
+      // Found and handed on: required again after it, so the server checks every later image.
+      imagesRelaxed = false;
+      reopen(StreamStart.after(resumeToken));
+    }
+  }
+
+  /**
+   * Which required image {@code event}, read with {@code whenAvailable}, lacks ("pre-image",
+   * "post-image"), or null. {@code whenAvailable} sets a missing image to null; a field a pipeline
+   * stage removed is absent, not null, and is not taken for a missing image.
+   */
+  private String missingImage(BsonDocument event, Operation operation) {
+    if (preImageRequired && (operation == Operation.UPDATE || operation == Operation.REPLACE
+        || operation == Operation.DELETE) && event.isNull("fullDocumentBeforeChange")) {
+      return "pre-image";
+    }
+    if (postImageRequired && operation == Operation.UPDATE && event.isNull("fullDocument")) {
+      return "post-image";
+    }
+    return null;
   }
 
   /**
@@ -227,11 +326,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     }
     position = after;
     lastToken = token;
-    try {
-      driver = source.open(StreamStart.afterInvalidate(token));
-    } catch (MongoException e) {
-      throw fail(e);
-    }
+    driver = openDriver(StreamStart.afterInvalidate(token));
   }
 
   /** Decodes one complete change; null for {@code invalidate}. */
@@ -313,7 +408,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   }
 
   private ChangeEvent<BsonDocument> undecodableChange(
-      BsonDocument event, String eventId, Position eventPosition, Instant time, String why) {
+      BsonDocument event, String eventId, Position eventPosition, Instant time, String problem) {
     String key;
     BsonDocument keyDoc = null;
     try {
@@ -332,7 +427,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
             : Operation.OTHER;
     String reason =
         "MongoDB change stream '" + stream + "': change " + eventId + " at " + eventPosition
-            + " cannot be decoded: " + why;
+            + " " + problem;
     return new ChangeEvent<>(
         eventId,
         stream,
@@ -454,6 +549,10 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
 
   private FeedException fail(MongoException e) {
     close();
+    if (e.getCode() == MongoFeedErrors.NO_MATCHING_DOCUMENT && !requiredImages.isEmpty()) {
+      failure = MongoFeedErrors.missingImage(e, stream, position, requiredImages);
+      return failure;
+    }
     failure =
         MongoFeedErrors.translate(
             e,

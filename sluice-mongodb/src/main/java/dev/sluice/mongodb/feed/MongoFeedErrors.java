@@ -21,6 +21,14 @@ import java.util.function.Supplier;
 final class MongoFeedErrors {
 
   static final int CHANGE_STREAM_HISTORY_LOST = 286;
+  /**
+   * The open cursor's oplog position was overwritten (the capped oplog rolled past it between two
+   * getMores): the change stream specification lists it as not resumable, but what it says is
+   * that the history after the position is gone, as 286 says it when opening.
+   */
+  static final int CAPPED_POSITION_LOST = 136;
+  /** A {@code required} pre- or post-image the server does not have (expired, or never recorded). */
+  static final int NO_MATCHING_DOCUMENT = 47;
   static final int CHANGE_STREAM_FATAL_ERROR = 280;
   static final int INVALID_RESUME_TOKEN = 260;
   static final int BSON_OBJECT_TOO_LARGE = 10334;
@@ -67,7 +75,7 @@ final class MongoFeedErrors {
           e,
           false);
     }
-    if (code == CHANGE_STREAM_HISTORY_LOST) {
+    if (code == CHANGE_STREAM_HISTORY_LOST || code == CAPPED_POSITION_LOST) {
       Instant oldest;
       try {
         oldest = oldestAvailable.get();
@@ -75,7 +83,8 @@ final class MongoFeedErrors {
         // Only for the message; the history is lost either way.
         oldest = null;
       }
-      return new HistoryLostException(at, oldest, "MongoDB error " + code + " " + codeName(e), e);
+      return new HistoryLostException(at, oldest, "MongoDB error " + code + " " + codeName(e)
+          + (code == CAPPED_POSITION_LOST ? ": the oplog rolled past the open cursor's position" : ""), e);
     }
     if (code == BSON_OBJECT_TOO_LARGE) {
       return new FeedException(
@@ -107,6 +116,32 @@ final class MongoFeedErrors {
         retryable);
   }
 
+  /**
+   * A {@code required} image the server does not have, under {@code MissingImage.STOP}: the
+   * partition stops naming the change's place, why images go missing and what to do.
+   */
+  static FeedException missingImage(MongoException e, String stream, Position at, String modes) {
+    return new FeedException(
+        "MongoDB change stream '"
+            + stream
+            + "': the change after position "
+            + at
+            + " has no "
+            + modes
+            + " (error 47 NoMatchingDocument): the image expired (the cluster's"
+            + " changeStreamOptions.preAndPostImages.expireAfterSeconds is shorter than this partition's lag) or"
+            + " was never recorded (changeStreamPreAndPostImages was enabled on the collection after the change)."
+            + " Nothing was skipped; the partition stops here, and every restart stops here again. To go on, set"
+            + " MongoChangeFeed.Builder.onMissingImage(PARK) (connector: mongodb.missing.image=park): the change"
+            + " is parked in the dead-letter store with the reason and later changes of its key follow it; or read"
+            + " with whenAvailable. So that it does not happen again, raise expireAfterSeconds above the longest"
+            + " lag: db.adminCommand({setClusterParameter: {changeStreamOptions: {preAndPostImages:"
+            + " {expireAfterSeconds: <seconds>}}}}). Server: "
+            + e.getMessage(),
+        e,
+        false);
+  }
+
   static boolean isRetryable(MongoException e) {
     if (e instanceof MongoSecurityException) {
       return false;
@@ -135,6 +170,10 @@ final class MongoFeedErrors {
     switch (e.getCode()) {
       case CHANGE_STREAM_HISTORY_LOST:
         return "ChangeStreamHistoryLost";
+      case CAPPED_POSITION_LOST:
+        return "CappedPositionLost";
+      case NO_MATCHING_DOCUMENT:
+        return "NoMatchingDocument";
       case CHANGE_STREAM_FATAL_ERROR:
         return "ChangeStreamFatalError";
       case INVALID_RESUME_TOKEN:

@@ -9,13 +9,23 @@ import org.bson.RawBsonDocument;
 
 /**
  * What the feed needs from MongoDB. The seam where tests inject a driver-level fake cursor
- * ({@code FakeChangeStreamCursor}) for behaviour no available server produces: errors 286, 280,
- * 260, 10334, {@code invalidate}, split events.
+ * ({@code FakeChangeStreamCursor}) for behaviour the test kit's server does not produce: errors 280,
+ * 260, 10334, split events.
  */
 interface StreamSource {
 
   /** Opens the raw change stream at {@code start}; runs the initial aggregate. */
   MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start);
+
+  /**
+   * As {@link #open(StreamStart)}; with {@code imagesWhenAvailable}, an image mode {@code required}
+   * is asked for as {@code whenAvailable}, so that a change whose image is missing comes with a null
+   * image instead of failing the read (error 47): how the feed finds that change to park it. A
+   * source without image modes (a test's scripted one) opens as {@link #open(StreamStart)}.
+   */
+  default MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start, boolean imagesWhenAvailable) {
+    return open(start);
+  }
 
   /** Operation time of the oldest oplog entry that is not a no-op, if the oplog has any. */
   Optional<BsonTimestamp> oldestOplogTime();

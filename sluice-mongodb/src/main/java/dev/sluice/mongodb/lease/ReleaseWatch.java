@@ -22,12 +22,19 @@ import org.slf4j.LoggerFactory;
  * the lease collection, filtered to releases ({@code owner} set to null) and deletions of records
  * under one prefix, on a daemon thread. A hint only: it reopens after errors with back-off and
  * gives up quietly where change streams are not available (a standalone server, no privilege).
+ * When the oplog rolled past its position (error 136 CappedPositionLost, or 286 on re-opening) it
+ * re-opens at once at the latest position: the releases in between are not noticed, which only
+ * delays those takeovers to the peers' next acquisition attempt ({@code docs/adr/0081}).
  */
 final class ReleaseWatch implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ReleaseWatch.class);
   /** Change streams unavailable (standalone: 40573), not authorized (13), unknown stage (40324). */
-  private static final Set<Integer> UNAVAILABLE = Set.of(40573, 13, 40324, 136);
+  private static final Set<Integer> UNAVAILABLE = Set.of(40573, 13, 40324);
+  /** The watch's position is gone from the oplog: CappedPositionLost (a live cursor), ChangeStreamHistoryLost. */
+  private static final Set<Integer> POSITION_LOST = Set.of(136, 286);
   private static final long IDLE_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+  /** A position loss re-opens at once unless the last one was this recent. */
+  private static final long POSITION_LOSS_SPACING_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final MongoCollection<BsonDocument> leases;
   private final String prefix;
@@ -91,6 +98,7 @@ final class ReleaseWatch implements AutoCloseable {
 
   private void run() {
     long backoffMillis = 500;
+    long lastLossNanos = System.nanoTime() - POSITION_LOSS_SPACING_NANOS;
     while (!closed) {
       MongoCursor<BsonDocument> opened = first;
       first = null;
@@ -110,11 +118,25 @@ final class ReleaseWatch implements AutoCloseable {
           unavailable(e);
           return;
         }
+        if (POSITION_LOST.contains(e.getErrorCode()) && !closed
+            && System.nanoTime() - lastLossNanos >= POSITION_LOSS_SPACING_NANOS) {
+          // The next open() starts at the latest position: no back-off, every moment waited is a
+          // release not noticed. (A loss again right after it backs off as any error does.)
+          lastLossNanos = System.nanoTime();
+          positionLost(e);
+          continue;
+        }
         backoffMillis = retryLater(e, backoffMillis);
       } catch (RuntimeException e) {
         backoffMillis = retryLater(e, backoffMillis);
       }
     }
+  }
+
+  private void positionLost(MongoCommandException e) {
+    log.warn("Release notices for {}: the oplog rolled past the watch's position ({} {}); re-opened at the latest"
+        + " position. Releases in between were not noticed: peers take those partitions at their next"
+        + " acquisition attempt instead of at once", prefix, e.getErrorCode(), e.getErrorCodeName());
   }
 
   private long retryLater(RuntimeException e, long backoffMillis) {

@@ -24,7 +24,8 @@ final class FakeStreamSource implements StreamSource {
 
   static CursorSettings settings(String stream, boolean splitLargeEvents, MongoChangeFeed.OnInvalidate onInvalidate) {
     return new CursorSettings(stream, 100, java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(2),
-        MongoChangeFeed.DEFAULT_SERVER_AWAIT, splitLargeEvents, com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP, onInvalidate,
+        MongoChangeFeed.DEFAULT_SERVER_AWAIT, splitLargeEvents, com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP,
+        com.mongodb.client.model.changestream.FullDocumentBeforeChange.OFF, onInvalidate, MongoChangeFeed.OnMissingImage.STOP,
         MongoChangeFeed.DEFAULT_SNAPSHOT_CHUNK_SIZE, true);
   }
 

@@ -37,8 +37,9 @@ class IdleStreamTest {
     // Back-offs far longer than the test's bound: only a client that backs off after a held
     // getMore can miss it.
     CursorSettings settings = new CursorSettings("d.c", 100, Duration.ofSeconds(30), Duration.ofSeconds(30),
-        Duration.ofMillis(100), false, FullDocument.UPDATE_LOOKUP, MongoChangeFeed.OnInvalidate.STOP,
-        MongoChangeFeed.DEFAULT_SNAPSHOT_CHUNK_SIZE, true);
+        Duration.ofMillis(100), false, FullDocument.UPDATE_LOOKUP,
+        com.mongodb.client.model.changestream.FullDocumentBeforeChange.OFF, MongoChangeFeed.OnInvalidate.STOP,
+        MongoChangeFeed.OnMissingImage.STOP, MongoChangeFeed.DEFAULT_SNAPSHOT_CHUNK_SIZE, true);
     source.willOpen(new FakeChangeStreamCursor().heldEmpty(Duration.ofMillis(100)).event(change(1, "insert", "a")));
     FeedCursor<BsonDocument> cursor = new DefaultMongoChangeFeed(settings, source).open(PartitionSpec.single(), StartPoint.oldest());
 

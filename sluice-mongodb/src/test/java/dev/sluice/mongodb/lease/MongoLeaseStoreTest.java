@@ -165,6 +165,81 @@ class MongoLeaseStoreTest extends MongoLeaseStoreContract {
   }
 
   /**
+   * Issue 32 section 3 item 1: the oplog rolls past the release watch's open cursor (error 136
+   * CappedPositionLost on its next getMore). Notices are hints, so the watch re-opens at the latest
+   * position and goes on: the releases in between are not noticed (peers take them at their next
+   * attempt), later ones are. Before, 136 counted as "change streams unavailable" and the notices
+   * ended for the life of the process. On a server of its own, whose oplog the test trims; the
+   * watch is held behind by its consumer, which blocks on the first notice.
+   */
+  @Test
+  void releaseNoticesGoOnAfterTheOplogRollsPastTheWatchsPosition() throws Exception {
+    try (EmbeddedMongo own = EmbeddedMongo.start(); MongoClient ownClient = own.client()) {
+      LeaseStore store = MongoLeaseStore.builder(ownClient.getDatabase("lost")).build();
+      String prefix = "lost/shop.orders";
+      java.util.concurrent.BlockingQueue<String> heard = new java.util.concurrent.LinkedBlockingQueue<>();
+      List<String> all = new java.util.concurrent.CopyOnWriteArrayList<>();
+      java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+      try (AutoCloseable watch = store.watchReleases(prefix, name -> {
+        all.add(name);
+        heard.add(name);
+        if (name.endsWith("#held")) {
+          held.countDown();
+          try {
+            go.await(30, TimeUnit.SECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      })) {
+        store.release(store.tryAcquire(prefix + "#held", "a", LONG).orElseThrow());
+        assertThat(held.await(30, TimeUnit.SECONDS)).as("the first notice").isTrue();
+        store.release(store.tryAcquire(prefix + "#missed", "a", LONG).orElseThrow());
+        assertThat(own.loseHistoryUpToNow()).isPositive();
+        go.countDown();
+
+        // The watch re-opens at the latest position: release until a notice of this round arrives.
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+          store.release(store.tryAcquire(prefix + "#after", "a", LONG).orElseThrow());
+          String n = heard.poll(300, TimeUnit.MILLISECONDS);
+          return n != null && n.endsWith("#after");
+        });
+        assertThat(all).as("the release the lost history held is not noticed (a hint only)")
+            .doesNotContain(prefix + "#missed").contains(prefix + "#held", prefix + "#after");
+      }
+    }
+  }
+
+  /**
+   * The same through the failCommand fail point, so that it runs against a real deployment too
+   * ({@code -Dsluice.mongodb.uri}, started with test commands enabled): the watch's next getMore
+   * answers 136, and later releases are still noticed.
+   */
+  @Test
+  void releaseNoticesGoOnAfterAGetMoreAnswered136() throws Exception {
+    LeaseStore store = store();
+    String prefix = "capped-" + UUID.randomUUID().toString().substring(0, 8) + "/shop.orders";
+    java.util.concurrent.BlockingQueue<String> heard = new java.util.concurrent.LinkedBlockingQueue<>();
+    try (AutoCloseable watch = store.watchReleases(prefix, heard::add)) {
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        store.release(store.tryAcquire(prefix + "#warm", "a", LONG).orElseThrow());
+        return heard.poll(300, TimeUnit.MILLISECONDS) != null;
+      });
+      try (dev.sluice.testkit.mongo.FailCommand.Armed failing =
+          dev.sluice.testkit.mongo.FailCommand.on("getMore").errorCode(136).times(1).enable(client)) {
+        failing.awaitFired(1, Duration.ofSeconds(30));
+      }
+      heard.clear();
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        store.release(store.tryAcquire(prefix + "#after", "a", LONG).orElseThrow());
+        String n = heard.poll(300, TimeUnit.MILLISECONDS);
+        return n != null && n.endsWith("#after");
+      });
+    }
+  }
+
+  /**
    * Reads decide nothing, so a user who may only read (an operator's status command) still lists
    * the records: when the store cannot stamp the shard's clock (error 13 from the stamp, injected
    * with the failCommand fail point as a real server would answer a read-only role), the store

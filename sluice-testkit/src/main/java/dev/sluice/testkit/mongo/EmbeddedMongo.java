@@ -17,8 +17,9 @@ import java.util.concurrent.TimeUnit;
  * <p>It is a low-fidelity wire-protocol server (see {@code shared/embedded-servers.md}): no
  * sessions, no transactions, no pipeline updates, no invalidate events; its change events come from
  * the test kit's {@link FaithfulOplog} (right {@code documentKey}, {@code updateDescription},
- * {@code replace} events, lookups of deleted documents return null), and history is lost only
- * when a test asks for it ({@link #trimOplogBefore}). Code
+ * {@code replace} events, lookups of deleted documents return null, error 47 for a missing
+ * {@code required} pre- or post-image, images that expire per {@code setClusterParameter}), and
+ * history is lost only when a test asks for it ({@link #trimOplogBefore}). Code
  * under test must target real MongoDB; behaviour only a replica set shows is tested with driver
  * fakes.
  *
@@ -98,8 +99,10 @@ public final class EmbeddedMongo implements AutoCloseable {
   /**
    * Loses history the way a real replica set's capped oplog does: deletes every oplog entry older
    * than {@code operationTime}. Opening a change stream before the retained history afterwards
-   * fails with error 286 (ChangeStreamHistoryLost), as on a real server; without this the
-   * embedded server never loses history and would silently skip the deleted changes.
+   * fails with error 286 (ChangeStreamHistoryLost), and a change stream cursor already open whose
+   * next entry was deleted answers its next getMore with error 136 (CappedPositionLost), as on a
+   * real server; without this the embedded server never loses history and would silently skip the
+   * deleted changes.
    *
    * @return the number of entries deleted
    */
@@ -113,7 +116,7 @@ public final class EmbeddedMongo implements AutoCloseable {
    * Loses every change written so far, as a capped oplog that rolled over does: writes a marker
    * document into a collection of the test kit's own (so no stream under test sees it) and deletes
    * every oplog entry before it ({@link #trimOplogBefore}). A stream resumed from any earlier
-   * position then fails with error 286.
+   * position then fails with error 286, and an open one that had not read everything yet with 136.
    *
    * @return the number of entries deleted
    */

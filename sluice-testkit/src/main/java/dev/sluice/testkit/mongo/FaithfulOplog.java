@@ -54,7 +54,9 @@ import java.util.stream.Stream;
  *       every stream of the database and never invalidated);
  *   <li>{@link #trimBefore} deletes old entries; opening a change stream at a point before the
  *       retained history (or at a token whose own entry is gone) then fails with error 286
- *       (ChangeStreamHistoryLost), as on a real server;
+ *       (ChangeStreamHistoryLost), as on a real server, and an open cursor whose next entry was
+ *       deleted answers its next getMore with error 136 (CappedPositionLost) and is closed, as a
+ *       real server's oplog scan dies when the capped oplog overwrote its position;
  *   <li>resume tokens are a real server's ({@link ResumeTokens}): cluster time, token type,
  *       {@code txnOpIndex}, {@code fromInvalidate}, the collection's UUID (each collection has
  *       one, listed by {@code listCollections}, new after a drop) and the document key. Opened at
@@ -77,8 +79,9 @@ import java.util.stream.Stream;
  * <p>Limits that remain: the values in {@code updatedFields} are read from the document right after
  * the update, so two connections updating one document at the same instant can see each other's
  * values (the embedded server does not serialize writes); a positional path ({@code a.$.b}) is
- * reported as the whole array {@code a}, as servers before 5.0 did; a cursor already open when entries are trimmed under it is not failed; only drops (no renames,
- * no {@code $out}) invalidate.
+ * reported as the whole array {@code a}, as servers before 5.0 did; only drops (no renames,
+ * no {@code $out}) invalidate; images expire when read past their time (a real server deletes them
+ * in a background job, so there they may outlive {@code expireAfterSeconds} a little).
  */
 final class FaithfulOplog implements Oplog {
   private static final String UPDATE_DESCRIPTION = "sluiceUpdateDescription";
@@ -100,6 +103,11 @@ final class FaithfulOplog implements Oplog {
   /** The newest timestamp given to an entry; guarded by this object's lock. */
   private BsonTimestamp latest;
   private volatile BsonTimestamp trimmedThrough;
+  /** {@code changeStreamOptions.preAndPostImages.expireAfterSeconds}; null: off (the default). */
+  private volatile Long imagesExpireAfterSeconds;
+  /** Images of entries written before this are deleted (expired once); null: none is. */
+  private volatile java.time.Instant imagesGoneBefore;
+  private final Object expiry = new Object();
   private final Set<String> withImages;
   /** Per document of a collection with images: its current state, the next change's pre-image. */
   private final Map<String, Document> images = new HashMap<>();
@@ -125,25 +133,67 @@ final class FaithfulOplog implements Oplog {
     this.clock = backend.getClock();
   }
 
-  /** Deletes every entry older than {@code ts}; returns how many. */
+  /**
+   * Deletes every entry older than {@code ts}; returns how many. How far history is lost is set
+   * before the first entry goes, so a cursor that scanned while entries went sees it afterwards
+   * ({@link ChangeStreamCursor#takeDocuments}).
+   */
   synchronized int trimBefore(BsonTimestamp ts) {
     List<Document> old = new ArrayList<>();
-    for (Document entry : entries.queryAll()) {
-      if (timestamp(entry).compareTo(ts) < 0) {
-        old.add(entry);
-      }
-    }
     BsonTimestamp through = trimmedThrough;
-    for (Document entry : old) {
-      entries.removeDocument(entry);
-      byTime.remove(timestamp(entry), entry);
+    for (Document entry : entries.queryAll()) {
       BsonTimestamp t = timestamp(entry);
-      if (through == null || t.compareTo(through) > 0) {
-        through = t;
+      if (t.compareTo(ts) < 0) {
+        old.add(entry);
+        if (through == null || t.compareTo(through) > 0) {
+          through = t;
+        }
       }
     }
     trimmedThrough = through;
+    for (Document entry : old) {
+      entries.removeDocument(entry);
+      byTime.remove(timestamp(entry), entry);
+    }
     return old.size();
+  }
+
+  /** The newest timestamp of a trimmed entry, or null if none was trimmed. */
+  BsonTimestamp trimmedThrough() {
+    return trimmedThrough;
+  }
+
+  /** Images older than this, on the server's clock, are gone; null: they never expire. */
+  void imagesExpireAfter(Long seconds) {
+    imagesExpireAfterSeconds = seconds;
+  }
+
+  Long imagesExpireAfterSeconds() {
+    return imagesExpireAfterSeconds;
+  }
+
+  /**
+   * The image {@code field} of {@code entry}, or null if none was recorded or it has expired. An
+   * expired image stays gone (a real server deletes it), also if the expiry is raised or turned off
+   * afterwards.
+   */
+  private Object image(Document entry, String field) {
+    Object image = entry.get(field);
+    if (image == null || !(entry.get("wall") instanceof java.time.Instant wall)) {
+      return image;
+    }
+    Long expire = imagesExpireAfterSeconds;
+    java.time.Instant gone = imagesGoneBefore;
+    if (expire != null) {
+      java.time.Instant now = clock.instant().minusSeconds(expire);
+      synchronized (expiry) {
+        if (imagesGoneBefore == null || now.isAfter(imagesGoneBefore)) {
+          imagesGoneBefore = now;
+        }
+        gone = imagesGoneBefore;
+      }
+    }
+    return gone != null && wall.isBefore(gone) ? null : image;
   }
 
   /**
@@ -443,7 +493,7 @@ final class FaithfulOplog implements Oplog {
     String before = String.valueOf(changeStream.getOrDefault("fullDocumentBeforeChange", "off"));
     ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(), from -> ops(namespace, from),
         op -> withPreImage(toEvent(op, fullDocument), op, before), aggregation::runStagesAsStream,
-        scanFrom, afterKey, mustFind, this::storedThrough);
+        scanFrom, afterKey, mustFind, this::storedThrough, this::trimmedThrough, cursors::remove);
     cursors.add(cursor);
     return cursor;
   }
@@ -500,17 +550,30 @@ final class FaithfulOplog implements Oplog {
   }
 
   /** Adds {@code fullDocumentBeforeChange} to an update, replace or delete event, as asked. */
-  private static Document withPreImage(Document event, Document entry, String mode) {
+  private Document withPreImage(Document event, Document entry, String mode) {
     String op = (String) entry.get("op");
     if ("off".equals(mode) || !("u".equals(op) || "d".equals(op))) {
       return event;
     }
-    Object pre = entry.get(PRE_IMAGE);
+    Object pre = image(entry, PRE_IMAGE);
     if (pre == null && "required".equals(mode)) {
-      throw new MongoServerError(280, "ChangeStreamFatalError", "Change stream was configured to require a"
-          + " pre-image for all update, delete and replace events, but the pre-image was not found");
+      throw imageNotFound("Change stream was configured to require a pre-image for all update, delete and replace"
+          + " events, but the pre-image was not found for event: ", event);
     }
     return event.append("fullDocumentBeforeChange", pre);
+  }
+
+  /**
+   * What MongoDB 6.0+ answers for a {@code required} image it does not have (expired, or written
+   * before images were enabled): error 47, naming the event without its documents.
+   */
+  private static MongoServerError imageNotFound(String message, Document event) {
+    BsonTimestamp ts = (BsonTimestamp) event.get("clusterTime");
+    Document ns = (Document) event.get("ns");
+    String summary = "{operationType: \"" + event.get("operationType") + "\", ns: {db: \""
+        + (ns == null ? "" : ns.get("db")) + "\", coll: \"" + (ns == null ? "" : ns.get("coll")) + "\"}, clusterTime: "
+        + (ts == null ? "null" : "Timestamp(" + ts.getTime() + ", " + ts.getInc() + ")") + "}";
+    return new MongoServerError(47, "NoMatchingDocument", message + summary);
   }
 
   private Document toEvent(Document entry, String fullDocument) {
@@ -532,14 +595,14 @@ final class FaithfulOplog implements Oplog {
               .append("updateDescription", entry.get(UPDATE_DESCRIPTION));
           switch (fullDocument) {
             case "updateLookup" -> event.append("fullDocument", current(ns, key.get("_id")));
-            case "whenAvailable" -> event.append("fullDocument", entry.get(POST_IMAGE));
+            case "whenAvailable" -> event.append("fullDocument", image(entry, POST_IMAGE));
             case "required" -> {
-              if (entry.get(POST_IMAGE) == null) {
-                throw new MongoServerError(280, "ChangeStreamFatalError",
-                    "Change stream was configured to require a post-image for all update events, but the"
-                        + " post-image was not found");
+              Object post = image(entry, POST_IMAGE);
+              if (post == null) {
+                throw imageNotFound("Change stream was configured to require a post-image for all update events,"
+                    + " but the post-image was not found for event: ", withPlace(event, ts, ns));
               }
-              event.append("fullDocument", entry.get(POST_IMAGE));
+              event.append("fullDocument", post);
             }
             default -> { }
           }
@@ -567,6 +630,13 @@ final class FaithfulOplog implements Oplog {
             .append("coll", Utils.getCollectionNameFromFullName(ns)));
   }
 
+  /** {@code event} with the cluster time and namespace it gets at the end of {@link #toEvent}, for a message. */
+  private static Document withPlace(Document event, BsonTimestamp ts, String ns) {
+    return new Document(event).append("clusterTime", ts)
+        .append("ns", new Document("db", Utils.getDatabaseNameFromFullName(ns))
+            .append("coll", Utils.getCollectionNameFromFullName(ns)));
+  }
+
   private static BsonTimestamp timestamp(Document entry) {
     return (BsonTimestamp) entry.get("ts");
   }
@@ -585,12 +655,21 @@ final class FaithfulOplog implements Oplog {
    * advance. Opened at an event's token, it fails with 280 when the stream passes the point where
    * that event would be without meeting it (a token of another collection, or of an event this
    * collection does not have), and until then reports no post-batch token of its own.
+   *
+   * <p>A failed read ends it, as a real server kills a cursor whose getMore failed: error 136
+   * CappedPositionLost once the oplog was trimmed past its position (an entry it had not read yet
+   * is gone), or the error of the event that failed (47 for a missing required image). The events
+   * before the failure in that batch are not returned, and the cursor's position does not move.
+   * Messages carry the prefix a real server gives them ({@code Executor error during getMore ::
+   * caused by :: }).
    */
   static final class ChangeStreamCursor extends AbstractCursor {
     private final Function<BsonTimestamp, Stream<Document>> ops;
     private final Function<Document, Document> toEvent;
     private final Function<Stream<Document>, Stream<Document>> pipeline;
     private final Supplier<BsonTimestamp> storedThrough;
+    private final Supplier<BsonTimestamp> trimmedThrough;
+    private final java.util.function.LongConsumer kill;
     /** Where the next scan starts (inclusive): the time of {@link #afterKey}. */
     private BsonTimestamp scanFrom;
     /** The token (its {@code _data}) of the last event returned or of the last high-water mark. */
@@ -598,11 +677,13 @@ final class FaithfulOplog implements Oplog {
     /** The token the stream was opened at, until it is met. */
     private String mustFind;
     private boolean invalidated;
+    private boolean firstBatchTaken;
     private Document postBatchToken;
 
     ChangeStreamCursor(long id, Function<BsonTimestamp, Stream<Document>> ops, Function<Document, Document> toEvent,
         Function<Stream<Document>, Stream<Document>> pipeline, BsonTimestamp scanFrom, String afterKey, String mustFind,
-        Supplier<BsonTimestamp> storedThrough) {
+        Supplier<BsonTimestamp> storedThrough, Supplier<BsonTimestamp> trimmedThrough,
+        java.util.function.LongConsumer kill) {
       super(id);
       this.ops = ops;
       this.toEvent = toEvent;
@@ -611,6 +692,8 @@ final class FaithfulOplog implements Oplog {
       this.afterKey = afterKey;
       this.mustFind = mustFind;
       this.storedThrough = storedThrough;
+      this.trimmedThrough = trimmedThrough;
+      this.kill = kill;
     }
 
     @Override
@@ -620,10 +703,14 @@ final class FaithfulOplog implements Oplog {
 
     @Override
     public synchronized List<Document> takeDocuments(int numberToReturn) {
+      String context = firstBatchTaken ? "Executor error during getMore :: caused by :: "
+          : "PlanExecutor error during aggregation :: caused by :: ";
+      firstBatchTaken = true;
       if (invalidated) {
         postBatchToken = null;
         return List.of();
       }
+      checkPosition(context);
       // Taken before the scan: every entry up to it is stored, so the scan sees all of them.
       BsonTimestamp through = storedThrough.get();
       boolean[] invalidate = {false};
@@ -652,7 +739,15 @@ final class FaithfulOplog implements Oplog {
       if (numberToReturn > 0) {
         events = events.limit(numberToReturn);
       }
-      List<Document> batch = events.collect(Collectors.toList());
+      List<Document> batch;
+      try {
+        batch = events.collect(Collectors.toList());
+      } catch (MongoServerError e) {
+        kill.accept(getId());
+        throw new MongoServerError(e.getCode(), e.getCodeName(), context + e.getMessageWithoutErrorCode(), e);
+      }
+      // Entries trimmed while the scan ran may be missing from it: then it is lost, not a batch.
+      checkPosition(context);
       invalidated = batch.stream().anyMatch(d -> "invalidate".equals(d.get("operationType")));
       if (!batch.isEmpty()) {
         Document last = (Document) batch.get(batch.size() - 1).get("_id");
@@ -672,6 +767,16 @@ final class FaithfulOplog implements Oplog {
         }
       }
       return batch;
+    }
+
+    /** Error 136 if the oplog was trimmed past this cursor's position: an entry it has not read is gone. */
+    private void checkPosition(String context) {
+      BsonTimestamp trimmed = trimmedThrough.get();
+      if (trimmed != null && trimmed.compareTo(scanFrom) > 0) {
+        kill.accept(getId());
+        throw new MongoServerError(136, "CappedPositionLost", context + "CollectionScan died due to position in"
+            + " capped collection being deleted. Last seen record id: RecordId(" + scanFrom.getValue() + ")");
+      }
     }
 
     /** The post-batch resume token of the last batch, or null if it had none. */

@@ -200,6 +200,12 @@ final class TrimmableMemoryBackend extends MemoryBackend {
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
     }
+    if ("admin".equals(databaseName) && command.equalsIgnoreCase("setClusterParameter")) {
+      return setClusterParameter(query.get(command));
+    }
+    if ("admin".equals(databaseName) && command.equalsIgnoreCase("getClusterParameter")) {
+      return getClusterParameter(query.get(command));
+    }
     if (command.equals("getMore") && batches.owns(query.get("getMore"))) {
       return batches.getMore(query, stockId -> {
         Document stockQuery = new Document(query);
@@ -242,6 +248,53 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       }
     }
     return response;
+  }
+
+  /** The one cluster parameter the test kit knows, as MongoDB 6.0+ names it. */
+  private static final String CHANGE_STREAM_OPTIONS = "changeStreamOptions";
+
+  /**
+   * {@code setClusterParameter: {changeStreamOptions: {preAndPostImages: {expireAfterSeconds: N | "off"}}}}
+   * on the admin database, as MongoDB 6.0+ takes it: from then on images older than N seconds, on the
+   * server's clock, are gone ({@link FaithfulOplog}).
+   */
+  private Document setClusterParameter(Object value) {
+    if (!(value instanceof Document parameter) || parameter.size() != 1) {
+      throw new MongoServerError(2, "BadValue", "setClusterParameter takes one parameter: {name: {value}}");
+    }
+    String name = parameter.keySet().iterator().next();
+    if (!CHANGE_STREAM_OPTIONS.equals(name)) {
+      throw new MongoServerError(2, "BadValue", "Unknown Cluster Parameter " + name
+          + " (the test kit knows " + CHANGE_STREAM_OPTIONS + ")");
+    }
+    Object options = parameter.get(name);
+    Object images = options instanceof Document d ? d.get("preAndPostImages") : null;
+    Object expire = images instanceof Document d ? d.get("expireAfterSeconds") : null;
+    Long seconds;
+    if ("off".equals(expire)) {
+      seconds = null;
+    } else if (expire instanceof Number n && n.doubleValue() >= 1 && n.doubleValue() == n.longValue()) {
+      seconds = n.longValue();
+    } else {
+      throw new MongoServerError(2, "BadValue", "changeStreamOptions.preAndPostImages.expireAfterSeconds must be"
+          + " 'off' or a whole number of seconds of at least 1, but was " + expire);
+    }
+    oplog().imagesExpireAfter(seconds);
+    return new Document("ok", 1.0);
+  }
+
+  /** {@code getClusterParameter: "changeStreamOptions"} (or a list of names, or {@code "*"}), as MongoDB 6.0+ answers it. */
+  private Document getClusterParameter(Object names) {
+    boolean ours = "*".equals(names) || CHANGE_STREAM_OPTIONS.equals(names)
+        || names instanceof List<?> l && l.stream().allMatch(CHANGE_STREAM_OPTIONS::equals) && !l.isEmpty();
+    if (!ours) {
+      throw new MongoServerError(2, "BadValue", "Unknown Cluster Parameter " + names
+          + " (the test kit knows " + CHANGE_STREAM_OPTIONS + ")");
+    }
+    Long seconds = oplog().imagesExpireAfterSeconds();
+    Document parameter = new Document("_id", CHANGE_STREAM_OPTIONS)
+        .append("preAndPostImages", new Document("expireAfterSeconds", seconds == null ? (Object) "off" : seconds));
+    return new Document("clusterParameters", List.of(parameter)).append("ok", 1.0);
   }
 
   /** The replica set the server says it is the primary of (as a one-member set would). */

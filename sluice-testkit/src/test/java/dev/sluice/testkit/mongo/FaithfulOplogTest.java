@@ -8,7 +8,13 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Updates;
 import com.mongodb.client.model.changestream.ChangeStreamDocument;
+import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.changestream.FullDocument;
+import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -264,6 +270,149 @@ class FaithfulOplogTest {
       } while (next == null);
       assertThat(next.getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonString("after")));
     }
+  }
+
+  /**
+   * A live cursor whose next entry the oplog lost answers its next getMore with 136
+   * CappedPositionLost, as a real server's oplog scan dies when the capped oplog overwrote its
+   * position; one that had read everything before the trim goes on. The stock server, and the
+   * test kit before, went on silently after the gap.
+   */
+  @Test
+  void aLiveCursorWhoseNextEntryWasTrimmedAnswers136AndOneThatHadReadEverythingGoesOn() {
+    try (EmbeddedMongo own = EmbeddedMongo.start(); MongoClient ownClient = own.client()) {
+      MongoCollection<Document> c = ownClient.getDatabase("lost").getCollection("c");
+      try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> behind = c.watch().batchSize(10).cursor();
+          MongoChangeStreamCursor<ChangeStreamDocument<Document>> current = c.watch().batchSize(10).cursor()) {
+        c.insertOne(new Document("_id", "read"));
+        assertThat(next(behind).getDocumentKey().getString("_id").getValue()).isEqualTo("read");
+        c.insertOne(new Document("_id", "unread"));
+        assertThat(next(current).getDocumentKey().getString("_id").getValue()).isEqualTo("read");
+        assertThat(next(current).getDocumentKey().getString("_id").getValue()).isEqualTo("unread");
+        assertThat(current.tryNext()).as("caught up: its position is the newest entry").isNull();
+
+        own.loseHistoryUpToNow();
+
+        assertThatThrownBy(behind::tryNext).isInstanceOfSatisfying(com.mongodb.MongoCommandException.class, e -> {
+          assertThat(e.getErrorCode()).isEqualTo(136);
+          assertThat(e.getErrorCodeName()).isEqualTo("CappedPositionLost");
+          assertThat(e.getErrorMessage()).contains("position in capped collection being deleted");
+        });
+        c.insertOne(new Document("_id", "after"));
+        assertThat(next(current).getDocumentKey().getString("_id").getValue())
+            .as("nothing it had not read was lost").isEqualTo("after");
+      }
+    }
+  }
+
+  private static ChangeStreamDocument<Document> next(MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor) {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    ChangeStreamDocument<Document> next;
+    while ((next = cursor.tryNext()) == null) {
+      assertThat(System.nanoTime()).as("an event within 10 s").isLessThan(deadline);
+    }
+    return next;
+  }
+
+  /**
+   * A required image the server does not have is error 47 NoMatchingDocument with the server's
+   * message naming the event, for a post-image and for a pre-image, whether it was never recorded
+   * (images enabled after the write) or expired (changeStreamOptions.preAndPostImages.expireAfterSeconds,
+   * judged on the server's clock; an expired image stays gone). The test kit answered 280 before.
+   */
+  @Test
+  void aMissingRequiredImageIs47AndImagesExpirePerTheClusterParameterOnTheServersClock() {
+    Instant[] now = {Instant.parse("2026-01-01T00:00:00Z")};
+    Clock clock = new Clock() {
+      @Override
+      public ZoneId getZone() {
+        return ZoneOffset.UTC;
+      }
+
+      @Override
+      public Clock withZone(ZoneId zone) {
+        return this;
+      }
+
+      @Override
+      public Instant instant() {
+        return now[0];
+      }
+    };
+    try (EmbeddedMongo own = EmbeddedMongo.start(clock); MongoClient ownClient = own.client()) {
+      MongoDatabase db = ownClient.getDatabase("images");
+      MongoCollection<Document> c = db.getCollection("c");
+      MongoDatabase admin = ownClient.getDatabase("admin");
+      assertThat(parameter(admin)).isEqualTo(new Document("expireAfterSeconds", "off"));
+      BsonDocument start = marker(c);
+      c.insertOne(new Document("_id", 1).append("v", 0));
+      c.updateOne(new Document("_id", 1), Updates.set("v", 1)); // before images were enabled
+      db.runCommand(new Document("collMod", "c").append("changeStreamPreAndPostImages", new Document("enabled", true)));
+      c.updateOne(new Document("_id", 1), Updates.set("v", 2));
+
+      assertThatThrownBy(() -> read(c, start, FullDocument.REQUIRED, 3))
+          .isInstanceOfSatisfying(com.mongodb.MongoCommandException.class, e -> {
+            assertThat(e.getErrorCode()).isEqualTo(47);
+            assertThat(e.getErrorCodeName()).isEqualTo("NoMatchingDocument");
+            assertThat(e.getErrorMessage()).contains("Change stream was configured to require a post-image for all"
+                + " update events, but the post-image was not found for event: {operationType: \"update\", ns: {db:"
+                + " \"images\", coll: \"c\"}, clusterTime: Timestamp(");
+          });
+      BsonDocument afterFirstUpdate = read(c, start, FullDocument.WHEN_AVAILABLE, 2).get(1).getResumeToken();
+      assertThat(read(c, afterFirstUpdate, FullDocument.REQUIRED, 1).get(0).getFullDocument())
+          .isEqualTo(new Document("_id", 1).append("v", 2));
+      assertThatThrownBy(() -> readBefore(c, start, 3)).isInstanceOfSatisfying(com.mongodb.MongoCommandException.class,
+          e -> assertThat(e.getErrorCode()).isEqualTo(47));
+      assertThat(readBefore(c, afterFirstUpdate, 1).get(0).getFullDocumentBeforeChange())
+          .isEqualTo(new Document("_id", 1).append("v", 1));
+
+      admin.runCommand(new Document("setClusterParameter", new Document("changeStreamOptions",
+          new Document("preAndPostImages", new Document("expireAfterSeconds", 60L)))));
+      assertThat(parameter(admin)).isEqualTo(new Document("expireAfterSeconds", 60L));
+      now[0] = now[0].plusSeconds(59);
+      assertThat(read(c, afterFirstUpdate, FullDocument.REQUIRED, 1).get(0).getFullDocument())
+          .as("not yet expired").isEqualTo(new Document("_id", 1).append("v", 2));
+      now[0] = now[0].plusSeconds(2);
+      assertThatThrownBy(() -> read(c, afterFirstUpdate, FullDocument.REQUIRED, 1))
+          .isInstanceOfSatisfying(com.mongodb.MongoCommandException.class, e -> assertThat(e.getErrorCode()).isEqualTo(47));
+      assertThatThrownBy(() -> readBefore(c, afterFirstUpdate, 1))
+          .isInstanceOfSatisfying(com.mongodb.MongoCommandException.class, e -> {
+            assertThat(e.getErrorCode()).isEqualTo(47);
+            assertThat(e.getErrorMessage()).contains("Change stream was configured to require a pre-image for all"
+                + " update, delete and replace events, but the pre-image was not found for event: {operationType:"
+                + " \"update\"");
+          });
+      assertThat(read(c, afterFirstUpdate, FullDocument.WHEN_AVAILABLE, 1).get(0).getFullDocument()).isNull();
+
+      admin.runCommand(new Document("setClusterParameter", new Document("changeStreamOptions",
+          new Document("preAndPostImages", new Document("expireAfterSeconds", "off")))));
+      assertThat(read(c, afterFirstUpdate, FullDocument.WHEN_AVAILABLE, 1).get(0).getFullDocument())
+          .as("an expired image was deleted: turning expiry off does not bring it back").isNull();
+      assertThatThrownBy(() -> admin.runCommand(new Document("setClusterParameter", new Document("changeStreamOptions",
+          new Document("preAndPostImages", new Document("expireAfterSeconds", 0))))))
+          .isInstanceOfSatisfying(com.mongodb.MongoCommandException.class, e -> assertThat(e.getErrorCode()).isEqualTo(2));
+    }
+  }
+
+  private static Document parameter(MongoDatabase admin) {
+    List<Document> parameters = admin.runCommand(new Document("getClusterParameter", "changeStreamOptions"))
+        .getList("clusterParameters", Document.class);
+    assertThat(parameters).hasSize(1);
+    assertThat(parameters.get(0).getString("_id")).isEqualTo("changeStreamOptions");
+    return parameters.get(0).get("preAndPostImages", Document.class);
+  }
+
+  /** {@code count} events after {@code after} with fullDocumentBeforeChange required. */
+  private static List<ChangeStreamDocument<Document>> readBefore(MongoCollection<Document> c, BsonDocument after,
+      int count) {
+    List<ChangeStreamDocument<Document>> out = new ArrayList<>();
+    try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor = c.watch().resumeAfter(after)
+        .fullDocumentBeforeChange(FullDocumentBeforeChange.REQUIRED).batchSize(100).cursor()) {
+      while (out.size() < count) {
+        out.add(next(cursor));
+      }
+    }
+    return out;
   }
 
   /** The UUID {@code listCollections} reports for {@code c}, as a real server does in {@code info.uuid}. */

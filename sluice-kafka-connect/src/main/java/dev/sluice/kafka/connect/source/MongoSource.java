@@ -44,6 +44,7 @@ final class MongoSource implements ConnectSource<BsonDocument> {
         .batchSize(config.batchSize())
         .fullDocument(config.fullDocument())
         .fullDocumentBeforeChange(config.fullDocumentBeforeChange())
+        .onMissingImage(config.missingImagePark() ? MongoChangeFeed.OnMissingImage.PARK : MongoChangeFeed.OnMissingImage.STOP)
         .build();
   }
 
