@@ -135,6 +135,11 @@ class ErrorCatalogueTest {
       this.deadLetterApp = "dlq-" + row.id() + "-" + tag;
     }
 
+    /** A row about images: the feed requires pre-images, of a collection that records them. */
+    private boolean imagesRequired() {
+      return row.answers().equals("errorCode 47");
+    }
+
     private boolean parking() {
       return row.surface().equals("dead-letters");
     }
@@ -147,6 +152,10 @@ class ErrorCatalogueTest {
           deadLetters = MongoDeadLetterStore.create(deadLetterClient.getDatabase(data.getName()), "deadletters");
         }
         insert(data, "a");
+        if (imagesRequired()) {
+          data.runCommand(new org.bson.Document("collMod", "orders")
+              .append("changeStreamPreAndPostImages", new org.bson.Document("enabled", true)));
+        }
         insert(data, "b");
         // When the command is sent: at the first start (acquisition, the layout check), when a
         // listener restarts at its checkpoint (the change stream's aggregate), or while it runs.
@@ -299,8 +308,11 @@ class ErrorCatalogueTest {
     }
 
     private Listener<BsonDocument> listener(MongoClient feedClient, MongoClient leaseClient, String database) {
-      Listener.Builder<BsonDocument> b = Listener.builder(
-          MongoChangeFeed.builder(feedClient, database, "orders").build(),
+      MongoChangeFeed.Builder feed = MongoChangeFeed.builder(feedClient, database, "orders");
+      if (imagesRequired()) {
+        feed.fullDocumentBeforeChange(com.mongodb.client.model.changestream.FullDocumentBeforeChange.REQUIRED);
+      }
+      Listener.Builder<BsonDocument> b = Listener.builder(feed.build(),
           MongoLeaseStore.builder(leaseClient.getDatabase(database)).build());
       if (parking()) {
         b.onFailure(FailurePolicy.park(
