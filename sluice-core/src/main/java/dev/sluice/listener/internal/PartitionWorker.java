@@ -264,7 +264,7 @@ final class PartitionWorker<D> {
    * backoff}: RETRYING, with the error, the attempt count and when the next try is.
    */
   void retrying(Retried what, Duration backoff, String message, Throwable cause) {
-    recordError(message + ": " + cause);
+    recordError(message + ": " + withCauses(cause));
     if (retried != what) {
       attempts = 0;
     }
@@ -272,6 +272,23 @@ final class PartitionWorker<D> {
     attempts++;
     nextAttemptAt = Instant.now().plus(backoff);
     setState(PartitionState.RETRYING);
+  }
+
+  /**
+   * {@code e} and what caused it, for a status line: a driver's own exception (a client-side
+   * timeout, a retry that gave up) often carries the server's answer, with its code, only as its
+   * cause.
+   */
+  static String withCauses(Throwable e) {
+    StringBuilder b = new StringBuilder(String.valueOf(e));
+    int depth = 0;
+    for (Throwable c = e == null ? null : e.getCause(); c != null && c != e && depth < 3; c = c.getCause()) {
+      if (b.indexOf(String.valueOf(c.getMessage())) < 0) {
+        b.append(" (caused by ").append(c).append(')');
+      }
+      depth++;
+    }
+    return b.toString();
   }
 
   /** {@code what} succeeded: if it was being retried, the partition is ACTIVE again. */

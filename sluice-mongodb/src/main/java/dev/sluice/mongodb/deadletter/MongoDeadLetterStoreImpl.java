@@ -83,6 +83,17 @@ final class MongoDeadLetterStoreImpl implements MongoDeadLetterStore {
 
   @Override
   public void park(ParkedChange<BsonDocument> change) {
+    try {
+      store(change);
+    } catch (com.mongodb.MongoException e) {
+      // The engine retries until the change is parked and shows this in the partition's status:
+      // name the server's answer there (a write concern error's own message names no code).
+      throw new dev.sluice.SluiceException("MongoDB dead-letter store could not park the change of key "
+          + change.event().key() + ": " + MongoErrors.describe(e), e);
+    }
+  }
+
+  private void store(ParkedChange<BsonDocument> change) {
     ChangeEvent<BsonDocument> e = change.event();
     String scope = change.scope();
     if (entries.find(Filters.and(Filters.eq("stream", scope), Filters.eq("eventId", e.id())))

@@ -176,6 +176,9 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     if (start instanceof StartPoint.After after && SnapshotProgress.isSnapshot(after.position())) {
       source.checkFullDocumentMode();
       SnapshotProgress progress = SnapshotProgress.fromPosition(after.position());
+      if (progress.stream() != null) {
+        source.checkCollection(progress.stream());
+      }
       return new SnapshotCursor(settings, source, partition, progress,
           progress.stream() == null ? null : progress.stream().toPosition(after.position().time()), sizing);
     }
@@ -195,7 +198,8 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
     source.checkFullDocumentMode();
     Position initial;
     if (start instanceof StartPoint.After after) {
-      StreamStart.fromPosition(after.position()); // a position of this feed, or a clear error now
+      // A position of this feed, or a clear error now; of this collection, or refused naming both.
+      source.checkCollection(StreamStart.fromPosition(after.position()));
       initial = after.position();
     } else {
       BsonTimestamp ts = bootstrapTime(start);

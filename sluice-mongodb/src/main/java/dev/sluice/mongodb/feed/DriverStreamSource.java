@@ -27,7 +27,10 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonArray;
 import org.bson.BsonBoolean;
@@ -257,6 +260,59 @@ final class DriverStreamSource implements StreamSource {
           + (preImages ? (postImages ? "; or" : ", or") + " leave fullDocumentBeforeChange off" : "") + ".");
     }
     imagesChecked = true;
+  }
+
+  /**
+   * A resume token names its collection by UUID (MongoDB 4.2+). When the checkpoint's token names
+   * another collection of this database than this one, resuming there would read this stream from
+   * another stream's place: refused, naming both. A token of a UUID no collection here has is left
+   * to the server: an earlier incarnation of this collection (dropped and created again) meets the
+   * drop and its invalidate, which {@link MongoChangeFeed.OnInvalidate} decides about; a
+   * collection of another database or deployment is refused by the server (error 280). A
+   * {@code startAfter} position is after an invalidate, of the collection as it was before the
+   * drop, so it is never compared.
+   */
+  @Override
+  public void checkCollection(StreamStart start) {
+    if (start.resumeAfter() == null) {
+      return;
+    }
+    UUID token = ResumeTokenData.of(start.resumeAfter()).map(ResumeTokenData::uuid).orElse(null);
+    if (token == null) {
+      return; // a high-water mark, or a token of a server that does not say
+    }
+    Map<UUID, String> names = new HashMap<>();
+    try {
+      for (BsonDocument listed : db.listCollections(BsonDocument.class)) {
+        BsonValue info = listed.get("info");
+        BsonValue uuid = info != null && info.isDocument() ? info.asDocument().get("uuid") : null;
+        if (uuid != null && uuid.isBinary() && uuid.asBinary().getType() == 4 && uuid.asBinary().getData().length == 16
+            && listed.get("name") instanceof BsonString name) {
+          names.put(uuid.asBinary().asUuid(), name.getValue());
+        }
+      }
+    } catch (MongoCommandException e) {
+      if (e.getErrorCode() == 13) { // Unauthorized: the server still refuses a token it cannot find (280)
+        log.warn("Cannot check that the checkpoint of {}.{} is of this collection (listCollections not permitted: {})",
+            database, collection, e.getErrorMessage());
+        return;
+      }
+      throw e;
+    }
+    String named = names.get(token);
+    if (named == null || named.equals(collection)) {
+      return;
+    }
+    UUID own = names.entrySet().stream().filter(e -> e.getValue().equals(collection)).map(Map.Entry::getKey)
+        .findFirst().orElse(null);
+    throw new FeedException("MongoDB change stream '" + database + "." + collection + "' cannot resume at its"
+        + " checkpoint " + start + ": the resume token is of collection " + database + "." + named + " (UUID " + token
+        + "), not of " + database + "." + collection + (own == null ? " (which does not exist now)" : " (UUID " + own + ")")
+        + ": a checkpoint written for another stream, or restored onto the wrong one. Nothing was read or skipped."
+        + " Restore the checkpoint written for '" + database + "." + collection + "'; if it is lost, delete this"
+        + " group's checkpoint records of '" + database + "." + collection + "' and start it with the snapshot"
+        + " bootstrap (BootstrapPolicy.snapshot(), service: bootstrap: snapshot), which delivers every document (starting"
+        + " at latest would skip every change since).", null, false);
   }
 
   /**

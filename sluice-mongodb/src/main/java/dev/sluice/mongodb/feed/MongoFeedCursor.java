@@ -49,6 +49,12 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   private StreamStart startedAt;
   private Position position;
   private BsonDocument lastToken;
+  /**
+   * Whether every change at {@link #lastToken}'s cluster time is read: not after a change's own
+   * token (the changes of one transaction share a cluster time, and a batch can end inside it),
+   * only once the server answered that it had nothing more (a post-batch token).
+   */
+  private boolean readThroughLastToken;
   private boolean ended;
   /** The last tryNext found nothing: everything the server had was read. */
   private boolean caughtUp;
@@ -190,6 +196,7 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     // Changes of other partitions move the position too: nothing before them is ours.
     position = eventPosition;
     lastToken = resumeToken;
+    readThroughLastToken = false;
   }
 
   /**
@@ -398,9 +405,16 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     } catch (MongoException e) {
       return; // only an optimisation; the next change moves the position anyway
     }
+    if (token == null) {
+      return;
+    }
+    // The server had nothing more after this token: every change at its cluster time is read.
+    readThroughLastToken = true; // it becomes lastToken below if it is not already
     // A real server reports a post-batch resume token when a batch ends, also when no change
-    // (of this or any partition) arrived: idle partitions keep their checkpoint fresh.
-    if (token != null && !token.equals(lastToken)) {
+    // (of this or any partition) arrived: idle partitions keep their checkpoint fresh. Of a
+    // batch without a change of the stream it is a high-water mark, another form than a change's
+    // token, which sorts before every change at its time.
+    if (!token.equals(lastToken)) {
       lastToken = token;
       // The token's cluster time: the checkpoint's time then says how recent it is (lag, the
       // history window), not the time of the last change that happened to be ours.
@@ -417,8 +431,11 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
   }
 
   /**
-   * The stream has read every change with a cluster time before this: just after the last change
-   * read or the last post-batch resume token, or, before either, where it started.
+   * The stream has read every change with a cluster time before this: just after the cluster time
+   * of the last post-batch resume token, or at the time of the last change read (the changes of a
+   * transaction share one cluster time, and a batch may end between them: only the server's
+   * answer that it has nothing more says that all of them are read, {@code docs/adr/0066}); before
+   * either, where it started.
    */
   Optional<BsonTimestamp> readBefore() {
     if (lastToken == null && startedAt.startAtOperationTime() != null) {
@@ -426,7 +443,8 @@ final class MongoFeedCursor implements FeedCursor<BsonDocument> {
     }
     BsonDocument token = lastToken != null ? lastToken
         : startedAt.resumeAfter() != null ? startedAt.resumeAfter() : startedAt.startAfter();
-    return MongoEvents.clusterTimestamp(token).map(t -> new BsonTimestamp(t.getTime(), t.getInc() + 1));
+    boolean through = lastToken != null && readThroughLastToken;
+    return MongoEvents.clusterTimestamp(token).map(t -> through ? new BsonTimestamp(t.getTime(), t.getInc() + 1) : t);
   }
 
   @Override

@@ -58,10 +58,11 @@ final class MongoFeedErrors {
               + codeName(e)
               + ". The resume token does not belong to this stream (a checkpoint written for"
               + " another collection or deployment, or restored from a backup) or names an event"
-              + " this stream does not have. Nothing was skipped. Check that the group's"
-              + " checkpoint is for '"
+              + " this stream does not have. Nothing was skipped. Restore the checkpoint written for '"
               + stream
-              + "'; to start this stream afresh, delete the group's checkpoint records. Server: "
+              + "'; if it is lost, delete the group's checkpoint records of it and start it with the"
+              + " snapshot bootstrap (BootstrapPolicy.snapshot(), service: bootstrap: snapshot), which delivers"
+              + " every document (starting at latest would skip every change since). Server: "
               + e.getMessage(),
           e,
           false);

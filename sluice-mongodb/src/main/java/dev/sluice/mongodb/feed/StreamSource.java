@@ -38,6 +38,12 @@ interface StreamSource {
   default void checkFullDocumentMode() {}
 
   /**
+   * Refuses to resume at a resume token of another collection ({@code docs/adr/0087}): the
+   * token's collection UUID is compared with this collection's, naming both when they differ.
+   */
+  default void checkCollection(StreamStart start) {}
+
+  /**
    * Up to {@code limit} documents of the collection in {@code _id} order, those after {@code
    * afterId} (from the scope's first when null) and within {@code scope}'s range, read on the
    * primary: a chunk of a snapshot, with the stream times that bracket the read.

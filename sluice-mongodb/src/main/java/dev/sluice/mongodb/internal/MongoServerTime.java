@@ -9,8 +9,9 @@ import org.bson.BsonDocument;
 import org.bson.BsonValue;
 
 /**
- * Reads the database server's wall clock. Every lease expiry is judged by this clock, never by a
- * process clock (see {@code docs/adr/0011-mongodb-lease-clock.md}).
+ * Reads the wall clock of the server that answers {@code hello}: on a sharded cluster the mongos
+ * router's. No lease decision uses it (the lease store judges on the shard's {@code $currentDate}
+ * stamps, {@code docs/adr/0083-mongodb-lease-decisions-on-the-shards-stamp.md}).
  *
  * <p>Reads {@code localTime} from {@link MongoHello}: {@code hello}, which needs no privileges and
  * which the Stable API allows in strict mode ({@code isMaster} is refused there); {@code isMaster}

@@ -4,7 +4,6 @@ import static com.mongodb.client.model.Filters.and;
 import static com.mongodb.client.model.Filters.eq;
 import static com.mongodb.client.model.Filters.exists;
 import static com.mongodb.client.model.Filters.expr;
-import static com.mongodb.client.model.Filters.lte;
 import static com.mongodb.client.model.Filters.or;
 import static com.mongodb.client.model.Filters.regex;
 
@@ -15,38 +14,32 @@ import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.FindOneAndUpdateOptions;
 import com.mongodb.client.model.IndexOptions;
-import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.Indexes;
+import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.ReturnDocument;
 import com.mongodb.client.model.Sorts;
 import com.mongodb.client.model.Updates;
 import com.mongodb.client.result.UpdateResult;
 import dev.sluice.ConfigurationException;
-import dev.sluice.SluiceException;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
-import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.mongodb.internal.MongoErrors;
 import dev.sluice.mongodb.internal.MongoReads;
 import dev.sluice.mongodb.internal.MongoServerTime;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Date;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
+import java.util.function.BiPredicate;
 import java.util.regex.Pattern;
 import org.bson.BsonArray;
-import org.bson.BsonBoolean;
 import org.bson.BsonDateTime;
 import org.bson.BsonDocument;
-import org.bson.BsonInt32;
-import org.bson.BsonInt64;
 import org.bson.BsonNull;
 import org.bson.BsonString;
 import org.bson.BsonValue;
@@ -56,7 +49,20 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
 
   static final String OWNER = "owner";
   static final String EPOCH = "epoch";
+  /**
+   * An estimate of the expiry, for operators, the TTL clean-up's {@link #IDLE_SINCE} and earlier
+   * versions of Sluice; never what this version decides by (that is {@link #RENEWED_AT} +
+   * {@link #DURATION}, ADR 0083). Documents written by earlier versions have only this field.
+   */
   static final String EXPIRES_AT = "expiresAt";
+  /** When the current grant was made or last renewed: {@code $currentDate}, the shard's clock. */
+  static final String RENEWED_AT = "renewedAt";
+  /** The epoch whose grant or renewal set {@link #RENEWED_AT}: the two judge expiry only together. */
+  static final String RENEWED_EPOCH = "renewedEpoch";
+  /** The length of the current grant in milliseconds. */
+  static final String DURATION = "duration";
+  /** The last stamp of the shard's clock ({@code $currentDate}) that a decision was judged by. */
+  static final String ASKED_AT = "askedAt";
   static final String CHECKPOINT = "checkpoint";
   static final String TOUCHED_AT = "touchedAt";
   /**
@@ -75,23 +81,16 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   static final String TTL_INDEX = "sluice_idle_disposable_ttl";
   /** How far ahead of the server clock an epoch may be before a deletion waits for the clock. */
   private static final long MAX_CLOCK_WAIT_MICROS = 50_000;
-
-  /** A document id no lease can have (names are validated non-empty strings; this is not one). */
-  private static final BsonDocument PROBE_ID = new BsonDocument("sluice", new BsonString("capability probe"));
-  /** Errors a server without pipeline updates (before 4.2) answers the probe with. */
-  private static final List<Integer> NO_PIPELINE_UPDATES = List.of(2, 9, 14);
-  private static final BsonString NOW = new BsonString("$$NOW");
-  /** Field with the server's {@code $$NOW} that reads add to each record. */
-  private static final String READ_AT = "sluiceReadAt";
+  /** The document whose stamp reads the shard's clock when no recent stamp is known. */
+  private static final BsonDocument CLOCK_ID = new BsonDocument("sluice", new BsonString("clock"));
+  /** How long a stamp of the shard's clock may be carried forward on this process's monotonic clock. */
+  private static final long MAX_ESTIMATE_AGE_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final MongoDatabase database;
   private final MongoCollection<BsonDocument> leases;
-  /**
-   * Whether every decision compares with {@code $$NOW} inside the statement that acts on it (the
-   * clock of the server that holds the document, ADR 0011); false only on servers without
-   * pipeline updates, where the time is read with {@code hello} first.
-   */
-  private final boolean clockInStatement;
+  /** The last stamp of the shard's clock this store received, and when (monotonic): {@link #storeNow}. */
+  private Instant lastStamp;
+  private long lastStampNanos;
 
   DefaultMongoLeaseStore(
       MongoDatabase database, String collection, WriteConcern writeConcern, Duration idle) {
@@ -113,31 +112,6 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
       throw MongoLeaseFailures.failure(
           "set up the indexes of collection '" + collection + "'", null, e);
     }
-    this.clockInStatement = pipelineUpdates();
-  }
-
-  /**
-   * The capability probe: an update by pipeline that matches nothing. Servers since 4.2 accept
-   * it (and write nothing); earlier ones refuse the pipeline with a parse or type error, and then
-   * the store reads the clock with {@code hello} before each decision instead.
-   */
-  private boolean pipelineUpdates() {
-    try {
-      leases.updateOne(eq("_id", PROBE_ID), List.of(new BsonDocument("$set", new BsonDocument("probedAt", NOW))));
-      return true;
-    } catch (MongoServerException e) {
-      if (NO_PIPELINE_UPDATES.contains(e.getCode())) {
-        return false;
-      }
-      throw MongoLeaseFailures.failure("probe whether the server updates by pipeline", null, e);
-    } catch (MongoException e) {
-      throw MongoLeaseFailures.failure("probe whether the server updates by pipeline", null, e);
-    }
-  }
-
-  /** Whether expiry is judged by {@code $$NOW} inside each statement (false: by {@code hello} first). */
-  boolean judgesExpiryInStatement() {
-    return clockInStatement;
   }
 
   /**
@@ -160,43 +134,77 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     return leases.getNamespace().getCollectionName();
   }
 
+  /**
+   * Two single-document writes (ADR 0083). The <b>stamp</b> sets {@code askedAt} with
+   * {@code $currentDate}, which the shard holding the document evaluates (a mongos passes a
+   * classic update on; {@code $$NOW} it would resolve itself), creating a bare record if the name
+   * has none, and returns the record: whether the lease is free, released, this owner's, or
+   * expired is judged on that one document, expiry against the stamp, both on the shard's clock.
+   * The <b>grant</b> then changes the record only if it is still exactly as judged (owner, epoch,
+   * renewal and expiry fields unchanged), so a renewal or another grant in between wins.
+   */
   @Override
   public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
     requireName(name);
     requireOwner(owner);
     requireDuration(duration);
-    // Free (released: owner null), expired, or held by this very owner (a restarted holder
-    // re-acquires at once; the new epoch fences its previous incarnation).
-    Instant now = clockInStatement ? null : now("acquire", name);
-    Bson takeable = and(eq("_id", name), or(eq(OWNER, null), eq(OWNER, owner), expired(now)));
-    FindOneAndUpdateOptions after = new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER);
     try {
-      BsonDocument taken =
-          clockInStatement
-              ? leases.findOneAndUpdate(takeable,
-                  List.of(set(heldFromNow(owner, duration).append(EPOCH, add(new BsonString("$" + EPOCH), new BsonInt64(1))))),
-                  after)
-              : leases.findOneAndUpdate(takeable,
-                  Updates.combine(
-                      Updates.set(OWNER, owner),
-                      Updates.set(EXPIRES_AT, date(now.plus(duration))),
-                      Updates.set(TOUCHED_AT, date(now)),
-                      Updates.set(IDLE_SINCE, date(now.plus(duration))),
-                      Updates.inc(EPOCH, 1L)),
-                  after);
-      if (taken != null) {
-        return Optional.of(toLease(taken));
+      Optional<Lease> free = tryAcquireFree(name, owner, duration);
+      if (free.isPresent()) {
+        return free;
       }
-      // No takeable document: it is held, or it does not exist yet. Creating it is the seed's
-      // upsert race: the unique _id lets exactly one creator win. The first epoch is the
-      // server time in microseconds so that a document re-created after a clean-up deletion
-      // continues above every epoch the deleted one granted (ADR 0010). Without pipeline
-      // updates the clock is read again now: a deletion that made the document absent happened
-      // before the takeover above found nothing, so a clock read after it is past that deletion's
-      // clock and hence past every deleted epoch (the `now` read first may be older than both).
-      return Optional.of(toLease(clockInStatement
-          ? createInStatement(name, owner, duration)
-          : create(name, owner, duration, now("acquire", name))));
+      BsonDocument seen;
+      try {
+        seen = leases.findOneAndUpdate(eq("_id", name), Updates.currentDate(ASKED_AT),
+            new FindOneAndUpdateOptions().upsert(true).returnDocument(ReturnDocument.AFTER));
+      } catch (MongoException e) {
+        if (MongoErrors.isDuplicateKey(e)) {
+          return Optional.empty(); // another caller created the record at this instant: contention
+        }
+        throw e;
+      }
+      Instant askedAt = stamped(seen, ASKED_AT);
+      Bson unchanged;
+      long epoch;
+      boolean creating = !seen.containsKey(EPOCH);
+      if (creating) {
+        // Never granted (or deleted since): the first epoch is the shard's clock in microseconds,
+        // read after the deletion that made room, which waited until that clock had passed every
+        // epoch the deleted record granted (deleteWhen).
+        epoch = Math.multiplyExact(askedAt.toEpochMilli(), 1000L);
+        unchanged = and(eq("_id", name), exists(EPOCH, false));
+      } else {
+        String holder = ownerOf(seen);
+        Instant expiry = expiry(seen);
+        boolean takeable = holder == null || holder.equals(owner) || expiry == null || !expiry.isAfter(askedAt);
+        if (!takeable) {
+          return Optional.empty();
+        }
+        // Free, released, expired on the shard's clock, or held by this very owner (a restarted
+        // holder re-acquires at once; the new epoch fences its previous incarnation).
+        epoch = Math.addExact(seen.getNumber(EPOCH).longValue(), 1L);
+        unchanged = asSeen(eq("_id", name), seen);
+      }
+      Instant estimatedExpiry = askedAt.plus(duration);
+      List<Bson> grant = new ArrayList<>(List.of(
+          Updates.set(OWNER, owner),
+          Updates.set(EPOCH, epoch),
+          Updates.set(RENEWED_EPOCH, epoch),
+          Updates.set(DURATION, duration.toMillis()),
+          Updates.currentDate(RENEWED_AT),
+          Updates.currentDate(TOUCHED_AT),
+          Updates.set(EXPIRES_AT, date(estimatedExpiry)),
+          Updates.set(IDLE_SINCE, date(estimatedExpiry))));
+      if (creating) {
+        grant.add(Updates.set(DISPOSABLE, true));
+      }
+      BsonDocument taken = leases.findOneAndUpdate(unchanged, Updates.combine(grant),
+          new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER));
+      if (taken == null) {
+        return Optional.empty(); // renewed, released, granted or deleted since the stamp
+      }
+      stamped(taken, RENEWED_AT);
+      return Optional.of(toLease(taken));
     } catch (MongoException e) {
       if (MongoErrors.isDuplicateKey(e)) {
         return Optional.empty();
@@ -206,66 +214,69 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   }
 
   /**
-   * Creation with the server's clock: an upsert whose filter no lease document matches (each has
-   * an owner field, null once released), so it inserts, or fails on the unique {@code _id} when
-   * the document exists.
+   * The one-statement path for a record that needs no clock to judge: released, or held by this
+   * very owner. Granted with {@code $inc} on both the epoch and {@code renewedEpoch}, which the
+   * filter requires equal (a field comparison, no clock), so the new grant's renewal fields stay
+   * its own. Needs an estimate of the shard's clock for the informational fields (the first call
+   * of a store has none and takes the two-write path). Empty if the record is anything else.
    */
-  private BsonDocument createInStatement(String name, String owner, Duration duration) {
-    return leases.findOneAndUpdate(
-        and(eq("_id", name), exists(OWNER, false)),
-        List.of(set(heldFromNow(owner, duration).append(EPOCH, nowMicros()).append(DISPOSABLE, BsonBoolean.TRUE))),
-        new FindOneAndUpdateOptions().upsert(true).returnDocument(ReturnDocument.AFTER));
+  private Optional<Lease> tryAcquireFree(String name, String owner, Duration duration) {
+    Instant estimate = estimatedStoreNow(Long.MAX_VALUE);
+    if (estimate == null) {
+      return Optional.empty();
+    }
+    Instant estimatedExpiry = estimate.plus(duration);
+    BsonDocument taken = leases.findOneAndUpdate(
+        and(eq("_id", name), exists(EPOCH), or(eq(OWNER, null), eq(OWNER, owner)),
+            expr(new BsonDocument("$eq", new BsonArray(List.of(new BsonString("$" + RENEWED_EPOCH), new BsonString("$" + EPOCH)))))),
+        Updates.combine(
+            Updates.set(OWNER, owner),
+            Updates.inc(EPOCH, 1L),
+            Updates.inc(RENEWED_EPOCH, 1L),
+            Updates.set(DURATION, duration.toMillis()),
+            Updates.currentDate(RENEWED_AT),
+            Updates.currentDate(TOUCHED_AT),
+            Updates.set(EXPIRES_AT, date(estimatedExpiry)),
+            Updates.set(IDLE_SINCE, date(estimatedExpiry))),
+        new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER));
+    if (taken == null) {
+      return Optional.empty();
+    }
+    stamped(taken, RENEWED_AT);
+    return Optional.of(toLease(taken));
   }
 
-  private BsonDocument create(String name, String owner, Duration duration, Instant now) {
-    BsonDocument created =
-        new BsonDocument("_id", new BsonString(name))
-            .append(OWNER, new BsonString(owner))
-            .append(EPOCH, new BsonInt64(Math.multiplyExact(now.toEpochMilli(), 1000L)))
-            .append(EXPIRES_AT, date(now.plus(duration)))
-            .append(TOUCHED_AT, date(now))
-            .append(DISPOSABLE, BsonBoolean.TRUE)
-            .append(IDLE_SINCE, date(now.plus(duration)));
-    leases.insertOne(created);
-    return created;
-  }
-
+  /**
+   * One write: {@code renewedAt} from the shard's clock ({@code $currentDate}), after this call
+   * started, so the expiry it sets ({@code renewedAt + duration}) is later in real time than the
+   * holder's local deadline (ADR 0002).
+   */
   @Override
   public Lease renew(Lease lease, Duration duration) {
     Objects.requireNonNull(lease, "lease");
     requireDuration(duration);
-    if (clockInStatement) {
-      BsonDocument renewed;
-      try {
-        renewed = leases.findOneAndUpdate(
-            heldBy(lease),
-            List.of(set(new BsonDocument(EXPIRES_AT, add(NOW, millis(duration)))
-                .append(TOUCHED_AT, NOW)
-                .append(IDLE_SINCE, add(NOW, millis(duration))))),
-            new FindOneAndUpdateOptions().projection(Projections.include(EXPIRES_AT))
-                .returnDocument(ReturnDocument.AFTER));
-      } catch (MongoException e) {
-        throw MongoLeaseFailures.failure("renew", lease.name(), e);
-      }
-      if (renewed == null) {
-        throw lost(lease, "renewal matched no document with this owner and epoch");
-      }
-      return lease.withExpiresAt(Instant.ofEpochMilli(renewed.getDateTime(EXPIRES_AT).getValue()));
+    Instant estimate = estimatedStoreNow(Long.MAX_VALUE);
+    Instant estimatedExpiry = (estimate != null ? estimate : lease.expiresAt()).plus(duration);
+    BsonDocument renewed;
+    try {
+      renewed = leases.findOneAndUpdate(
+          heldBy(lease),
+          Updates.combine(
+              Updates.currentDate(RENEWED_AT),
+              Updates.currentDate(TOUCHED_AT),
+              Updates.set(RENEWED_EPOCH, lease.epoch()),
+              Updates.set(DURATION, duration.toMillis()),
+              Updates.set(EXPIRES_AT, date(estimatedExpiry)),
+              Updates.set(IDLE_SINCE, date(estimatedExpiry))),
+          new FindOneAndUpdateOptions().projection(Projections.include(RENEWED_AT))
+              .returnDocument(ReturnDocument.AFTER));
+    } catch (MongoException e) {
+      throw MongoLeaseFailures.failure("renew", lease.name(), e);
     }
-    Instant now = now("renew", lease.name());
-    Instant expiresAt = now.plus(duration);
-    UpdateResult result =
-        update(
-            lease,
-            "renew",
-            Updates.combine(
-                Updates.set(EXPIRES_AT, date(expiresAt)),
-                Updates.set(TOUCHED_AT, date(now)),
-                Updates.set(IDLE_SINCE, date(expiresAt))));
-    if (result.getMatchedCount() == 0) {
+    if (renewed == null) {
       throw lost(lease, "renewal matched no document with this owner and epoch");
     }
-    return lease.withExpiresAt(expiresAt);
+    return lease.withExpiresAt(stamped(renewed, RENEWED_AT).plus(duration));
   }
 
   @Override
@@ -301,68 +312,52 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   @Override
   public boolean delete(Lease lease) {
     Objects.requireNonNull(lease, "lease");
-    return deleteWhen("delete", lease.name(), lease.epoch(), now -> heldBy(lease));
+    return deleteWhen("delete", lease.name(), lease.epoch(), heldBy(lease), (record, now) -> true);
   }
 
   @Override
   public boolean deleteIfIdle(String name, long epoch) {
     requireName(name);
-    return deleteWhen(
-        "deleteIfIdle",
-        name,
-        epoch,
-        now -> and(eq("_id", name), eq(EPOCH, epoch), or(eq(OWNER, null), expired(now))));
+    return deleteWhen("deleteIfIdle", name, epoch, and(eq("_id", name), eq(EPOCH, epoch)),
+        (record, now) -> {
+          Instant expiry = expiry(record);
+          return ownerOf(record) == null || expiry == null || !expiry.isAfter(now);
+        });
   }
 
   /**
-   * One conditional {@code deleteOne}. A re-created document starts at the server clock in
-   * microseconds (millisecond precision × 1000), so a document is only deleted once that clock
-   * is past its epoch: a document created, deleted and re-created within one millisecond would
-   * otherwise repeat an epoch. Such a young document waits for the server clock to move on (at
-   * most {@value #MAX_CLOCK_WAIT_MICROS} µs of server clock, and one second of asking); further
-   * ahead, only a clock that stepped back can explain it, and the document is kept (false).
+   * A stamp of the record matching {@code filter}, then one conditional {@code deleteOne} of the
+   * record exactly as stamped, if {@code idle} judges it so on the stamp (the shard's clock). A
+   * re-created record starts at the shard's clock in microseconds (millisecond precision × 1000),
+   * so a record is only deleted once that clock is past its epoch: one created, deleted and
+   * re-created within one millisecond would otherwise repeat an epoch. Such a young record waits
+   * for the clock to move on (at most {@value #MAX_CLOCK_WAIT_MICROS} µs of it, and one second of
+   * asking); further ahead, only a clock that stepped back (or an epoch seeded by an earlier
+   * version from a router's clock) explains it, and the record is kept (false).
    */
-  private boolean deleteWhen(
-      String action, String name, long epoch, Function<Instant, Bson> filter) {
-    if (clockInStatement) {
-      return deleteWhenInStatement(action, name, epoch, filter.apply(null));
-    }
-    Instant now = now(action, name);
+  private boolean deleteWhen(String action, String name, long epoch, Bson filter,
+      BiPredicate<BsonDocument, Instant> idle) {
     // The process clock only bounds how long we keep asking; it judges nothing.
     long giveUpAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
-    while (Math.multiplyExact(now.toEpochMilli(), 1000L) <= epoch) {
-      if (epoch - Math.multiplyExact(now.toEpochMilli(), 1000L) > MAX_CLOCK_WAIT_MICROS
-          || System.nanoTime() - giveUpAt > 0) {
-        return false;
-      }
-      now = now(action, name);
-    }
     try {
-      return leases.deleteOne(filter.apply(now)).getDeletedCount() == 1;
-    } catch (MongoException e) {
-      throw MongoLeaseFailures.failure(action, name, e);
-    }
-  }
-
-  /** {@link #deleteWhen} with the clock past the epoch judged inside the deletion itself. */
-  private boolean deleteWhenInStatement(String action, String name, long epoch, Bson filter) {
-    Bson pastEpoch = expr(new BsonDocument("$gt", new BsonArray(List.of(nowMicros(), new BsonInt64(epoch)))));
-    long giveUpAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
-    try {
-      while (leases.deleteOne(and(filter, pastEpoch)).getDeletedCount() == 0) {
-        // Not deleted: gone, changed, live, or only too young for the server clock. Only the
-        // last is asked again.
-        BsonDocument young = leases.aggregate(List.of(
-            new BsonDocument("$match", filter.toBsonDocument()),
-            new BsonDocument("$project", new BsonDocument("_id", new BsonInt32(0))
-                .append("ahead", new BsonDocument("$subtract", new BsonArray(List.of(new BsonInt64(epoch), nowMicros())))))))
-            .first();
-        if (young == null || young.getNumber("ahead").longValue() > MAX_CLOCK_WAIT_MICROS
-            || System.nanoTime() - giveUpAt > 0) {
+      while (true) {
+        BsonDocument seen = leases.findOneAndUpdate(filter, Updates.currentDate(ASKED_AT),
+            new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER));
+        if (seen == null) {
+          return false;
+        }
+        Instant now = stamped(seen, ASKED_AT);
+        if (!idle.test(seen, now)) {
+          return false;
+        }
+        long nowMicros = Math.multiplyExact(now.toEpochMilli(), 1000L);
+        if (nowMicros > epoch) {
+          return leases.deleteOne(asSeen(filter, seen)).getDeletedCount() == 1;
+        }
+        if (epoch - nowMicros > MAX_CLOCK_WAIT_MICROS || System.nanoTime() - giveUpAt > 0) {
           return false;
         }
       }
-      return true;
     } catch (MongoException e) {
       throw MongoLeaseFailures.failure(action, name, e);
     }
@@ -372,12 +367,8 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   public Optional<LeaseRecord> read(String name) {
     requireName(name);
     try {
-      if (clockInStatement) {
-        return Optional.ofNullable(readingTheClock(eq("_id", name), false).first()).map(d -> toRecord(d, readAt(d)));
-      }
-      Instant now = now("read", name);
-      BsonDocument doc = leases.find(eq("_id", name)).first();
-      return Optional.ofNullable(doc).map(d -> toRecord(d, now));
+      BsonDocument doc = leases.find(and(eq("_id", name), exists(EPOCH))).first();
+      return Optional.ofNullable(doc).map(d -> toRecord(d, storeNow("read", name)));
     } catch (MongoException e) {
       throw MongoLeaseFailures.failure("read", name, e);
     }
@@ -388,15 +379,15 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     Objects.requireNonNull(prefix, "prefix");
     List<LeaseRecord> records = new ArrayList<>();
     try {
-      Bson filter = prefix.isEmpty() ? new BsonDocument() : regex("_id", "^" + Pattern.quote(prefix));
-      if (clockInStatement) {
-        for (BsonDocument d : readingTheClock(filter, true)) {
-          records.add(toRecord(d, readAt(d)));
-        }
+      // Records granted at least once: not a bare stamp, not the clock document.
+      Bson granted = exists(EPOCH);
+      Bson filter = prefix.isEmpty() ? granted : and(regex("_id", "^" + Pattern.quote(prefix)), granted);
+      List<BsonDocument> docs = leases.find(filter).sort(Sorts.ascending("_id")).into(new ArrayList<>());
+      if (docs.isEmpty()) {
         return records;
       }
-      Instant now = now("list", prefix + "*");
-      for (BsonDocument d : leases.find(filter).sort(Sorts.ascending("_id"))) {
+      Instant now = storeNow("list", prefix + "*");
+      for (BsonDocument d : docs) {
         records.add(toRecord(d, now));
       }
     } catch (MongoException e) {
@@ -405,24 +396,9 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     return records;
   }
 
-  /** The documents matching {@code filter}, each with the server's {@code $$NOW} of this read. */
-  private com.mongodb.client.AggregateIterable<BsonDocument> readingTheClock(Bson filter, boolean sorted) {
-    List<BsonDocument> pipeline = new ArrayList<>();
-    pipeline.add(new BsonDocument("$match", filter.toBsonDocument()));
-    if (sorted) {
-      pipeline.add(new BsonDocument("$sort", new BsonDocument("_id", new BsonInt32(1))));
-    }
-    pipeline.add(new BsonDocument("$addFields", new BsonDocument(READ_AT, NOW)));
-    return leases.aggregate(pipeline);
-  }
-
-  private static Instant readAt(BsonDocument d) {
-    return Instant.ofEpochMilli(d.getDateTime(READ_AT).getValue());
-  }
-
   @Override
   public Instant now() {
-    return now("read the server clock", null);
+    return storeNow("read the server clock", null);
   }
 
   /** A change stream on the lease collection, on a daemon thread ({@link ReleaseWatch}). */
@@ -434,33 +410,54 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   }
 
   /**
-   * The clock expiry is judged by. With pipeline updates it is {@code $$NOW} where the lease
-   * documents are, read from any of them; while there is none (nothing to judge yet) and on
-   * servers without pipeline updates, {@code hello}'s {@code localTime}. A failure names what it
-   * was read for.
+   * The store's clock, the shard's: the last stamp this store received ({@code $currentDate} of
+   * a grant, renewal, deletion or clock read) carried forward on this process's monotonic clock,
+   * or, when that is older than {@value #MAX_ESTIMATE_AGE_NANOS} ns or there is none, a new stamp
+   * of the clock document. The stamp was set before its reply arrived, so the value is never
+   * ahead of the shard's clock (by more than the rate difference of two clocks over ten seconds)
+   * and behind it by at most the reply's travel time. Only for reads and status: no decision is
+   * made with it (each decision stamps the record it judges).
    */
-  private Instant now(String action, String name) {
-    if (clockInStatement) {
-      try {
-        BsonDocument d = leases.aggregate(List.of(
-            new BsonDocument("$limit", new BsonInt32(1)),
-            new BsonDocument("$project", new BsonDocument("_id", new BsonInt32(0)).append(READ_AT, NOW)))).first();
-        if (d != null) {
-          return readAt(d);
-        }
-      } catch (MongoException e) {
-        throw MongoLeaseFailures.failure(action, name, e);
-      }
+  private Instant storeNow(String action, String name) {
+    Instant estimate = estimatedStoreNow(MAX_ESTIMATE_AGE_NANOS);
+    if (estimate != null) {
+      return estimate;
     }
     try {
-      return MongoServerTime.now(database);
-    } catch (SluiceException e) {
-      if (e.getCause() instanceof MongoException cause) {
-        throw MongoLeaseFailures.failure(action, name, cause);
+      return stamped(leases.findOneAndUpdate(eq("_id", CLOCK_ID), Updates.currentDate(ASKED_AT),
+          new FindOneAndUpdateOptions().upsert(true).returnDocument(ReturnDocument.AFTER)), ASKED_AT);
+    } catch (MongoServerException e) {
+      // A user who may only read (an operator's status command) cannot stamp: for a read, which
+      // decides nothing, the clock of the server answering hello will do (a router's, on a
+      // sharded cluster). Not remembered as a stamp.
+      try {
+        return MongoServerTime.now(database);
+      } catch (RuntimeException helloFailed) {
+        e.addSuppressed(helloFailed);
+        throw MongoLeaseFailures.failure(action, name, e);
       }
-      // The server answered without a clock: not something a retry changes.
-      throw new LeaseStoreException(e.getMessage(), false, e);
+    } catch (MongoException e) {
+      throw MongoLeaseFailures.failure(action, name, e);
     }
+  }
+
+  private synchronized Instant estimatedStoreNow(long maxAgeNanos) {
+    if (lastStamp == null) {
+      return null;
+    }
+    long age = System.nanoTime() - lastStampNanos;
+    return age > maxAgeNanos ? null : lastStamp.plusNanos(Math.max(0, age));
+  }
+
+  /** The shard's clock as {@code field} of a record just returned; remembered for {@link #storeNow}. */
+  private Instant stamped(BsonDocument record, String field) {
+    long received = System.nanoTime();
+    Instant at = Instant.ofEpochMilli(record.getDateTime(field).getValue());
+    synchronized (this) {
+      lastStamp = at;
+      lastStampNanos = received;
+    }
+    return at;
   }
 
   private UpdateResult update(Lease lease, String action, Bson update) {
@@ -475,42 +472,47 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     return and(eq("_id", lease.name()), eq(OWNER, lease.owner()), eq(EPOCH, lease.epoch()));
   }
 
-  /** Expired on the server's clock: {@code $$NOW} in the statement, or {@code now} read before. */
-  private Bson expired(Instant now) {
-    return now == null
-        ? expr(new BsonDocument("$lte", new BsonArray(List.of(new BsonString("$" + EXPIRES_AT), NOW))))
-        : lte(EXPIRES_AT, new Date(now.toEpochMilli()));
+  /**
+   * {@code filter}, and the record still as {@code seen}: same owner, epoch, renewal and expiry
+   * (a stamp changes none of them; every grant, renewal and release changes at least one).
+   */
+  private static Bson asSeen(Bson filter, BsonDocument seen) {
+    List<Bson> all = new ArrayList<>(List.of(filter));
+    for (String field : List.of(OWNER, EPOCH, RENEWED_AT, RENEWED_EPOCH, EXPIRES_AT)) {
+      BsonValue value = seen.get(field);
+      all.add(value == null ? exists(field, false) : eq(field, value));
+    }
+    return and(all);
   }
 
-  /** Owner and times of a lease taken at the server's {@code $$NOW}, as pipeline expressions. */
-  private static BsonDocument heldFromNow(String owner, Duration duration) {
-    return new BsonDocument(OWNER, new BsonDocument("$literal", new BsonString(owner)))
-        .append(EXPIRES_AT, add(NOW, millis(duration)))
-        .append(TOUCHED_AT, NOW)
-        .append(IDLE_SINCE, add(NOW, millis(duration)));
+  private static String ownerOf(BsonDocument d) {
+    BsonValue owner = d.get(OWNER);
+    return owner != null && owner.isString() ? owner.asString().getValue() : null;
   }
 
-  private static BsonDocument set(BsonDocument fields) {
-    return new BsonDocument("$set", fields);
-  }
-
-  private static BsonDocument add(BsonValue a, BsonValue b) {
-    return new BsonDocument("$add", new BsonArray(List.of(a, b)));
-  }
-
-  /** The server clock in microseconds (millisecond precision), the unit of a first epoch. */
-  private static BsonDocument nowMicros() {
-    return new BsonDocument("$multiply", new BsonArray(List.of(new BsonDocument("$toLong", NOW), new BsonInt64(1000))));
-  }
-
-  private static BsonInt64 millis(Duration d) {
-    return new BsonInt64(d.toMillis());
+  /**
+   * When the current grant expires on the shard's clock: {@code renewedAt + duration} if this
+   * grant's own renewal set them ({@code renewedEpoch} = {@code epoch}); otherwise the
+   * {@code expiresAt} of a grant by an earlier version of Sluice (judged then with a router's
+   * {@code $$NOW}), or null if there is none.
+   */
+  static Instant expiry(BsonDocument d) {
+    BsonValue renewedAt = d.get(RENEWED_AT);
+    BsonValue renewedEpoch = d.get(RENEWED_EPOCH);
+    BsonValue epoch = d.get(EPOCH);
+    BsonValue duration = d.get(DURATION);
+    if (renewedAt != null && renewedAt.isDateTime() && renewedEpoch != null && renewedEpoch.isNumber()
+        && epoch != null && epoch.isNumber() && duration != null && duration.isNumber()
+        && renewedEpoch.asNumber().longValue() == epoch.asNumber().longValue()) {
+      return Instant.ofEpochMilli(renewedAt.asDateTime().getValue()).plusMillis(duration.asNumber().longValue());
+    }
+    BsonValue expiresAt = d.get(EXPIRES_AT);
+    return expiresAt != null && expiresAt.isDateTime() ? Instant.ofEpochMilli(expiresAt.asDateTime().getValue()) : null;
   }
 
   private static BsonDateTime date(Instant t) {
     return new BsonDateTime(t.toEpochMilli());
   }
-
 
   private static LeaseLostException lost(Lease lease, String detail) {
     return new LeaseLostException(lease.name(), lease.epoch(), detail + " (owner " + lease.owner()
@@ -522,21 +524,18 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
         d.getString("_id").getValue(),
         d.getString(OWNER).getValue(),
         d.getNumber(EPOCH).longValue(),
-        Instant.ofEpochMilli(d.getDateTime(EXPIRES_AT).getValue()),
+        expiry(d),
         checkpointOf(d));
   }
 
   private static LeaseRecord toRecord(BsonDocument d, Instant now) {
-    BsonValue owner = d.get(OWNER);
-    BsonValue expires = d.get(EXPIRES_AT);
+    String owner = ownerOf(d);
     BsonValue epoch = d.get(EPOCH);
     return new LeaseRecord(
         d.getString("_id").getValue(),
-        owner != null && owner.isString() ? owner.asString().getValue() : null,
+        owner,
         epoch != null && epoch.isNumber() ? epoch.asNumber().longValue() : 0L,
-        expires != null && expires.isDateTime()
-            ? Instant.ofEpochMilli(expires.asDateTime().getValue())
-            : null,
+        owner == null ? null : expiry(d),
         checkpointOf(d),
         now);
   }

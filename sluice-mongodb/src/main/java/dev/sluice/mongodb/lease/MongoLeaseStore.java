@@ -11,12 +11,14 @@ import java.util.concurrent.TimeUnit;
  * A {@link LeaseStore} on MongoDB: one document per lease name in one collection, every state
  * change a single-document conditional write (see {@code docs/adr/0010-mongodb-lease-document.md}).
  *
- * <p>Document shape: {@code {_id: name, owner, epoch, expiresAt, checkpoint: {token, time},
- * touchedAt, disposable, idleSince}} ({@code disposable} and {@code idleSince} drive the optional
- * clean-up, see {@link Builder#expireUnusedAfter}). Expiry is judged on the clock of the server
- * holding the documents, with {@code $$NOW} inside each statement (servers without updates by
- * pipeline, before 4.2: {@code hello}'s clock read first; {@code docs/adr/0011-mongodb-lease-clock.md});
- * the store has no process-clock input at all, so a skewed process clock cannot affect it.
+ * <p>Document shape: {@code {_id: name, owner, epoch, renewedAt, duration, renewedEpoch, askedAt,
+ * expiresAt, checkpoint: {token, time}, touchedAt, disposable, idleSince}} ({@code disposable} and
+ * {@code idleSince} drive the optional clean-up, see {@link Builder#expireUnusedAfter}). Expiry is
+ * {@code renewedAt + duration}, both set and judged on the clock of the shard holding the document:
+ * every decision stamps the document with {@code $currentDate}, which the shard evaluates (never
+ * {@code $$NOW}, which a mongos router resolves from its own clock), and acts only on the document
+ * as stamped ({@code docs/adr/0083-mongodb-lease-decisions-on-the-shards-stamp.md}). The store has
+ * no process-clock input, so neither a skewed process clock nor a skewed router can affect it.
  *
  * <pre>{@code
  * LeaseStore store = MongoLeaseStore.builder(client.getDatabase("app")).build();

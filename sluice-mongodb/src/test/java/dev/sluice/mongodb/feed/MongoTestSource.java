@@ -26,8 +26,9 @@ import org.bson.BsonTimestamp;
 
 /**
  * A fresh collection per use, for the feed and listener contracts: a unit of several writes is a
- * transaction on a real deployment, one ordered bulk write on the embedded server (it has no
- * transactions); history is cut by trimming the oplog of an embedded server of the caller's own.
+ * transaction (on the embedded server too, which logs it as one {@code applyOps} entry as a real
+ * one does, ADR 0087), else one ordered bulk write; history is cut by trimming the oplog of an
+ * embedded server of the caller's own.
  */
 final class MongoTestSource implements Source<BsonDocument> {
   private static final String DB = "contract" + UUID.randomUUID().toString().substring(0, 8);

@@ -164,10 +164,31 @@ class MongoLeaseStoreTest extends MongoLeaseStoreContract {
     }
   }
 
+  /**
+   * Reads decide nothing, so a user who may only read (an operator's status command) still lists
+   * the records: when the store cannot stamp the shard's clock (error 13 from the stamp, injected
+   * with the failCommand fail point as a real server would answer a read-only role), the store
+   * time of the read comes from {@code hello} instead.
+   */
   @Test
-  void onAServerWithPipelineUpdatesExpiryIsJudgedInsideEachStatement() {
-    // The embedded server (its test kit) and every MongoDB since 4.2 update by pipeline.
-    assertThat(((DefaultMongoLeaseStore) store()).judgesExpiryInStatement()).isTrue();
+  void aStoreThatMayNotWriteStillReadsItsRecordsWithTheHelloClock() {
+    try (EmbeddedMongo server = EmbeddedMongo.start(); MongoClient c = server.client()) {
+      MongoLeaseStore writer = MongoLeaseStore.builder(c.getDatabase("read_only")).build();
+      String name = uniqueName("read-only");
+      Lease held = writer.tryAcquire(name, "a", LONG).orElseThrow();
+      MongoLeaseStore reader = MongoLeaseStore.builder(c.getDatabase("read_only")).build();
+      try (dev.sluice.testkit.mongo.FailCommand.Armed unauthorized =
+          dev.sluice.testkit.mongo.FailCommand.on("findAndModify").errorCode(13).alwaysOn().enable(c)) {
+        assertThat(reader.list(name)).singleElement().satisfies(r -> {
+          assertThat(r.epoch()).isEqualTo(held.epoch());
+          assertThat(r.isHeld()).isTrue();
+          assertThat(Duration.between(r.storeTime(), Instant.now()).abs()).isLessThan(Duration.ofSeconds(5));
+        });
+        assertThatThrownBy(() -> reader.tryAcquire(name, "b", LONG))
+            .as("a decision is never made without the shard's stamp")
+            .isInstanceOf(dev.sluice.lease.LeaseStoreException.class);
+      }
+    }
   }
 
   @Test
@@ -241,7 +262,13 @@ class MongoLeaseStoreTest extends MongoLeaseStoreContract {
     assertThat(d.get("checkpoint", Document.class).getString("token")).isEqualTo("tok");
     assertThat(d.getDate("touchedAt")).isNotNull();
     assertThat(d.getBoolean("disposable")).as("a record with a checkpoint").isFalse();
-    assertThat(d.getDate("idleSince")).isEqualTo(Date.from(l.expiresAt()));
+    // Expiry is the shard's renewal stamp plus the grant's length (ADR 0083); expiresAt and
+    // idleSince hold the store's estimate of it, made before the write.
+    assertThat(d.getDate("renewedAt").toInstant().plusMillis(d.getLong("duration"))).isEqualTo(l.expiresAt());
+    assertThat(d.getLong("duration")).isEqualTo(30_000L);
+    assertThat(d.getLong("renewedEpoch")).isEqualTo(l.epoch());
+    assertThat(d.getDate("idleSince").toInstant()).isBetween(l.expiresAt().minusSeconds(1), l.expiresAt());
+    assertThat(d.getDate("expiresAt")).isEqualTo(d.getDate("idleSince"));
   }
 
   // ---------------------------------------------------------------- the optional TTL clean-up

@@ -1,20 +1,16 @@
 package dev.sluice.mongodb.lease;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
-import java.time.Clock;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
 
 /**
  * The conformance suite on a server without updates by pipeline (MongoDB before 4.2, refusing them
- * with error 14): the capability probe picks the fallback that reads the server clock with
- * {@code hello} before each decision (ADR 0011). Needs the embedded server's test-kit control, so
- * it starts its own even under {@code -Dsluice.mongodb.uri}.
+ * with error 14): the store sends none (ADR 0083: classic updates with {@code $currentDate}), so it
+ * behaves the same. Needs the embedded server's test-kit control, so it starts its own even under
+ * {@code -Dsluice.mongodb.uri}.
  */
 class MongoLeaseStoreWithoutPipelineUpdatesTest extends MongoLeaseStoreContract {
   private static EmbeddedMongo mongo;
@@ -37,10 +33,5 @@ class MongoLeaseStoreWithoutPipelineUpdatesTest extends MongoLeaseStoreContract 
   @Override
   protected MongoDatabase database() {
     return database;
-  }
-
-  @Test
-  void theProbeChoosesTheHelloClock() {
-    assertThat(((DefaultMongoLeaseStore) createStore(Clock.systemUTC())).judgesExpiryInStatement()).isFalse();
   }
 }

@@ -58,8 +58,9 @@ public final class EmbeddedMongo implements AutoCloseable {
   }
 
   /**
-   * Starts a server whose clock is {@code serverClock}: what {@code $currentDate} writes, what
-   * {@code $$NOW} is and what {@code hello} reports as {@code localTime}. Lets tests move the database's clock
+   * Starts a server whose clock is {@code serverClock}: what {@code $currentDate} writes (a date;
+   * the stock server read the process clock), what {@code $$NOW} is and what {@code hello}
+   * reports as {@code localTime}. Lets tests move the database's clock
    * independently of the process clock.
    */
   public static EmbeddedMongo start(Clock serverClock) {
@@ -166,11 +167,26 @@ public final class EmbeddedMongo implements AutoCloseable {
   /**
    * The {@code localTime} successive {@code hello} replies report: the server clock plus each
    * offset in turn, as when successive calls reach different mongos routers whose clocks differ.
-   * {@code $$NOW} and {@code $currentDate} keep the server clock: they are the clock of the server
-   * holding the documents.
+   * {@code $$NOW} and {@code $currentDate} keep the server clock (see {@link #routerClockOffsets}
+   * for a {@code $$NOW} that differs per command).
    */
   public EmbeddedMongo helloClockOffsets(java.time.Duration... offsets) {
     backend.helloClockOffsets(offsets);
+    return this;
+  }
+
+  /**
+   * The {@code $$NOW} successive commands see (in filters, pipelines and updates by pipeline of
+   * {@code find}, {@code count}, {@code aggregate}, {@code findAndModify}, {@code update} and
+   * {@code delete}): the server clock plus each offset in turn, as on a sharded cluster where
+   * successive commands go through different mongos routers. A mongos resolves {@code $$NOW} from
+   * its own clock and sends it to the shard with the command (the command's "runtime constants",
+   * {@code Variables::generateRuntimeConstants} in the server's source), so two routers give two
+   * clocks. {@code $currentDate} of a classic update keeps the server clock: the shard that applies
+   * the update sets it. With a single offset of zero (the default) every command sees the server clock.
+   */
+  public EmbeddedMongo routerClockOffsets(java.time.Duration... offsets) {
+    backend.routerClockOffsets(offsets);
     return this;
   }
 

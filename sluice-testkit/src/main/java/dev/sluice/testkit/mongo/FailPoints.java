@@ -171,8 +171,10 @@ final class FailPoints {
     Document fired = data;
     timesEntered++;
     notifyAll();
-    List<String> labels = fired.get("errorLabels") instanceof List<?> l ? l.stream().map(String::valueOf).toList() : null;
-    long block = Utils.isTrue(fired.get("blockConnection")) && fired.get("blockTimeMS") instanceof Number b ? b.longValue() : 0;
+    List<String> labels = fired.get("errorLabels") instanceof List<?> l
+        ? l.stream().map(String::valueOf).toList() : null;
+    long block = Utils.isTrue(fired.get("blockConnection")) && fired.get("blockTimeMS") instanceof Number b
+        ? b.longValue() : 0;
     return new Action(fired.get("errorCode") instanceof Number c ? c.intValue() : null, labels,
         Utils.isTrue(fired.get("closeConnection")), block,
         fired.get("writeConcernError") instanceof Document w ? w : null);

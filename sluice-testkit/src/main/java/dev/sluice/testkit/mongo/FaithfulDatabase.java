@@ -47,21 +47,27 @@ final class FaithfulDatabase extends MemoryDatabase {
   private static final String OPTION = "changeStreamPreAndPostImages";
   private final Set<String> withImages;
   private final Clock clock;
+  /** The {@code $$NOW} of one command: the server clock, or a router's ({@link TrimmableMemoryBackend#routerNow}). */
+  private final java.util.function.Supplier<Instant> routerNow;
   private final BooleanSupplier pipelineUpdates;
   private final Map<String, List<String>> shardKeys;
 
-  FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages, Clock clock, BooleanSupplier pipelineUpdates,
-      Map<String, List<String>> shardKeys) {
+  FaithfulDatabase(String name, CursorRegistry cursors, Set<String> withImages, Clock clock,
+      java.util.function.Supplier<Instant> routerNow, BooleanSupplier pipelineUpdates, Map<String, List<String>> shardKeys) {
     super(name, cursors);
     this.withImages = withImages;
     this.clock = clock;
+    this.routerNow = routerNow;
     this.pipelineUpdates = pipelineUpdates;
     this.shardKeys = shardKeys;
   }
 
   @Override
   public Document handleCommand(Channel channel, String command, Document originalQuery, DatabaseResolver resolver, Oplog oplog) {
-    Document query = withNow(command, originalQuery, clock.instant());
+    Document query = EVALUATES_NOW.contains(command.toLowerCase())
+        // BSON dates hold milliseconds: a real server never stores (or compares) a finer instant.
+        ? withCurrentDate(command, withNow(command, originalQuery, millis(routerNow.get())), millis(clock.instant()))
+        : originalQuery;
     if (!shardKeys.isEmpty()) {
       Document refused = routeUpserts(command, query);
       if (refused != null) {
@@ -133,6 +139,12 @@ final class FaithfulDatabase extends MemoryDatabase {
             && d.get("options") instanceof Document options) {
           options.put(OPTION, new Document("enabled", true));
         }
+        if (o instanceof Document d && oplog instanceof FaithfulOplog faithful && !"view".equals(d.get("type"))) {
+          // As a real server: each collection's UUID, the identity its resume tokens carry.
+          Document info = d.get("info") instanceof Document i ? i : new Document("readOnly", false);
+          info.put("uuid", faithful.uuidOf(getDatabaseName() + "." + d.get("name")));
+          d.put("info", info);
+        }
       }
     }
     return response;
@@ -192,6 +204,73 @@ final class FaithfulDatabase extends MemoryDatabase {
 
   private static String unroutable(List<String> key) {
     return "Failed to target upsert by query :: could not extract exact shard key (shard key " + key + ")";
+  }
+
+  private static Instant millis(Instant t) {
+    return t.truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
+  }
+
+  /** The commands whose filters, pipelines or updates may hold {@code $$NOW} or {@code $currentDate}. */
+  private static final Set<String> EVALUATES_NOW = Set.of("find", "count", "aggregate", "findandmodify", "update", "delete");
+
+  /**
+   * {@code $currentDate} (date type) of a classic update as the value of the server's clock, as a
+   * real {@code mongod} sets it where it applies the update (a mongos passes the update on): the
+   * stock server reads the process clock instead. A {@code $type: "timestamp"} is left to it.
+   */
+  private static Document withCurrentDate(String command, Document query, Instant now) {
+    switch (command.toLowerCase()) {
+      case "findandmodify" -> {
+        if (query.get("update") instanceof Document update) {
+          Document q = new Document(query);
+          q.put("update", currentDateSet(update, now));
+          return q;
+        }
+      }
+      case "update" -> {
+        if (query.get("updates") instanceof List<?> statements) {
+          Document q = new Document(query);
+          List<Object> copies = new ArrayList<>();
+          for (Object o : statements) {
+            Document statement = new Document((Document) o);
+            if (statement.get("u") instanceof Document update) {
+              statement.put("u", currentDateSet(update, now));
+            }
+            copies.add(statement);
+          }
+          q.put("updates", copies);
+          return q;
+        }
+      }
+      default -> { }
+    }
+    return query;
+  }
+
+  private static Document currentDateSet(Document update, Instant now) {
+    if (!(update.get("$currentDate") instanceof Document fields)) {
+      return update;
+    }
+    Document out = new Document(update);
+    Document keep = new Document();
+    Document set = out.get("$set") instanceof Document s ? new Document(s) : new Document();
+    fields.forEach((field, spec) -> {
+      boolean date = Boolean.TRUE.equals(spec) || spec instanceof Document d && "date".equals(d.get("$type"));
+      if (date && !set.containsKey(field)) {
+        set.put(field, now);
+      } else {
+        keep.put(field, spec); // a timestamp, or a conflict the stock server reports as a real one does
+      }
+    });
+    if (keep.isEmpty()) {
+      out.remove("$currentDate");
+    } else {
+      out.put("$currentDate", keep);
+    }
+    if (!set.isEmpty()) {
+      out.put("$set", set);
+    }
+    return out;
   }
 
   /** {@code $$NOW} where a command evaluates expressions: filters, pipelines, pipeline updates. */

@@ -11,7 +11,6 @@ import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import de.bwaldvogel.mongo.oplog.Oplog;
-import de.bwaldvogel.mongo.oplog.OplogPosition;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -20,9 +19,11 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiFunction;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -52,7 +53,17 @@ import java.util.stream.Stream;
  *       260, {@code startAfter} it continues with what follows (the stock oplog put any drop into
  *       every stream of the database and never invalidated);
  *   <li>{@link #trimBefore} deletes old entries; opening a change stream at a point before the
- *       retained history then fails with error 286 (ChangeStreamHistoryLost), as on a real server.
+ *       retained history (or at a token whose own entry is gone) then fails with error 286
+ *       (ChangeStreamHistoryLost), as on a real server;
+ *   <li>resume tokens are a real server's ({@link ResumeTokens}): cluster time, token type,
+ *       {@code txnOpIndex}, {@code fromInvalidate}, the collection's UUID (each collection has
+ *       one, listed by {@code listCollections}, new after a drop) and the document key. Opened at
+ *       an event's token, a stream fails with 280 once it passes where that event would be
+ *       without meeting it (a token of another collection); a batch without an event of the
+ *       stream ends with a high-water-mark token (the stock oplog's tokens held only a time);
+ *   <li>a committed multi-document transaction ({@link Transactions}) is one {@code applyOps}
+ *       entry with one timestamp: its events share the cluster time, carry {@code lsid} and
+ *       {@code txnNumber}, and differ by the index in their tokens.
  * </ul>
  *
  * <p>Each entry's timestamp is taken and the entry stored under one lock, so a reader never sees a
@@ -76,6 +87,8 @@ final class FaithfulOplog implements Oplog {
   private static final String REPLACE = "sluiceReplace";
   /** The op of the entry standing for the invalidate event that follows a drop. */
   private static final String INVALIDATE = "sluiceInvalidate";
+  /** An operation's index inside its transaction's applyOps entry (as the token's txnOpIndex). */
+  private static final String TXN_OP_INDEX = "sluiceTxnOpIndex";
   private static final Set<String> VALUE_OPERATORS = Set.of("$set", "$inc", "$mul", "$min", "$max",
       "$currentDate", "$push", "$addToSet", "$pull", "$pullAll", "$pop", "$bit");
 
@@ -90,6 +103,10 @@ final class FaithfulOplog implements Oplog {
   private final Set<String> withImages;
   /** Per document of a collection with images: its current state, the next change's pre-image. */
   private final Map<String, Document> images = new HashMap<>();
+  /** Each collection's UUID, as a real server gives one to each collection it creates. */
+  private final Map<String, UUID> uuids = new ConcurrentHashMap<>();
+  /** While a transaction commits: the entries its writes make, to store as one applyOps entry. */
+  private List<Document> captured;
   /**
    * The stored entries by timestamp (the same instances as in {@link #entries}): a change stream
    * reads from its position on, as a real server reads its oplog from the resume point, instead of
@@ -138,23 +155,6 @@ final class FaithfulOplog implements Oplog {
     return latest;
   }
 
-  /**
-   * A resume token as a real server writes it: {@code _data} is the hex of a KeyString whose first
-   * value is the cluster time (type byte {@code 82}, then the 8-byte timestamp, big-endian). The
-   * rest of a real token (UUID, document key) is left out: nothing here reads it.
-   */
-  static Document token(BsonTimestamp ts) {
-    return new Document("_data", String.format("82%016X", ts.getValue()));
-  }
-
-  static BsonTimestamp timestampOf(Document token) {
-    String data = (String) token.get("_data");
-    if (data == null || data.length() < 18 || !data.startsWith("82")) {
-      throw new MongoServerError(260, "InvalidResumeToken", "Unsupported resume token: " + token);
-    }
-    return new BsonTimestamp(Long.parseUnsignedLong(data.substring(2, 18), 16));
-  }
-
   /** The newest entry's timestamp, if any: what a replica set reports as its operation time. */
   BsonTimestamp newest() {
     NavigableMap<BsonTimestamp, Document> index = index();
@@ -183,6 +183,10 @@ final class FaithfulOplog implements Oplog {
 
   /** Stores new entries in the collection and the index (callers hold this object's lock). */
   private void store(List<Document> added) {
+    if (captured != null) {
+      captured.addAll(added);
+      return;
+    }
     entries.addDocuments(added.stream());
     added.forEach(e -> byTime.put(timestamp(e), e));
   }
@@ -277,6 +281,39 @@ final class FaithfulOplog implements Oplog {
     // (an entry of its own, so that it has a resume token of its own).
     store(List.of(entry("c", namespace).append("o", new Document("drop", Utils.getCollectionNameFromFullName(namespace)))));
     store(List.of(entry(INVALIDATE, namespace)));
+    uuids.remove(namespace); // created again, it is another collection
+  }
+
+  /**
+   * Runs a transaction's writes and stores what they write as one {@code applyOps} entry with one
+   * timestamp, as a real server logs a committed transaction; the caller holds the server's write
+   * lock, so no reader sees part of it.
+   */
+  synchronized void commitTransaction(Runnable writes, Document lsid, long txnNumber) {
+    captured = new ArrayList<>();
+    List<Document> ops;
+    try {
+      writes.run();
+    } finally {
+      ops = captured;
+      captured = null;
+    }
+    if (ops.isEmpty()) {
+      return;
+    }
+    List<Document> inner = new ArrayList<>(ops.size());
+    for (Document op : ops) {
+      Document o = new Document(op);
+      o.remove("ts");
+      o.remove("t");
+      o.remove("v");
+      o.remove("wall");
+      inner.add(o);
+    }
+    Document entry = entry("c", "admin.$cmd").append("o", new Document("applyOps", inner))
+        .append("lsid", lsid).append("txnNumber", txnNumber);
+    entry.remove("ui");
+    store(List.of(entry));
   }
 
   private Document entry(String op, String namespace) {
@@ -288,6 +325,7 @@ final class FaithfulOplog implements Oplog {
         .append("v", 2L)
         .append("op", op)
         .append("ns", namespace)
+        .append("ui", namespace.endsWith(".$cmd") ? null : uuidOf(namespace))
         .append("wall", clock.instant());
   }
 
@@ -373,59 +411,92 @@ final class FaithfulOplog implements Oplog {
     BsonTimestamp startAt = (BsonTimestamp) changeStream.get("startAtOperationTime");
     BsonTimestamp trimmed = trimmedThrough;
     Document token = startAfter != null ? startAfter : resumeAfter;
-    OplogPosition start;
-    BsonTimestamp from;
+    BsonTimestamp scanFrom;
+    String afterKey;
+    String mustFind = null;
     if (token != null) {
-      BsonTimestamp after = timestampOf(token);
-      if (trimmed != null && after.compareTo(trimmed) < 0) {
+      ResumeTokens.Data data = ResumeTokens.parse(token);
+      if (trimmed != null && data.clusterTime().compareTo(trimmed) <= 0) {
+        // As a real server: the entry at the resume point must still be in the oplog.
         throw historyLost();
       }
-      if (startAfter == null && isInvalidate(after, namespace)) {
+      if (startAfter == null && data.fromInvalidate()) {
         throw new MongoServerError(260, "InvalidResumeToken", "Attempting to resume a change stream using"
             + " 'resumeAfter' is not allowed from an invalidate notification.");
       }
-      start = new OplogPosition(after);
-      from = after;
+      scanFrom = data.clusterTime();
+      afterKey = data.hex();
+      // As a real server: an event's token must be met in this stream before anything after it is
+      // returned (else 280); a high-water mark only says where to start.
+      mustFind = data.isHighWaterMark() ? null : data.hex();
     } else if (startAt != null) {
       if (trimmed != null && startAt.compareTo(trimmed) <= 0) {
         throw historyLost();
       }
-      start = new OplogPosition(startAt).inclusive();
-      from = startAt;
+      scanFrom = startAt;
+      afterKey = key(ResumeTokens.highWaterMark(startAt)); // before every event at that time
     } else {
-      from = new BsonTimestamp(clock.instant(), increment.get());
-      start = new OplogPosition(from);
+      scanFrom = new BsonTimestamp(clock.instant(), increment.get());
+      afterKey = key(ResumeTokens.highWaterMark(new BsonTimestamp(scanFrom.getValue() + 1)));
     }
     String fullDocument = String.valueOf(changeStream.getOrDefault("fullDocument", "default"));
     String before = String.valueOf(changeStream.getOrDefault("fullDocumentBeforeChange", "off"));
-    ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(),
-        (position, at) -> aggregation.runStagesAsStream(stream(namespace, position, at, fullDocument, before)), start,
-        from, this::storedThrough);
+    ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(), from -> ops(namespace, from),
+        op -> withPreImage(toEvent(op, fullDocument), op, before), aggregation::runStagesAsStream,
+        scanFrom, afterKey, mustFind, this::storedThrough);
     cursors.add(cursor);
     return cursor;
   }
 
-  private boolean isInvalidate(BsonTimestamp at, String namespace) {
-    Document e = index().get(at);
-    return e != null && INVALIDATE.equals(e.get("op")) && namespace.equals(e.get("ns"));
+  /** The UUID of the collection {@code namespace}, as {@code listCollections} reports it; new after a drop. */
+  UUID uuidOf(String namespace) {
+    return uuids.computeIfAbsent(namespace, n -> UUID.randomUUID());
   }
 
-  /** The events of {@code namespace} after {@code position}, which stands at {@code at}. */
-  private Stream<Document> stream(String namespace, OplogPosition position, BsonTimestamp at, String fullDocument,
-      String preImages) {
-    // Only this collection's entries; nothing after its invalidate (a real server closes the cursor).
-    // Read from the position on, in timestamp order, lazily: a batch costs what it returns (and the
-    // other collections' entries between), not the whole oplog.
-    boolean[] invalidated = {false};
-    return index().tailMap(at, true).values().stream()
-        .filter(e -> namespace.equals(e.get("ns")))
-        .filter(e -> new OplogPosition(timestamp(e)).isAfter(position))
-        .takeWhile(e -> {
-          boolean before = !invalidated[0];
-          invalidated[0] |= INVALIDATE.equals(e.get("op"));
-          return before;
-        })
-        .map(e -> withPreImage(toEvent(e, fullDocument), e, preImages));
+  static String key(Document token) {
+    return (String) token.get("_data");
+  }
+
+  /**
+   * The operations of {@code namespace} from {@code from} on (inclusive), in stream order: an entry
+   * of its own, or one operation of a transaction's {@code applyOps} entry, with its index there
+   * and the transaction's session. Read from the position on, lazily: a batch costs what it
+   * returns (and the other collections' entries between), not the whole oplog.
+   */
+  private Stream<Document> ops(String namespace, BsonTimestamp from) {
+    return index().tailMap(from, true).values().stream()
+        .flatMap(FaithfulOplog::expand)
+        .filter(op -> namespace.equals(op.get("ns")));
+  }
+
+  private static Stream<Document> expand(Document entry) {
+    if (!(entry.get("o") instanceof Document o) || !(o.get("applyOps") instanceof List<?> ops)) {
+      return Stream.of(entry);
+    }
+    List<Document> out = new ArrayList<>(ops.size());
+    for (int i = 0; i < ops.size(); i++) {
+      Document op = new Document((Document) ops.get(i));
+      op.put("ts", entry.get("ts"));
+      op.put("wall", entry.get("wall"));
+      op.put(TXN_OP_INDEX, i);
+      op.put("lsid", entry.get("lsid"));
+      op.put("txnNumber", entry.get("txnNumber"));
+      out.add(op);
+    }
+    return out.stream();
+  }
+
+  /** The resume token of the event an operation shows as. */
+  private static Document tokenOf(Document op) {
+    String type = (String) op.get("op");
+    Document documentKey = switch (type) {
+      case "i" -> new Document("_id", ((Document) op.get("o")).get("_id"));
+      case "u" -> (Document) op.get("o2");
+      case "d" -> (Document) op.get("o");
+      default -> null;
+    };
+    int index = op.get(TXN_OP_INDEX) instanceof Integer i ? i : 0;
+    return ResumeTokens.event(timestamp(op), index, INVALIDATE.equals(type), (UUID) op.get("ui"), documentKey);
   }
 
   /** Adds {@code fullDocumentBeforeChange} to an update, replace or delete event, as asked. */
@@ -444,7 +515,7 @@ final class FaithfulOplog implements Oplog {
 
   private Document toEvent(Document entry, String fullDocument) {
     BsonTimestamp ts = timestamp(entry);
-    Document event = new Document("_id", token(ts));
+    Document event = new Document("_id", tokenOf(entry));
     String ns = (String) entry.get("ns");
     Document o = (Document) entry.get("o");
     switch ((String) entry.get("op")) {
@@ -486,8 +557,12 @@ final class FaithfulOplog implements Oplog {
       }
       default -> throw new IllegalStateException("unknown oplog entry " + entry);
     }
-    return event.append("clusterTime", ts)
-        .append("wallTime", entry.get("wall"))
+    event.append("clusterTime", ts);
+    if (entry.get("txnNumber") != null) {
+      // As a real server marks each event of a multi-document transaction.
+      event.append("txnNumber", entry.get("txnNumber")).append("lsid", entry.get("lsid"));
+    }
+    return event.append("wallTime", entry.get("wall"))
         .append("ns", new Document("db", Utils.getDatabaseNameFromFullName(ns))
             .append("coll", Utils.getCollectionNameFromFullName(ns)));
   }
@@ -505,24 +580,36 @@ final class FaithfulOplog implements Oplog {
    * A change stream cursor. Returns nothing more once it returned an invalidate (a real server
    * closes the cursor; the driver then reports no more events either). Like a real server it
    * reports a post-batch resume token with each batch: the last event's token when the batch was
-   * cut at its size, otherwise the point the scan reached, which moves with every write to the
-   * server, other collections' included; that is what lets an idle stream advance.
+   * cut at its size, otherwise a high-water mark at the point the scan reached, which moves with
+   * every write to the server, other collections' included; that is what lets an idle stream
+   * advance. Opened at an event's token, it fails with 280 when the stream passes the point where
+   * that event would be without meeting it (a token of another collection, or of an event this
+   * collection does not have), and until then reports no post-batch token of its own.
    */
   static final class ChangeStreamCursor extends AbstractCursor {
-    private final BiFunction<OplogPosition, BsonTimestamp, Stream<Document>> stream;
+    private final Function<BsonTimestamp, Stream<Document>> ops;
+    private final Function<Document, Document> toEvent;
+    private final Function<Stream<Document>, Stream<Document>> pipeline;
     private final Supplier<BsonTimestamp> storedThrough;
-    private OplogPosition position;
-    /** The timestamp {@link #position} stands at. */
-    private BsonTimestamp positionTime;
+    /** Where the next scan starts (inclusive): the time of {@link #afterKey}. */
+    private BsonTimestamp scanFrom;
+    /** The token (its {@code _data}) of the last event returned or of the last high-water mark. */
+    private String afterKey;
+    /** The token the stream was opened at, until it is met. */
+    private String mustFind;
     private boolean invalidated;
     private Document postBatchToken;
 
-    ChangeStreamCursor(long id, BiFunction<OplogPosition, BsonTimestamp, Stream<Document>> stream, OplogPosition start,
-        BsonTimestamp startTime, Supplier<BsonTimestamp> storedThrough) {
+    ChangeStreamCursor(long id, Function<BsonTimestamp, Stream<Document>> ops, Function<Document, Document> toEvent,
+        Function<Stream<Document>, Stream<Document>> pipeline, BsonTimestamp scanFrom, String afterKey, String mustFind,
+        Supplier<BsonTimestamp> storedThrough) {
       super(id);
-      this.stream = stream;
-      this.position = start;
-      this.positionTime = startTime;
+      this.ops = ops;
+      this.toEvent = toEvent;
+      this.pipeline = pipeline;
+      this.scanFrom = scanFrom;
+      this.afterKey = afterKey;
+      this.mustFind = mustFind;
       this.storedThrough = storedThrough;
     }
 
@@ -539,7 +626,29 @@ final class FaithfulOplog implements Oplog {
       }
       // Taken before the scan: every entry up to it is stored, so the scan sees all of them.
       BsonTimestamp through = storedThrough.get();
-      Stream<Document> events = stream.apply(position, positionTime);
+      boolean[] invalidate = {false};
+      Stream<Document> events = pipeline.apply(ops.apply(scanFrom)
+          .filter(op -> {
+            String key = key(tokenOf(op));
+            if (mustFind != null) {
+              int c = key.compareTo(mustFind);
+              if (c > 0) {
+                throw new MongoServerError(280, "ChangeStreamFatalError", "cannot resume stream; the resume token"
+                    + " was not found. {_data: \"" + key + "\"}");
+              }
+              if (c == 0) {
+                mustFind = null;
+              }
+              return false;
+            }
+            return key.compareTo(afterKey) > 0;
+          })
+          .takeWhile(op -> {
+            boolean before = !invalidate[0];
+            invalidate[0] |= INVALIDATE.equals(op.get("op"));
+            return before;
+          })
+          .map(toEvent));
       if (numberToReturn > 0) {
         events = events.limit(numberToReturn);
       }
@@ -547,16 +656,20 @@ final class FaithfulOplog implements Oplog {
       invalidated = batch.stream().anyMatch(d -> "invalidate".equals(d.get("operationType")));
       if (!batch.isEmpty()) {
         Document last = (Document) batch.get(batch.size() - 1).get("_id");
-        positionTime = timestampOf(last);
-        position = new OplogPosition(positionTime);
+        afterKey = key(last);
+        scanFrom = ResumeTokens.parse(last).clusterTime();
         postBatchToken = last;
       }
       boolean complete = numberToReturn <= 0 || batch.size() < numberToReturn;
-      if (complete && !invalidated && through != null && new OplogPosition(through).isAfter(position)) {
-        // Nothing of this stream up to `through` is left unread: the stream stands there now.
-        position = new OplogPosition(through);
-        positionTime = through;
-        postBatchToken = token(through);
+      if (complete && !invalidated && mustFind == null && through != null) {
+        // Nothing of this stream up to `through` is left unread: the stream stands there now, and
+        // says so with a high-water mark, which sorts before every event at that time.
+        Document mark = ResumeTokens.highWaterMark(through);
+        if (key(mark).compareTo(afterKey) > 0) {
+          afterKey = key(mark);
+          scanFrom = through;
+          postBatchToken = mark;
+        }
       }
       return batch;
     }

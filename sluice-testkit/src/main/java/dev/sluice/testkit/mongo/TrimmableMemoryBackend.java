@@ -20,6 +20,8 @@ import java.util.concurrent.ConcurrentHashMap;
 final class TrimmableMemoryBackend extends MemoryBackend {
 
   private FaithfulOplog oplog;
+  /** Open multi-document transactions, applied at commit as one oplog entry. */
+  private final Transactions transactions = new Transactions();
   /** Namespaces whose collection has changeStreamPreAndPostImages enabled. */
   private final Set<String> withImages = ConcurrentHashMap.newKeySet();
 
@@ -63,6 +65,27 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       throw new IllegalArgumentException("at least one offset");
     }
     helloClockOffsets = offsets.clone();
+  }
+
+  private volatile Duration[] routerClockOffsets = {Duration.ZERO};
+  private final AtomicLong routedCommands = new AtomicLong();
+
+  /**
+   * The {@code $$NOW} of successive commands: the server clock plus each offset in turn, as when
+   * every command reaches another mongos, which resolves {@code $$NOW} itself from its own clock
+   * and sends it to the shard with the command. {@code $currentDate} keeps the server clock.
+   */
+  void routerClockOffsets(Duration... offsets) {
+    if (offsets.length == 0) {
+      throw new IllegalArgumentException("at least one offset");
+    }
+    routerClockOffsets = offsets.clone();
+  }
+
+  /** The {@code $$NOW} of the next command that evaluates it. */
+  java.time.Instant routerNow() {
+    Duration[] offsets = routerClockOffsets;
+    return clock.instant().plus(offsets[(int) (routedCommands.getAndIncrement() % offsets.length)]);
   }
 
   private volatile boolean mongos;
@@ -140,12 +163,39 @@ final class TrimmableMemoryBackend extends MemoryBackend {
         throw new MongoServerError(11601, "Interrupted", "interrupted while waiting for the fail point");
       }
     }
-    FailPoints.Action failure = failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
+    FailPoints.Action failure =
+        failPoints.enter(command, databaseName + "." + query.get(command), appNames.get(channel));
     if (failure != null) {
       Document failed = fail(failure, channel, query);
       if (failed != null) {
         return failed;
       }
+    }
+    if (Transactions.isTransactional(command, query)) {
+      return transactions.handle(databaseName, command, query, new Transactions.Runner() {
+        @Override
+        public Document run(String database, String cmd, Document q) {
+          Document response = isolated(cmd, q, () -> TrimmableMemoryBackend.super.handleCommand(channel, database, cmd, q));
+          if (cmd.equals("getMore") || cmd.equals("aggregate")) {
+            addPostBatchResumeToken(response);
+          }
+          return response;
+        }
+
+        @Override
+        public void commit(List<Transactions.Write> writes, Document lsid, long txnNumber) {
+          visibility.writeLock().lock();
+          try {
+            oplog().commitTransaction(() -> {
+              for (Transactions.Write w : writes) {
+                TrimmableMemoryBackend.super.handleCommand(channel, w.database(), w.command(), w.query());
+              }
+            }, lsid, txnNumber);
+          } finally {
+            visibility.writeLock().unlock();
+          }
+        }
+      });
     }
     if (isHello && !hello) {
       throw new MongoServerError(59, "CommandNotFound", "no such command: 'hello'");
@@ -352,7 +402,8 @@ final class TrimmableMemoryBackend extends MemoryBackend {
 
   @Override
   public MemoryDatabase openOrCreateDatabase(String databaseName) {
-    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, () -> pipelineUpdates, shardKeys);
+    return new FaithfulDatabase(databaseName, getCursorRegistry(), withImages, clock, this::routerNow,
+        () -> pipelineUpdates, shardKeys);
   }
 
   @Override

@@ -265,4 +265,107 @@ class FaithfulOplogTest {
       assertThat(next.getDocumentKey()).isEqualTo(new BsonDocument("_id", new BsonString("after")));
     }
   }
+
+  /** The UUID {@code listCollections} reports for {@code c}, as a real server does in {@code info.uuid}. */
+  private static UUID uuidListed(MongoCollection<Document> c) {
+    BsonDocument listed = client.getDatabase(c.getNamespace().getDatabaseName()).listCollections(BsonDocument.class)
+        .filter(new Document("name", c.getNamespace().getCollectionName())).first();
+    assertThat(listed).as("%s is listed", c.getNamespace()).isNotNull();
+    return listed.getDocument("info").getBinary("uuid").asUuid(); // subtype 4, as a real server sends it
+  }
+
+  @Test
+  void aTokenCarriesTheCollectionsUuidAndTheDocumentKeyAsARealServersDoes() {
+    MongoCollection<Document> c = collection();
+    BsonDocument token = marker(c);
+    UUID uuid = uuidListed(c);
+    String hex = String.format("%016X%016X", uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+    // cluster time, version 1, event (128), txnOpIndex 0, not from an invalidate, the UUID, {_id: "marker"}
+    assertThat(token.getString("_data").getValue())
+        .matches("82[0-9A-F]{16}2B022C0100296E5A1004" + hex + "463C5F6964003C6D61726B6572000004");
+
+    c.drop();
+    c.insertOne(new Document("_id", "again"));
+    assertThat(uuidListed(c)).as("a collection created again under the name is another collection").isNotEqualTo(uuid);
+  }
+
+  @Test
+  void resumingAfterATokenOfAnotherCollectionFailsWith280WhenTheStreamPassesIt() {
+    MongoCollection<Document> c = collection();
+    MongoCollection<Document> other = client.getDatabase(c.getNamespace().getDatabaseName()).getCollection("other");
+    BsonDocument ofOther = marker(other);
+    c.insertOne(new Document("_id", "later"));
+
+    assertThatThrownBy(() -> read(c, ofOther, FullDocument.DEFAULT, 1))
+        .isInstanceOfSatisfying(com.mongodb.MongoCommandException.class, e -> {
+          assertThat(e.getErrorCode()).isEqualTo(280);
+          assertThat(e.getErrorMessage()).contains("cannot resume stream; the resume token was not found");
+        });
+    assertThat(read(other, ofOther, FullDocument.DEFAULT, 0)).as("its own stream resumes there").isEmpty();
+  }
+
+  @Test
+  void anIdleBatchEndsWithAHighWaterMarkThatSortsBeforeEveryEventAtItsTime() {
+    MongoCollection<Document> c = collection();
+    BsonDocument start = marker(c);
+    client.getDatabase(c.getNamespace().getDatabaseName()).getCollection("elsewhere").insertOne(new Document("_id", 1));
+    try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor =
+        c.watch().resumeAfter(start).batchSize(10).cursor()) {
+      assertThat(cursor.tryNext()).isNull();
+      String mark = cursor.getResumeToken().getString("_data").getValue();
+      // cluster time, version 1, high-water mark (0), txnOpIndex 0, not from an invalidate, nothing more
+      assertThat(mark).matches("82[0-9A-F]{16}2B0229296E04");
+      assertThat(mark).isGreaterThan(start.getString("_data").getValue());
+      c.insertOne(new Document("_id", "next"));
+      ChangeStreamDocument<Document> next;
+      do {
+        next = cursor.tryNext();
+      } while (next == null);
+      assertThat(next.getResumeToken().getString("_data").getValue()).isGreaterThan(mark);
+      assertThat(read(c, cursor.getResumeToken(), FullDocument.DEFAULT, 0)).isEmpty();
+    }
+  }
+
+  @Test
+  void aTransactionIsOneApplyOpsEntryWhoseEventsShareOneClusterTimeAndDifferByTheirIndexAndAnAbortWritesNothing() {
+    MongoCollection<Document> c = collection();
+    BsonDocument start = marker(c);
+    BsonDocument lsid;
+    try (com.mongodb.client.ClientSession session = client.startSession()) {
+      lsid = session.getServerSession().getIdentifier();
+      session.withTransaction(() -> {
+        c.insertMany(session, List.of(new Document("_id", "t1"), new Document("_id", "t2"), new Document("_id", "t3")));
+        c.updateOne(session, new Document("_id", "t1"), Updates.set("v", 2));
+        assertThat(c.countDocuments()).as("nothing is visible before the commit").isEqualTo(1);
+        return null;
+      });
+      session.startTransaction();
+      c.insertOne(session, new Document("_id", "aborted"));
+      session.abortTransaction();
+    }
+    c.insertOne(new Document("_id", "after"));
+
+    List<ChangeStreamDocument<Document>> events = read(c, start, FullDocument.DEFAULT, 5);
+    assertThat(events).extracting(e -> e.getDocumentKey().getString("_id").getValue())
+        .containsExactly("t1", "t2", "t3", "t1", "after");
+    List<ChangeStreamDocument<Document>> txn = events.subList(0, 4);
+    assertThat(txn).extracting(ChangeStreamDocument::getClusterTime).containsOnly(txn.get(0).getClusterTime());
+    assertThat(txn).extracting(ChangeStreamDocument::getTxnNumber).doesNotContainNull().containsOnly(txn.get(0).getTxnNumber());
+    assertThat(txn).extracting(ChangeStreamDocument::getLsid).containsOnly(lsid);
+    assertThat(events.get(4).getClusterTime()).isGreaterThan(txn.get(0).getClusterTime());
+    assertThat(events.get(4).getTxnNumber()).isNull();
+    // txnOpIndex 0..3 after version 1 and the event type; the tokens sort in stream order
+    for (int i = 0; i < 4; i++) {
+      assertThat(txn.get(i).getResumeToken().getString("_data").getValue())
+          .startsWith("82" + String.format("%08X%08X", txn.get(0).getClusterTime().getTime(), txn.get(0).getClusterTime().getInc())
+              + "2B022C0100" + (i == 0 ? "29" : String.format("2B%02X", i << 1)) + "6E");
+    }
+    assertThat(events).extracting(e -> e.getResumeToken().getString("_data").getValue()).isSorted();
+    assertThat(client.getDatabase("local").getCollection("oplog.rs")
+        .countDocuments(new Document("op", "c").append("o.applyOps", new Document("$exists", true)))).isEqualTo(1);
+
+    assertThat(read(c, txn.get(1).getResumeToken(), FullDocument.DEFAULT, 3))
+        .as("resumed inside the transaction: its later changes, then what followed")
+        .extracting(e -> e.getDocumentKey().getString("_id").getValue()).containsExactly("t3", "t1", "after");
+  }
 }
