@@ -160,13 +160,13 @@ class ErrorCatalogueTest {
         // When the command is sent: at the first start (acquisition, the layout check), when a
         // listener restarts at its checkpoint (the change stream's aggregate), or while it runs.
         String when = switch (row.surface() + " " + row.command()) {
-          case "lease findAndModify", "lease find", "dead-letters find" -> "start";
+          case "lease findAndModify", "lease find", "dead-letters find", "snapshot find" -> "start";
           case "feed aggregate" -> "restart";
           case "feed getMore", "lease update", "dead-letters insert" -> "running";
           default -> throw new AssertionError("no scenario for " + row.surface() + " " + row.command()
               + " (row " + row.id() + "): add one to ErrorCatalogueTest");
         };
-        FailCommand failure = failure();
+        FailCommand failure = failure(data.getName());
         FailCommand.Armed armed = null;
         try {
           if (when.equals("start")) {
@@ -200,13 +200,16 @@ class ErrorCatalogueTest {
           && status(listener).committed() != null && status(listener).processed() == 2);
     }
 
-    private FailCommand failure() {
+    private FailCommand failure(String database) {
       String app = switch (row.surface()) {
-        case "feed" -> feedApp;
+        case "feed", "snapshot" -> feedApp;
         case "lease" -> leaseApp;
         default -> deadLetterApp;
       };
       FailCommand f = FailCommand.on(row.command()).appName(app);
+      if (row.surface().equals("snapshot")) {
+        f = f.namespace(database + ".orders"); // the snapshot's reads, not the oplog's
+      }
       String[] words = row.answers().split("\\s+");
       switch (words[0]) {
         case "closeConnection" -> f = f.closeConnection();
@@ -324,7 +327,7 @@ class ErrorCatalogueTest {
           .acquireInterval(Duration.ofMillis(100))
           .pollWait(Duration.ofMillis(50))
           .checkpoint(CheckpointPolicy.every(1, Duration.ofMillis(100)))
-          .bootstrap(BootstrapPolicy.oldest())
+          .bootstrap(row.surface().equals("snapshot") ? BootstrapPolicy.snapshot() : BootstrapPolicy.oldest())
           .handler((change, fence) -> {
             if (parking() && change.key().equals("c")) {
               throw new IllegalStateException("the handler refuses c");

@@ -88,6 +88,11 @@ public final class FailCommand {
     return with("appName", new BsonString(name));
   }
 
+  /** Only commands on this namespace ({@code database.collection}). */
+  public FailCommand namespace(String namespace) {
+    return with("namespace", new BsonString(namespace));
+  }
+
   /** Fires for the next {@code n} matching commands, then turns itself off. */
   public FailCommand times(int n) {
     return new FailCommand(commands, new BsonDocument("times", new BsonInt32(n)), data);
