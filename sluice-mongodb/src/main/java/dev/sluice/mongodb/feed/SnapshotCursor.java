@@ -355,7 +355,9 @@ final class SnapshotCursor implements FeedCursor<BsonDocument> {
       } else if (!windowPassed() && now - p.lastMoved > WINDOW_PATIENCE.toNanos()) {
         throw new FeedException("MongoDB change stream '" + settings.stream() + "' " + partition + ": the"
             + " snapshot's stream did not move for " + WINDOW_PATIENCE + " before reaching " + p.high + " (the newest"
-            + " operation time after reading a chunk); the chunk is read again", null, true);
+            + " operation time after reading a chunk; the stream stands at " + stream.position()
+            + " and has read every change before " + stream.readBefore().orElse(null) + "); the chunk is read again",
+            null, true);
       }
     }
     if (!out.isEmpty()) {

@@ -758,9 +758,12 @@ final class FaithfulOplog implements Oplog {
       boolean complete = numberToReturn <= 0 || batch.size() < numberToReturn;
       if (complete && !invalidated && mustFind == null && through != null) {
         // Nothing of this stream up to `through` is left unread: the stream stands there now, and
-        // says so with a high-water mark, which sorts before every event at that time.
+        // says so with a high-water mark, which sorts before every event at that time. Also when
+        // it is where the stream started (opened at the newest entry's time, with nothing of its
+        // own since): a real server puts a post-batch token in every reply, the start's high-water
+        // mark until its scan passed it.
         Document mark = ResumeTokens.highWaterMark(through);
-        if (key(mark).compareTo(afterKey) > 0) {
+        if (key(mark).compareTo(afterKey) >= 0) {
           afterKey = key(mark);
           scanFrom = through;
           postBatchToken = mark;
