@@ -1,5 +1,10 @@
 package dev.sluice.mongodb.feed;
 
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.mongodb.client.MongoCollection;
@@ -48,13 +53,23 @@ class LaggingSnapshotStreamTest {
   private static final int BATCH = 500;
 
   private final String name = "lag" + COLLECTIONS.incrementAndGet();
+  /**
+   * The test's own writer, whose 100,000 updates are load, not what is tested: its reads may wait
+   * longer than the test kit client's 10 s while the full suite loads the machine (a bulk of 100
+   * timed out once there).
+   */
+  private final MongoClient writer = MongoClients.create(MongoClientSettings.builder()
+      .applyConnectionString(new ConnectionString(MONGO.connectionString()))
+      .applyToSocketSettings(b -> b.readTimeout(120, TimeUnit.SECONDS))
+      .build());
   private final MongoCollection<BsonDocument> collection =
-      MONGO.client().getDatabase("snapshots").getCollection(name, BsonDocument.class);
+      writer.getDatabase("snapshots").getCollection(name, BsonDocument.class);
   private final List<FeedCursor<BsonDocument>> cursors = new ArrayList<>();
 
   @AfterEach
   void close() {
     cursors.forEach(FeedCursor::close);
+    writer.close();
   }
 
   private MongoChangeFeed feed() {
