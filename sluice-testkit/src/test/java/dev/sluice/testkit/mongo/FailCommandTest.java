@@ -13,10 +13,9 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.bson.Document;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The test kit's {@code failCommand} fail point answers as a real server's: the same command
@@ -24,27 +23,18 @@ import org.junit.jupiter.api.Test;
  * ({@code -Dsluice.mongodb.uri}, a server started with {@code enableTestCommands=1}).
  */
 class FailCommandTest {
-  private static InMemoryMongo mongo;
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
   private MongoCollection<Document> items;
-
-  @BeforeAll
-  static void start() {
-    mongo = new InMemoryMongo();
-  }
-
-  @AfterAll
-  static void stop() {
-    mongo.close();
-  }
 
   @AfterEach
   void off() {
-    mongo.client().getDatabase("admin").runCommand(new Document("configureFailPoint", "failCommand").append("mode", "off"));
+    MONGO.client().getDatabase("admin").runCommand(new Document("configureFailPoint", "failCommand").append("mode", "off"));
   }
 
   private MongoCollection<Document> items() {
     if (items == null) {
-      items = mongo.freshDatabase().getCollection("items");
+      items = MONGO.freshDatabase().getCollection("items");
       items.insertOne(new Document("_id", 1));
     }
     return items;
@@ -53,7 +43,7 @@ class FailCommandTest {
   @Test
   void timesFailsTheNextCommandsWithTheCodeAndLabelsGivenThenTurnsItselfOff() {
     MongoCollection<Document> c = items();
-    try (FailCommand.Armed f = FailCommand.on("find").errorCode(136).errorLabels("Custom").times(2).enable(mongo.client())) {
+    try (FailCommand.Armed f = FailCommand.on("find").errorCode(136).errorLabels("Custom").times(2).enable(MONGO.client())) {
       for (int i = 0; i < 2; i++) {
         assertThatThrownBy(() -> c.find().first())
             .isInstanceOfSatisfying(MongoCommandException.class, e -> {
@@ -69,7 +59,7 @@ class FailCommandTest {
   @Test
   void skipLetsTheFirstCommandsThroughAndFailsEveryOneAfter() {
     MongoCollection<Document> c = items();
-    try (FailCommand.Armed f = FailCommand.on("find").errorCode(2).skip(1).enable(mongo.client())) {
+    try (FailCommand.Armed f = FailCommand.on("find").errorCode(2).skip(1).enable(MONGO.client())) {
       assertThat(c.find().first()).isNotNull();
       assertThatThrownBy(() -> c.find().first()).isInstanceOf(MongoCommandException.class);
       assertThatThrownBy(() -> c.find().first()).isInstanceOf(MongoCommandException.class);
@@ -81,8 +71,8 @@ class FailCommandTest {
   void onlyTheNamedCommandsOfTheNamedApplicationFail() {
     MongoCollection<Document> c = items();
     try (MongoClient named = MongoClients.create(com.mongodb.MongoClientSettings.builder()
-            .applyConnectionString(new com.mongodb.ConnectionString(mongo.uri())).applicationName("victim").build());
-        FailCommand.Armed f = FailCommand.on("find").errorCode(2).appName("victim").enable(mongo.client())) {
+            .applyConnectionString(new com.mongodb.ConnectionString(MONGO.connectionString())).applicationName("victim").build());
+        FailCommand.Armed f = FailCommand.on("find").errorCode(2).appName("victim").enable(MONGO.client())) {
       MongoCollection<Document> same = named.getDatabase(c.getNamespace().getDatabaseName()).getCollection("items");
       assertThatThrownBy(() -> same.find().first()).isInstanceOf(MongoCommandException.class);
       assertThat(c.find().first()).isNotNull();
@@ -93,11 +83,11 @@ class FailCommandTest {
   @Test
   void closeConnectionDropsTheConnectionUnansweredAndTheDriverRetriesAReadOnce() {
     MongoCollection<Document> c = items();
-    try (FailCommand.Armed f = FailCommand.on("find").closeConnection().times(1).enable(mongo.client())) {
+    try (FailCommand.Armed f = FailCommand.on("find").closeConnection().times(1).enable(MONGO.client())) {
       assertThat(c.find().first()).isNotNull(); // retryable reads: one retry on a new connection
       f.awaitFired(1, Duration.ofSeconds(5));
     }
-    try (FailCommand.Armed f = FailCommand.on("find").closeConnection().times(2).enable(mongo.client())) {
+    try (FailCommand.Armed f = FailCommand.on("find").closeConnection().times(2).enable(MONGO.client())) {
       assertThatThrownBy(() -> c.find().first()).isInstanceOf(MongoSocketException.class);
     }
     assertThat(c.find().first()).isNotNull();
@@ -107,7 +97,7 @@ class FailCommandTest {
   void aWriteConcernErrorComesWithAWriteThatWasApplied() {
     MongoCollection<Document> c = items();
     try (FailCommand.Armed f = FailCommand.on("insert").writeConcernError(64, "waiting for replication timed out")
-        .times(1).enable(mongo.client())) {
+        .times(1).enable(MONGO.client())) {
       assertThatThrownBy(() -> c.insertOne(new Document("_id", 2)))
           .isInstanceOfSatisfying(MongoWriteConcernException.class,
               e -> assertThat(e.getWriteConcernError().getCode()).isEqualTo(64));
@@ -119,9 +109,9 @@ class FailCommandTest {
   void aBlockedCommandHoldsOnlyItsOwnConnectionAndRunsAfterTheBlock() throws Exception {
     MongoCollection<Document> c = items();
     try (MongoClient slow = MongoClients.create(com.mongodb.MongoClientSettings.builder()
-            .applyConnectionString(new com.mongodb.ConnectionString(mongo.uri())).applicationName("slow").build());
+            .applyConnectionString(new com.mongodb.ConnectionString(MONGO.connectionString())).applicationName("slow").build());
         FailCommand.Armed f = FailCommand.on("find").block(Duration.ofSeconds(3)).appName("slow").times(1)
-            .enable(mongo.client())) {
+            .enable(MONGO.client())) {
       MongoCollection<Document> same = slow.getDatabase(c.getNamespace().getDatabaseName()).getCollection("items");
       CompletableFuture<Document> blocked = CompletableFuture.supplyAsync(() -> same.find().first());
       f.awaitFired(1, Duration.ofSeconds(10));
@@ -139,9 +129,9 @@ class FailCommandTest {
     MongoCollection<Document> c = items();
     Document admin = new Document("configureFailPoint", "failCommand").append("mode", "alwaysOn")
         .append("data", new Document("failCommands", java.util.List.of("find")).append("errorCode", 2));
-    mongo.client().getDatabase("admin").runCommand(admin);
+    MONGO.client().getDatabase("admin").runCommand(admin);
     assertThatThrownBy(() -> c.find().first()).isInstanceOf(MongoCommandException.class);
-    Document off = mongo.client().getDatabase("admin")
+    Document off = MONGO.client().getDatabase("admin")
         .runCommand(new Document("configureFailPoint", "failCommand").append("mode", "off"));
     assertThat(off.get("count", Number.class).longValue()).isGreaterThanOrEqualTo(1);
   }

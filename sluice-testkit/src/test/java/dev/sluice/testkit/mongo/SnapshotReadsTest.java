@@ -9,9 +9,8 @@ import java.util.ArrayList;
 import java.util.List;
 import org.bson.BsonTimestamp;
 import org.bson.Document;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Reads at {@code readConcern: {level: "snapshot"}} answered as a real server answers them: the
@@ -21,17 +20,8 @@ import org.junit.jupiter.api.Test;
  * own (a real server reads its history), so that test runs on the embedded server only.
  */
 class SnapshotReadsTest {
-  private static InMemoryMongo mongo;
-
-  @BeforeAll
-  static void start() {
-    mongo = new InMemoryMongo();
-  }
-
-  @AfterAll
-  static void stop() {
-    mongo.close();
-  }
+  @RegisterExtension
+  static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
 
   private static Document snapshot(BsonTimestamp at) {
     Document rc = new Document("level", "snapshot");
@@ -42,14 +32,14 @@ class SnapshotReadsTest {
   }
 
   private static BsonTimestamp newestOplogEntry() {
-    Document newest = mongo.client().getDatabase("local").getCollection("oplog.rs")
+    Document newest = MONGO.client().getDatabase("local").getCollection("oplog.rs")
         .find().sort(new Document("$natural", -1)).limit(1).first();
     return newest.get("ts", BsonTimestamp.class);
   }
 
   @Test
   void aSnapshotReadNamesItsTimeAndEveryBatchShowsThatTime() {
-    MongoDatabase db = mongo.freshDatabase();
+    MongoDatabase db = MONGO.freshDatabase();
     List<Document> docs = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
       docs.add(new Document("_id", i).append("v", 1));
@@ -78,7 +68,7 @@ class SnapshotReadsTest {
 
   @Test
   void aReadAtAGivenTimeIsServedWhenTheCollectionDidNotChangeSinceAndRefusedWhenItDid() {
-    MongoDatabase db = mongo.freshDatabase();
+    MongoDatabase db = MONGO.freshDatabase();
     db.getCollection("items").insertOne(new Document("_id", 1).append("v", 1));
     BsonTimestamp then = newestOplogEntry();
     db.getCollection("others").insertOne(new Document("_id", 1)); // another collection: no matter
@@ -87,7 +77,7 @@ class SnapshotReadsTest {
     assertThat(reply.get("cursor", Document.class).get("atClusterTime", BsonTimestamp.class)).isEqualTo(then);
     assertThat(reply.get("cursor", Document.class).getList("firstBatch", Document.class)).hasSize(1);
 
-    if (!mongo.embedded()) {
+    if (!MONGO.embedded()) {
       return; // a real server reads the collection as it was then; the refusal is the test kit's
     }
     db.getCollection("items").updateOne(new Document("_id", 1), new Document("$set", new Document("v", 2)));
@@ -99,9 +89,9 @@ class SnapshotReadsTest {
 
   @Test
   void theFailPointMakesASnapshotReadAnswerSnapshotTooOldAsARealServerDoes() {
-    MongoDatabase db = mongo.freshDatabase();
+    MongoDatabase db = MONGO.freshDatabase();
     db.getCollection("items").insertOne(new Document("_id", 1));
-    try (FailCommand.Armed f = FailCommand.on("find").errorCode(239).times(1).enable(mongo.client())) {
+    try (FailCommand.Armed f = FailCommand.on("find").errorCode(239).times(1).enable(MONGO.client())) {
       assertThatThrownBy(() -> db.runCommand(new Document("find", "items").append("readConcern", snapshot(null))))
           .isInstanceOfSatisfying(MongoCommandException.class, e -> {
             assertThat(e.getErrorCode()).isEqualTo(239);
