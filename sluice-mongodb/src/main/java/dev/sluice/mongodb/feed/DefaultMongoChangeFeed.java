@@ -249,17 +249,22 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
         e instanceof MongoException m
             ? MongoFeedErrors.isRetryable(m)
             : e.getCause() instanceof MongoException c && MongoFeedErrors.isRetryable(c);
+    MongoException mongo = e instanceof MongoException m ? m : e.getCause() instanceof MongoException c ? c : null;
+    // Only a refusal is about read access to local; a closed connection or a failover is not.
+    boolean refused = mongo instanceof com.mongodb.MongoSecurityException
+        || mongo != null && mongo.getCode() == 13;
     return new FeedException(
         "MongoDB change stream '"
             + settings.stream()
             + "': cannot find the bootstrap point for "
             + start
-            + (start instanceof StartPoint.Oldest
+            + (start instanceof StartPoint.Oldest && refused
                 ? " (reading the oldest entry of local.oplog.rs needs read access to the"
                     + " 'local' database)"
                 : "")
+            + (retryable ? " (transient; tried again)" : "")
             + ": "
-            + e.getMessage(),
+            + (mongo != null ? dev.sluice.mongodb.internal.MongoErrors.describe(mongo) : String.valueOf(e)),
         e,
         retryable);
   }

@@ -41,6 +41,14 @@ final class MongoFeedErrors {
       Set.of(6, 7, 43, 63, 89, 91, 133, 150, 189, 234, 262, 9001, 10107, 11600, 11602, 13388,
           13435, 13436);
 
+  /**
+   * 26 NamespaceNotFound: the database or collection is not there at this moment (dropped and being
+   * re-created, a restore in progress, a router that has not yet seen the database). It says
+   * nothing about the stream's history, and it passes once the namespace is back, so the partition
+   * tries again, showing the error, rather than stopping.
+   */
+  static final int NAMESPACE_NOT_FOUND = 26;
+
   private MongoFeedErrors() {}
 
   static FeedException translate(
@@ -160,7 +168,8 @@ final class MongoFeedErrors {
         || e.hasErrorLabel("TransientTransactionError")) {
       return true;
     }
-    return e instanceof MongoServerException && RESUMABLE_CODES.contains(e.getCode());
+    return e instanceof MongoServerException
+        && (RESUMABLE_CODES.contains(e.getCode()) || e.getCode() == NAMESPACE_NOT_FOUND);
   }
 
   private static String codeName(MongoException e) {

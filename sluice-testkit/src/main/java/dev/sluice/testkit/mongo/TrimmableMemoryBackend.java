@@ -239,6 +239,11 @@ final class TrimmableMemoryBackend extends MemoryBackend {
       if (isHello) {
         response.put("isWritablePrimary", Boolean.TRUE);
       }
+      if (hello && Boolean.TRUE.equals(query.get("helloOk"))) {
+        // As every server since 4.4.2 (and 5.0+): the driver then monitors with hello, not
+        // isMaster, so a fail point on hello reaches its heartbeats as on a real server.
+        response.put("helloOk", Boolean.TRUE);
+      }
       asSupportedServer(response, channel);
       Duration[] offsets = helloClockOffsets;
       response.put("localTime", clock.instant().plus(offsets[(int) (helloReplies.getAndIncrement() % offsets.length)]));
