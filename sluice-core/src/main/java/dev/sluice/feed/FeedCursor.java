@@ -87,6 +87,15 @@ public interface FeedCursor<D> extends AutoCloseable {
     return false;
   }
 
+  /**
+   * What the cursor fails at and tries again beside reading, while reading goes on, or null when
+   * nothing does (MongoDB: reading the group's re-snapshot requests, recording one done). The
+   * partition's status shows it as its error; the partition stays as it is, since it delivers.
+   */
+  default String sideFailure() {
+    return null;
+  }
+
   @Override
   void close();
 }

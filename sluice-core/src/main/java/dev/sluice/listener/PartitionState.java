@@ -12,14 +12,17 @@ public enum PartitionState {
   /**
    * Held, but a change keeps failing after the retry attempts were used up and the failure
    * policy is {@link FailurePolicy.Block}: the partition does not advance until it succeeds.
-   * {@link PartitionStatus#error()} names the change and the failure.
+   * {@link PartitionStatus#error()} names the change and the failure, {@link
+   * PartitionStatus#attempts()} counts its failures and {@link PartitionStatus#nextAttemptAt()}
+   * says when it is tried next.
    */
   BLOCKED,
   /**
    * Held, but reading the feed (or a store the partition needs to go on: the group's records, the
    * dead-letter store to read or park in), or committing the checkpoint, failed with an error that
    * can pass (a failover, a network error, a timeout): it is tried again with back-off (a read from
-   * the last checkpoint). {@link
+   * the last checkpoint). Also while the handler fails on a change that its retry policy tries again
+   * in place (a view's or a fenced write's server error), before the attempts are used up. {@link
    * PartitionStatus#error()} names the error, {@link PartitionStatus#attempts()} counts the
    * failures in a row and {@link PartitionStatus#nextAttemptAt()} says when the next try is. Back
    * to {@link #ACTIVE} once what failed succeeds.

@@ -28,8 +28,9 @@ import java.time.Instant;
  *     change is: the time left before a restart at the checkpoint finds its history gone (MongoDB:
  *     the checkpoint's distance from the oplog's oldest entry; {@link Duration#ZERO} once it fell
  *     out); null when unknown (the source does not tell, or this instance holds no checkpoint)
- * @param attempts failures in a row of what the partition is retrying (reading the feed while
- *     {@link PartitionState#RETRYING}, reaching the lease store while {@link
+ * @param attempts failures in a row of what the partition is retrying (reading the feed,
+ *     committing, parking, or handling one change while {@link PartitionState#RETRYING} or
+ *     {@link PartitionState#BLOCKED}, reaching the lease store while {@link
  *     PartitionState#ACQUIRING}); 0 once it succeeded
  * @param nextAttemptAt when the next try of it is due (this process's clock), or null when
  *     nothing is being retried

@@ -157,6 +157,55 @@ class SupervisionTest {
   }
 
   @Test
+  void aHandlerRetryShowsRetryingWithTheChangesAttemptsThenBlocked() {
+    write(3);
+    java.util.concurrent.CountDownLatch secondFailure = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    AtomicInteger attempts = new AtomicInteger();
+    java.util.List<PartitionStatus> whileRetrying = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Listener<String> l = start(builder((e, f) -> {
+      if (!e.document().equals("v1")) {
+        return;
+      }
+      int n = attempts.incrementAndGet();
+      if (n == 2) {
+        secondFailure.countDown();
+      }
+      if (n == 3) {
+        // The third attempt: the status the second failure left, seen from inside the handler.
+        whileRetrying.add(status(listeners.get(0)));
+      }
+      if (n <= 4) {
+        throw new IllegalStateException("the target refuses v1 (attempt " + n + ")");
+      }
+      try {
+        release.await();
+      } catch (InterruptedException interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }));
+    await().atMost(Duration.ofSeconds(10)).until(() -> !whileRetrying.isEmpty());
+    PartitionStatus retrying = whileRetrying.get(0);
+    assertThat(retrying.state()).isEqualTo(PartitionState.RETRYING);
+    assertThat(retrying.error()).contains("the target refuses v1 (attempt 2)").contains("attempt 2 of 3");
+    assertThat(retrying.attempts()).isEqualTo(2);
+    assertThat(retrying.nextAttemptAt()).isNotNull();
+    // Attempts used up: BLOCKED, still counting the change's attempts, until it succeeds.
+    await().atMost(Duration.ofSeconds(10)).until(() -> attempts.get() == 5);
+    PartitionStatus blocked = status(l);
+    assertThat(blocked.state()).isEqualTo(PartitionState.BLOCKED);
+    assertThat(blocked.attempts()).isEqualTo(4);
+    assertThat(blocked.error()).contains("blocked").contains("attempt 4");
+    release.countDown();
+    await().atMost(Duration.ofSeconds(10)).until(() -> "3".equals(checkpoint()));
+    PartitionStatus after = status(l);
+    assertThat(after.state()).isEqualTo(PartitionState.ACTIVE);
+    assertThat(after.attempts()).isZero();
+    assertThat(after.nextAttemptAt()).isNull();
+    assertThat(secondFailure.getCount()).isZero();
+  }
+
+  @Test
   void aCommitTheStoreRejectsForGoodFailsThePartitionNamingTheCause() {
     write(3);
     store.failCommits(new LeaseStoreException("not authorized on shop to execute command update",

@@ -96,6 +96,9 @@ final class Delivery<D> {
         if (blocking) {
           unblocked();
         }
+        // Also after a first attempt: a change retried in place may have been abandoned (the feed
+        // rewound) and come again as a new delivery.
+        worker.attemptSucceeded(PartitionWorker.Retried.HANDLE);
         return Step.CONTINUE;
       } catch (StaleFenceException e) {
         clearInterrupt(event);
@@ -116,16 +119,20 @@ final class Delivery<D> {
       }
       worker.observer.handlerFailed(event, attempt, failure);
       if (attempt >= retry.maxAttempts() && policy instanceof FailurePolicy.Park<?>) {
+        worker.attemptSucceeded(PartitionWorker.Retried.HANDLE); // parked: no longer retried
         return park(event, describe(failure), attempt);
       }
       Duration delay = retry.delayAfter(Math.min(attempt, 64));
       if (attempt >= retry.maxAttempts()) {
-        worker.recordError("blocked on change " + event.id() + " of key " + event.key()
-            + " after " + attempt + " attempts: " + describe(failure));
         if (!blocking) {
           blocking = true;
           blocked();
         }
+        worker.handlerRetrying(attempt, delay, "blocked on change " + event.id() + " of key " + event.key()
+            + " after " + attempt + " attempts", failure, true);
+      } else {
+        worker.handlerRetrying(attempt, delay, "the handler failed on change " + event.id() + " of key "
+            + event.key() + " (attempt " + attempt + " of " + retry.maxAttempts() + ")", failure, false);
       }
       log.warn("Handler failed on {} (attempt {}{}), retrying in {}: {}", event, attempt,
           attempt >= retry.maxAttempts() ? ", blocking the partition until it succeeds" : "",

@@ -254,7 +254,7 @@ final class PartitionWorker<D> {
    * What a held partition retries: reading (the feed and what it needs first), committing, or
    * parking a change in the dead-letter store.
    */
-  enum Retried { READ, COMMIT, PARK }
+  enum Retried { READ, COMMIT, PARK, HANDLE }
 
   /** What the failures counted in {@link #attempts} were of; null when nothing is retried. */
   private volatile Retried retried;
@@ -272,6 +272,22 @@ final class PartitionWorker<D> {
     attempts++;
     nextAttemptAt = Instant.now().plus(backoff);
     setState(PartitionState.RETRYING);
+  }
+
+  /**
+   * The handler failed on a change that is tried again in place after {@code backoff} ({@code
+   * attempt} counts that change's failures): RETRYING with the error, or BLOCKED once the retry
+   * policy's attempts are used up and the partition waits on the change for good. A handler's
+   * write to MongoDB (a view, a fenced write) failing on a failover shows here like a read would.
+   */
+  void handlerRetrying(int attempt, Duration backoff, String message, Throwable cause, boolean blocked) {
+    recordError(message + ": " + withCauses(cause));
+    retried = Retried.HANDLE;
+    attempts = attempt;
+    nextAttemptAt = Instant.now().plus(backoff);
+    if (!blocked && state != PartitionState.BLOCKED) {
+      setState(PartitionState.RETRYING);
+    }
   }
 
   /**

@@ -585,8 +585,16 @@ final class Tenure<D> {
       return c.poll(config.pollWait());
     } finally {
       worker.deliveryLock.lock();
+      String side = c.sideFailure();
+      if (side != null && !side.equals(sideFailure)) {
+        worker.recordError(side);
+      }
+      sideFailure = side;
     }
   }
+
+  /** The cursor's last {@link FeedCursor#sideFailure}, so that each is recorded once. */
+  private String sideFailure;
 
   void closeCursor() {
     if (cursor != null) {

@@ -143,6 +143,13 @@ final class RequestedSnapshotCursor implements FeedCursor<BsonDocument> {
     return current.parked();
   }
 
+  /** Reading the group's requests, or recording this partition's done, failing and tried again. */
+  @Override
+  public String sideFailure() {
+    String requestsFailing = requests.failure();
+    return requestsFailing != null ? requestsFailing : current.sideFailure();
+  }
+
   @Override
   public String endReason() {
     return current.endReason();

@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.feed;
 
 import com.mongodb.MongoException;
+import dev.sluice.mongodb.internal.MongoErrors;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Filters;
@@ -117,14 +118,16 @@ final class SnapshotRequests {
           read.add(new Pending(d.get("_id"), toRequest(d)));
         }
         cached = read;
-        if (failing) {
+        if (readFailure != null) {
           LOG.info("Re-snapshot requests of '{}' for group '{}' in {} can be read again", stream, group, collection());
         }
-        failing = false;
+        readFailure = null;
+        failing = markFailure != null;
       } catch (MongoException e) {
-        warn(now, "cannot read the re-snapshot requests of '" + stream + "' for group '" + group + "' in "
-            + collection() + " (a requested re-snapshot starts once they can be read; the change stream goes on): "
-            + e.getMessage());
+        readFailure = "cannot read the re-snapshot requests of '" + stream + "' for group '" + group + "' in "
+            + collection() + " (a requested re-snapshot starts once they can be read; the change stream goes on;"
+            + " tried again every " + interval + "): " + MongoErrors.describe(e);
+        warn(now, readFailure);
       }
       cachedAt = now;
       cacheValid = true;
@@ -166,20 +169,44 @@ final class SnapshotRequests {
           Updates.set("done." + key, new BsonDateTime(System.currentTimeMillis()))).getMatchedCount() == 1;
       synchronized (this) {
         cacheValid = false; // the next check sees the partition done
+        markFailure = null;
+        failing = readFailure != null;
       }
       if (!found) {
         LOG.warn("Re-snapshot request {} of '{}' for group '{}' was deleted from {} before partition {} finished; its"
             + " re-read is complete", SnapshotProgress.shown(id), stream, group, collection(), key);
       }
       return true;
+    } catch (com.mongodb.MongoWriteConcernException e) {
+      // Recorded on the primary, not yet confirmed by a majority: done. Should a failover roll it
+      // back, the partition takes the request up again and reads its keys once more (at least once).
+      LOG.warn("Partition {} of group '{}' recorded re-snapshot request {} done without a majority's confirmation: {}",
+          key, group, SnapshotProgress.shown(id), e.getMessage());
+      synchronized (this) {
+        cacheValid = false;
+        markFailure = null;
+        failing = readFailure != null;
+      }
+      return true;
     } catch (MongoException e) {
       synchronized (this) {
-        warn(System.nanoTime(), "cannot record in " + collection() + " that partition " + key + " of group '"
+        markFailure = "cannot record in " + collection() + " that partition " + key + " of group '"
             + group + "' finished re-snapshot request " + SnapshotProgress.shown(id) + " of '" + stream
-            + "' (tried again): " + e.getMessage());
+            + "' (the change stream goes on; tried again every " + interval + "): " + MongoErrors.describe(e);
+        warn(System.nanoTime(), markFailure);
       }
       return false;
     }
+  }
+
+  /** Why reading the requests fails now, or null. */
+  private String readFailure;
+  /** Why recording a partition done fails now, or null. */
+  private String markFailure;
+
+  /** What fails now and is tried again (reading the requests, recording one done), or null. */
+  synchronized String failure() {
+    return readFailure != null ? readFailure : markFailure;
   }
 
   private void warn(long now, String message) {

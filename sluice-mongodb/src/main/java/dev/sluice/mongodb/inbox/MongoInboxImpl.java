@@ -1,6 +1,8 @@
 package dev.sluice.mongodb.inbox;
 
+import com.mongodb.MongoException;
 import com.mongodb.MongoWriteException;
+import dev.sluice.SluiceException;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.IndexOptions;
@@ -59,19 +61,53 @@ final class MongoInboxImpl implements MongoInbox {
       ids.deleteOne(Filters.and(Filters.eq("_id", messageId), Filters.eq("owner", instance), Filters.eq("state", CLAIMED)));
       throw new InboxWorkException(messageId, e);
     }
-    long updated =
-        ids.updateOne(
+    long updated = markDone(messageId);
+    if (updated == 0) {
+      LOG.warn("Inbox claim on {} expired while processing (longer than claimTimeout {}); "
+          + "another consumer may process it again", messageId, claimTimeout);
+    }
+    return true;
+  }
+
+  /**
+   * Records {@code messageId} done; returns how many claims of this instance matched. The work has
+   * run, so a failure here is tried again while the claim still protects the message (half of
+   * {@code claimTimeout}, at most a minute: a failover passes in that time); giving up sooner would
+   * let the redelivery run the work a second time once the claim expires.
+   */
+  private long markDone(String messageId) {
+    long deadline = System.nanoTime() + Math.min(claimTimeout.toNanos() / 2, TimeUnit.MINUTES.toNanos(1));
+    long backoffMillis = 50;
+    while (true) {
+      try {
+        return ids.updateOne(
                 Filters.and(Filters.eq("_id", messageId), Filters.eq("owner", instance), Filters.eq("state", CLAIMED)),
                 Updates.combine(
                     Updates.set("state", DONE),
                     Updates.set("processedAt", new Date(clock.millis())),
                     Updates.unset("claimedUntil")))
             .getMatchedCount();
-    if (updated == 0) {
-      LOG.warn("Inbox claim on {} expired while processing (longer than claimTimeout {}); "
-          + "another consumer may process it again", messageId, claimTimeout);
+      } catch (com.mongodb.MongoWriteConcernException e) {
+        // Recorded on the primary, not yet confirmed by a majority: done, as far as can be known.
+        LOG.warn("Inbox record of {} as done is not confirmed by a majority ({})", messageId, e.getMessage());
+        return 1;
+      } catch (MongoException e) {
+        if (System.nanoTime() - deadline >= 0) {
+          throw new SluiceException("Inbox: message " + messageId + " was processed, but recording it as done"
+              + " failed until now: " + MongoErrors.describe(e) + ". Do not acknowledge it: its claim runs out after"
+              + " claimTimeout (" + claimTimeout + "), and its redelivery after that processes it again.", e);
+        }
+        LOG.warn("Inbox: recording {} as done failed, trying again in {} ms: {}", messageId, backoffMillis,
+            e.toString());
+        try {
+          Thread.sleep(backoffMillis); // back-off between attempts of a write, not synchronisation
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw new SluiceException("Inbox: interrupted while recording message " + messageId + " as done", e);
+        }
+        backoffMillis = Math.min(backoffMillis * 2, 2_000);
+      }
     }
-    return true;
   }
 
   /** True if this instance now holds the claim; false if the id is done. */
@@ -85,6 +121,14 @@ final class MongoInboxImpl implements MongoInbox {
               .append("claimedUntil", new BsonDateTime(now.plus(claimTimeout).toEpochMilli()));
       try {
         ids.insertOne(claim);
+        return true;
+      } catch (com.mongodb.MongoWriteConcernException e) {
+        // The primary stored the claim; a majority did not confirm it in time. Going on is right:
+        // a redelivery would otherwise find this very claim and wait out claimTimeout. Should a
+        // failover roll the claim back, another consumer may process the message too, which is
+        // the at-least-once contract of a crash.
+        LOG.warn("Inbox claim on {} stored but not confirmed by a majority ({}); processing it", messageId,
+            e.getMessage());
         return true;
       } catch (MongoWriteException e) {
         if (!MongoErrors.isDuplicateKey(e)) {

@@ -16,7 +16,14 @@ import dev.sluice.mongodb.deadletter.MongoDeadLetterStore;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.PartitionState;
 import dev.sluice.listener.PartitionStatus;
+import dev.sluice.feed.PartitionSpec;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.fence.FencedWrites;
+import dev.sluice.mongodb.inbox.ClaimedElsewhereException;
+import dev.sluice.mongodb.inbox.MongoInbox;
+import dev.sluice.mongodb.view.MaterializedView;
+import dev.sluice.mongodb.view.ViewDefinition;
+import com.mongodb.client.model.Updates;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongoExtension;
 import dev.sluice.testkit.mongo.FailCommand;
@@ -102,7 +109,7 @@ class ErrorCatalogueTest {
     List<Row> rows = rows();
     assertThat(rows).hasSizeGreaterThan(30);
     assertThat(rows.stream().map(Row::id).distinct().count()).isEqualTo(rows.size());
-    assertThat(rows).allSatisfy(r -> assertThat(r.outcome()).isIn("resumed", "retried", "history-lost", "stopped"));
+    assertThat(rows).allSatisfy(r -> assertThat(r.outcome()).isIn("resumed", "retried", "history-lost", "stopped", "thrown", "processed", "expires", "deferred"));
   }
 
   /**
@@ -124,7 +131,13 @@ class ErrorCatalogueTest {
     private final String feedApp;
     private final String leaseApp;
     private final String deadLetterApp;
+    /** The client a handler writes with: a view's, a fenced write's, an inbox's commands. */
+    private final String handlerApp;
     private final List<String> seen = new CopyOnWriteArrayList<>();
+    /** The handler's database, through the handler's client. */
+    private MongoDatabase handlerData;
+    /** For view rows: the view the handler maintains. */
+    private MaterializedView view;
     /** For dead-letter rows: the store the change of key c, which the handler refuses, is parked in. */
     private MongoDeadLetterStore deadLetters;
 
@@ -133,6 +146,7 @@ class ErrorCatalogueTest {
       this.feedApp = "feed-" + row.id() + "-" + tag;
       this.leaseApp = "lease-" + row.id() + "-" + tag;
       this.deadLetterApp = "dlq-" + row.id() + "-" + tag;
+      this.handlerApp = "handler-" + row.id() + "-" + tag;
     }
 
     /** A row about images: the feed requires pre-images, of a collection that records them. */
@@ -144,10 +158,33 @@ class ErrorCatalogueTest {
       return row.surface().equals("dead-letters");
     }
 
+    /** A row about a write the handler makes: it fails the handler, which its retry policy retries. */
+    private boolean handlerWrites() {
+      return row.surface().equals("view") || row.surface().equals("fenced");
+    }
+
     void run() {
       MongoDatabase data = MONGO.freshDatabase();
+      if (row.surface().equals("inbox")) {
+        try (MongoClient handlerClient = client(handlerApp)) {
+          inbox(handlerClient.getDatabase(data.getName()), data.getName());
+        }
+        return;
+      }
+      if (row.surface().equals("lease") && row.command().equals("delete")) {
+        leave(data);
+        return;
+      }
+      if (row.surface().equals("snapshot-requests")) {
+        requested(data);
+        return;
+      }
       try (MongoClient feedClient = client(feedApp); MongoClient leaseClient = client(leaseApp);
-          MongoClient deadLetterClient = client(deadLetterApp)) {
+          MongoClient deadLetterClient = client(deadLetterApp); MongoClient handlerClient = client(handlerApp)) {
+        handlerData = handlerClient.getDatabase(data.getName());
+        if (row.surface().equals("view")) {
+          view = MaterializedView.of(handlerData, ViewDefinition.join("order_view").root("orders").build());
+        }
         if (parking()) {
           deadLetters = MongoDeadLetterStore.create(deadLetterClient.getDatabase(data.getName()), "deadletters");
         }
@@ -162,7 +199,8 @@ class ErrorCatalogueTest {
         String when = switch (row.surface() + " " + row.command()) {
           case "lease findAndModify", "lease find", "dead-letters find", "snapshot find", "feed hello", "feed find" -> "start";
           case "feed aggregate" -> "restart";
-          case "feed getMore", "lease update", "dead-letters insert" -> "running";
+          case "feed getMore", "lease update", "dead-letters insert", "view update", "view find",
+              "view findAndModify", "fenced update" -> "running";
           default -> throw new AssertionError("no scenario for " + row.surface() + " " + row.command()
               + " (row " + row.id() + "): add one to ErrorCatalogueTest");
         };
@@ -202,13 +240,17 @@ class ErrorCatalogueTest {
 
     private FailCommand failure(String database) {
       String app = switch (row.surface()) {
-        case "feed", "snapshot" -> feedApp;
+        case "feed", "snapshot", "snapshot-requests" -> feedApp;
         case "lease" -> leaseApp;
+        case "view", "fenced", "inbox" -> handlerApp;
         default -> deadLetterApp;
       };
       FailCommand f = FailCommand.on(row.command()).appName(app);
       if (row.surface().equals("snapshot")) {
         f = f.namespace(database + ".orders"); // the snapshot's reads, not the oplog's
+      }
+      if (row.surface().equals("snapshot-requests")) {
+        f = f.namespace(database + "." + MongoChangeFeed.DEFAULT_SNAPSHOT_REQUESTS);
       }
       String[] words = row.answers().split("\\s+");
       switch (words[0]) {
@@ -244,11 +286,12 @@ class ErrorCatalogueTest {
           assertThat(s.error()).as("the driver resumed; Sluice saw nothing").isNull();
         }
         case "retried" -> {
-          if (parking()) {
-            insert(data, "c"); // refused by the handler: the fail point meets its parking
+          boolean meetsChange = parking() || handlerWrites(); // the command is sent for change c
+          if (meetsChange) {
+            insert(data, "c");
           }
           armed.awaitFired(1, WAIT);
-          if (!parking()) {
+          if (!meetsChange) {
             insert(data, "c");
           }
           if (parking() && row.answers().startsWith("writeConcernError")) {
@@ -304,6 +347,13 @@ class ErrorCatalogueTest {
         if (row.says().equals("-")) {
           assertThat(s.state()).isEqualTo(PartitionState.ACQUIRING);
           assertThat(s.epoch()).isZero();
+        } else if (handlerWrites()) {
+          // The handler's retry policy tries the change again in place: RETRYING, then BLOCKED
+          // once its attempts are used up; both show the server's answer and the next try.
+          assertThat(s.state()).isIn(PartitionState.RETRYING, PartitionState.BLOCKED);
+          assertThat(s.error()).contains(row.says()).contains("key c");
+          assertThat(s.attempts()).isGreaterThanOrEqualTo(2);
+          assertThat(s.nextAttemptAt()).isNotNull();
         } else {
           assertThat(s.state()).isIn(PartitionState.RETRYING, PartitionState.ACQUIRING);
           assertThat(s.error()).contains(row.says());
@@ -324,6 +374,9 @@ class ErrorCatalogueTest {
         b.onFailure(FailurePolicy.park(
             RetryPolicy.attempts(1, Duration.ofMillis(10), Duration.ofMillis(10)), deadLetters));
       }
+      if (handlerWrites()) {
+        b.onFailure(FailurePolicy.block(RetryPolicy.attempts(3, Duration.ofMillis(20), Duration.ofMillis(200))));
+      }
       return b
           .group("g")
           .leaseDuration(Duration.ofSeconds(10))
@@ -335,10 +388,197 @@ class ErrorCatalogueTest {
             if (parking() && change.key().equals("c")) {
               throw new IllegalStateException("the handler refuses c");
             }
+            if (row.surface().equals("view")) {
+              view.handler("orders").handle(change, fence);
+            } else if (row.surface().equals("fenced")) {
+              FencedWrites.updateOne(handlerData.getCollection("targets"), new BsonString(change.key()),
+                  Updates.set("seen", true), fence);
+            }
             seen.add(change.key());
           })
           .build()
           .start();
+    }
+
+    /**
+     * An inbox row: the consumer's call meets the server's answer. It throws naming the code and
+     * runs the work at most once; once the server answers again the message is processed once.
+     */
+    private void inbox(MongoDatabase db, String database) {
+      MongoInbox inbox = MongoInbox.builder(db, "inbox").claimTimeout(Duration.ofSeconds(2)).build();
+      java.util.concurrent.atomic.AtomicInteger ran = new java.util.concurrent.atomic.AtomicInteger();
+      if (row.command().equals("find")) {
+        // The claim check reads the id's record when the insert meets a claim: a duplicate.
+        assertThat(inbox.processIfNew("m0", ran::incrementAndGet)).isTrue();
+      }
+      String id = row.command().equals("find") ? "m0" : "m1";
+      int before = ran.get();
+      if (row.outcome().equals("processed")) {
+        try (FailCommand.Armed armed = failure(database).enable(MONGO.client())) {
+          assertThat(inbox.processIfNew(id, ran::incrementAndGet)).as("the write was applied: the call goes on").isTrue();
+          armed.awaitFired(1, WAIT);
+        }
+        assertThat(ran.get()).isEqualTo(before + 1);
+        assertThat(inbox.processed(id)).isTrue();
+        assertThat(inbox.processIfNew(id, ran::incrementAndGet)).as("processed once: a later copy is a duplicate").isFalse();
+        return;
+      }
+      try (FailCommand.Armed armed = failure(database).enable(MONGO.client())) {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> inbox.processIfNew(id, ran::incrementAndGet))
+            .as("the call names the server's answer").satisfies(e -> assertThat(messages(e)).contains(row.says()));
+        armed.awaitFired(1, WAIT);
+      }
+      switch (row.command()) {
+        case "insert" -> {
+          assertThat(ran.get()).as("the claim failed: the work did not run").isEqualTo(before);
+          assertThat(inbox.processIfNew(id, ran::incrementAndGet)).as("the redelivery processes it").isTrue();
+          assertThat(ran.get()).isEqualTo(before + 1);
+        }
+        case "find" -> {
+          assertThat(ran.get()).as("a duplicate whose record could not be read is not run").isEqualTo(before);
+          assertThat(inbox.processIfNew(id, ran::incrementAndGet)).as("the redelivery is known as a duplicate").isFalse();
+          assertThat(ran.get()).isEqualTo(before);
+        }
+        case "update" -> {
+          assertThat(ran.get()).as("the work ran; recording it done failed").isEqualTo(before + 1);
+          assertThat(inbox.processed(id)).isFalse();
+          // Its claim expires after claimTimeout; the redelivery then runs it again (at least once).
+          await().atMost(WAIT).pollInterval(Duration.ofMillis(200)).until(() -> {
+            try {
+              return inbox.processIfNew(id, ran::incrementAndGet);
+            } catch (ClaimedElsewhereException stillClaimed) {
+              return false;
+            }
+          });
+          assertThat(ran.get()).isEqualTo(before + 2);
+        }
+        default -> throw new AssertionError("no inbox scenario for " + row.command() + " (row " + row.id() + ")");
+      }
+      assertThat(inbox.processed(id)).isTrue();
+      assertThat(inbox.processIfNew(id, ran::incrementAndGet)).as("processed once: a later copy is a duplicate").isFalse();
+    }
+
+    /**
+     * A re-snapshot request ({@code MongoChangeFeed.requestSnapshot}) while the partition cannot
+     * read the requests ({@code find}) or record that it finished one ({@code update}): the change
+     * stream goes on, the status names the server's answer, and once it passes the request is
+     * taken up (or recorded done).
+     */
+    private void requested(MongoDatabase data) {
+      try (MongoClient feedClient = client(feedApp); MongoClient leaseClient = client(leaseApp)) {
+        insert(data, "a");
+        insert(data, "b");
+        MongoChangeFeed feed = MongoChangeFeed.builder(feedClient, data.getName(), "orders")
+            .fullDocument(com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP)
+            .snapshotRequestInterval(Duration.ofMillis(200)).build();
+        try (Listener<BsonDocument> listener = Listener.builder(feed,
+                MongoLeaseStore.builder(leaseClient.getDatabase(data.getName())).build())
+            .group("g")
+            .leaseDuration(Duration.ofSeconds(10))
+            .acquireInterval(Duration.ofMillis(100))
+            .pollWait(Duration.ofMillis(50))
+            .checkpoint(CheckpointPolicy.every(1, Duration.ofMillis(100)))
+            .bootstrap(BootstrapPolicy.oldest())
+            .handler((change, fence) -> seen.add(change.key()))
+            .build()
+            .start()) {
+          awaitDelivered(listener);
+          MongoChangeFeed asker = MongoChangeFeed.builder(MONGO.client(), data.getName(), "orders")
+              .fullDocument(com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP).build();
+          if (row.outcome().equals("processed")) {
+            try (FailCommand.Armed armed = failure(data.getName()).enable(MONGO.client())) {
+              asker.requestSnapshot("g", null, null);
+              armed.awaitFired(1, WAIT);
+              await().atMost(WAIT).until(() -> seen.stream().filter("a"::equals).count() == 2
+                  && asker.snapshotRequests("g").stream().allMatch(r -> r.doneBy(PartitionSpec.single())));
+            }
+            assertThat(status(listener).error()).as("applied: nothing to retry").isNull();
+            return;
+          }
+          try (FailCommand.Armed armed = failure(data.getName()).enable(MONGO.client())) {
+            asker.requestSnapshot("g", null, null);
+            armed.awaitFired(1, WAIT);
+            await().atMost(WAIT).until(() -> String.valueOf(status(listener).error()).contains(row.says()));
+            insert(data, "c");
+            await().atMost(WAIT).until(() -> seen.contains("c"));
+            assertThat(status(listener).state()).as("the stream goes on").isEqualTo(PartitionState.ACTIVE);
+            if (row.command().equals("find")) {
+              assertThat(seen).as("the request could not be read: no re-snapshot yet").containsOnlyOnce("a", "b");
+            } else {
+              await().atMost(WAIT).until(() -> seen.stream().filter("a"::equals).count() == 2);
+              assertThat(asker.snapshotRequests("g")).as("done could not be recorded")
+                  .noneMatch(r -> r.doneBy(PartitionSpec.single()));
+            }
+          }
+          await().atMost(WAIT).until(() -> seen.stream().filter("a"::equals).count() >= 2
+              && asker.snapshotRequests("g").stream().allMatch(r -> r.doneBy(PartitionSpec.single())));
+          assertThat(status(listener).state()).isEqualTo(PartitionState.ACTIVE);
+        }
+      }
+    }
+
+    /**
+     * A lease {@code delete}: the membership record a listener of a group of two deletes when it is
+     * closed, so that its peer rebalances at once. When the delete fails, closing still ends, the
+     * record is left to expire, and the peer takes every partition once it has.
+     */
+    private void leave(MongoDatabase data) {
+      String peerApp = "peer-" + row.id() + "-" + tag;
+      try (MongoClient feedClient = client(feedApp); MongoClient leaseClient = client(leaseApp);
+          MongoClient peerLeaseClient = client(peerApp)) {
+        insert(data, "a");
+        insert(data, "b");
+        Listener<BsonDocument> leaving = twoPartitions(feedClient, leaseClient, data.getName(), "leaving").build().start();
+        try (Listener<BsonDocument> staying = twoPartitions(feedClient, peerLeaseClient, data.getName(), "staying").build()
+            .start()) {
+          // Both members count each other: each holds one partition.
+          await().atMost(WAIT).until(() -> held(leaving) == 1 && held(staying) == 1);
+          await().atMost(WAIT).until(() -> seen.containsAll(List.of("a", "b")));
+          MongoLeaseStore leases = MongoLeaseStore.builder(MONGO.client().getDatabase(data.getName())).build();
+          String members = "g/" + data.getName() + ".orders@member:";
+          try (FailCommand.Armed armed = failure(data.getName()).enable(MONGO.client())) {
+            leaving.close();
+            armed.awaitFired(1, WAIT);
+            assertThat(leases.list(members)).as("the leaving member's record is left to expire")
+                .anySatisfy(r -> assertThat(r.name()).startsWith(members + "leaving/"));
+          }
+          insert(data, "c");
+          insert(data, "d");
+          await().atMost(WAIT).until(() -> held(staying) == 2 && seen.containsAll(List.of("c", "d")));
+          assertThat(new ArrayList<>(new LinkedHashSet<>(seen))).as("every change, at least once")
+              .containsExactlyInAnyOrder("a", "b", "c", "d");
+        } finally {
+          leaving.close();
+        }
+      }
+    }
+
+    private Listener.Builder<BsonDocument> twoPartitions(MongoClient feedClient, MongoClient leaseClient,
+        String database, String owner) {
+      return Listener.builder(MongoChangeFeed.builder(feedClient, database, "orders").build(),
+              MongoLeaseStore.builder(leaseClient.getDatabase(database)).build())
+          .group("g")
+          .owner(owner)
+          .partitions(2)
+          .leaseDuration(Duration.ofSeconds(10))
+          .acquireInterval(Duration.ofMillis(100))
+          .pollWait(Duration.ofMillis(50))
+          .checkpoint(CheckpointPolicy.every(1, Duration.ofMillis(100)))
+          .bootstrap(BootstrapPolicy.oldest())
+          .handler((change, fence) -> seen.add(change.key()));
+    }
+
+    private static long held(Listener<?> l) {
+      return l.status().stream().filter(s -> s.state() == PartitionState.ACTIVE).count();
+    }
+
+    /** {@code e}'s message and its causes'. */
+    private static String messages(Throwable e) {
+      StringBuilder b = new StringBuilder();
+      for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+        b.append(t).append(" / ");
+      }
+      return b.toString();
     }
 
     private static PartitionStatus status(Listener<?> l) {
@@ -346,7 +586,9 @@ class ErrorCatalogueTest {
     }
 
     private static void insert(MongoDatabase db, String id) {
-      db.getCollection("orders", BsonDocument.class).insertOne(new BsonDocument("_id", new BsonString(id)));
+      // A version, as a view's source documents carry one.
+      db.getCollection("orders", BsonDocument.class).insertOne(new BsonDocument("_id", new BsonString(id))
+          .append("version", new org.bson.BsonInt32(1)));
     }
 
     private static MongoClient client(String app) {
