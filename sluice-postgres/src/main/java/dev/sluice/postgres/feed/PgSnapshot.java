@@ -315,7 +315,7 @@ final class PgSnapshot implements AutoCloseable {
     List<Object[]> keyOrder = new ArrayList<>();
     String identity = null;
     try (PreparedStatement s = c.prepareStatement(
-        "SELECT a.attname, a.atttypid, format_type(a.atttypid, a.atttypmod),"
+        "SELECT a.attname, " + baseTypeOf("a.atttypid") + ", format_type(a.atttypid, a.atttypmod),"
             + " array_position(i.indkey::int2[], a.attnum), c.relreplident"
             + " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             + " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped"
@@ -341,6 +341,16 @@ final class PgSnapshot implements AutoCloseable {
     List<Column> key = new ArrayList<>();
     keyOrder.forEach(k -> key.add((Column) k[1]));
     return new Table(schema, name, List.copyOf(columns), List.copyOf(key), identity);
+  }
+
+  /**
+   * SQL for the OID of the type a column of type {@code oid} holds: a domain's base type (through
+   * domains over domains), so its values convert as the base type's; any other type itself.
+   */
+  static String baseTypeOf(String oid) {
+    return "(WITH RECURSIVE b(oid, base, typtype) AS (SELECT t.oid, t.typbasetype, t.typtype FROM pg_type t"
+        + " WHERE t.oid = " + oid + " UNION ALL SELECT t.oid, t.typbasetype, t.typtype FROM b JOIN pg_type t"
+        + " ON t.oid = b.base WHERE b.typtype = 'd') SELECT oid FROM b WHERE typtype <> 'd')";
   }
 
   static String quote(String identifier) {
