@@ -358,9 +358,20 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         position = positionAt(slotStart, 0, 0, snapshotAt, null);
         String key = row.eventKey();
         if (partition.owns(key)) {
-          out.add(new ChangeEvent<>("snapshot@" + at + ":" + table.qualifiedName() + ":" + key, feed.stream(),
-              position, Operation.SNAPSHOT, key, row.documentKey(), row.document(), null,
-              Map.of("table", table.qualifiedName(), "snapshot", at)));
+          String id = "snapshot@" + at + ":" + table.qualifiedName() + ":" + key;
+          ChangeEvent<Map<String, Object>> change;
+          try {
+            change = new ChangeEvent<>(id, feed.stream(), position, Operation.SNAPSHOT, key, row.documentKey(),
+                row.document(), null, Map.of("table", table.qualifiedName(), "snapshot", at));
+          } catch (Unconvertible e) {
+            String reason = "PostgreSQL feed '" + feed.stream() + "': snapshot row " + id + " at " + position + " "
+                + e.describe(table.qualifiedName());
+            log.warn("{}; handed on as an undecodable change of key {}", reason, key);
+            change = new ChangeEvent<>(id, feed.stream(), position, Operation.SNAPSHOT, key, null, null, null,
+                new dev.sluice.feed.UndecodableChange(reason, Map.of("table", table.qualifiedName(), "snapshot", at,
+                    "columns", row.columnTexts())));
+          }
+          out.add(change);
         }
       }
       if (chunk.size() < feed.batchSize) {
@@ -569,16 +580,15 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         documentKey.put(r.columns().get(i).name(), keyTexts.get(k++)); // the key's text: it may be what failed
       }
     }
-    String reason = "PostgreSQL feed '" + feed.stream() + "': change " + eventId() + " at " + position + " of "
-        + r.qualifiedName() + ": column " + e.column + " of type " + e.type + " holds a value that cannot be"
-        + " converted (" + e.getCause() + "): " + e.text;
+    String reason = "PostgreSQL feed '" + feed.stream() + "': change " + eventId() + " at " + position + " "
+        + e.describe(r.qualifiedName());
     log.warn("{}; handed on as an undecodable change of key {}", reason, key);
     return new ChangeEvent<>(eventId(), feed.stream(), position, op, key, Collections.unmodifiableMap(documentKey),
         null, commitTime, new dev.sluice.feed.UndecodableChange(reason, Collections.unmodifiableMap(raw)));
   }
 
   /** A column value that cannot be converted, naming the column, its type and its text. */
-  private static final class Unconvertible extends RuntimeException {
+  static final class Unconvertible extends RuntimeException {
     private static final long serialVersionUID = 1L;
     final String column;
     final String type;
@@ -590,6 +600,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       this.type = type;
       this.text = text.length() <= 1000 ? "'" + text + "'"
           : "'" + text.substring(0, 1000) + "'... (" + text.length() + " characters)";
+    }
+
+    /** What cannot be converted, where: for the reason of an undecodable change. */
+    String describe(String table) {
+      return "of " + table + ": column " + column + " of type " + type + " holds a value that cannot be converted ("
+          + getCause() + "): " + text;
     }
   }
 

@@ -66,7 +66,25 @@ final class PgSnapshot implements AutoCloseable {
       Map<String, Object> out = new LinkedHashMap<>();
       for (int i = 0; i < table.columns().size(); i++) {
         Column c = table.columns().get(i);
-        out.put(c.name(), PgValues.convert(c.typeOid(), texts.get(i)));
+        out.put(c.name(), convert(c, texts.get(i)));
+      }
+      return Collections.unmodifiableMap(out);
+    }
+
+    /** The value of {@code text} in column {@code c}, or an {@link PgFeedCursor.Unconvertible} naming it. */
+    private static Object convert(Column c, String text) {
+      try {
+        return PgValues.convert(c.typeOid(), text);
+      } catch (RuntimeException e) {
+        throw new PgFeedCursor.Unconvertible(c.name(), c.type(), text, e);
+      }
+    }
+
+    /** Every column's text, by name, for an undecodable change. */
+    Map<String, Object> columnTexts() {
+      Map<String, Object> out = new LinkedHashMap<>();
+      for (int i = 0; i < table.columns().size(); i++) {
+        out.put(table.columns().get(i).name(), texts.get(i));
       }
       return Collections.unmodifiableMap(out);
     }
@@ -86,7 +104,7 @@ final class PgSnapshot implements AutoCloseable {
       Map<String, Object> out = new LinkedHashMap<>();
       for (Column c : table.columns()) {
         if (c.primaryKey()) {
-          out.put(c.name(), PgValues.convert(c.typeOid(), texts.get(table.columns().indexOf(c))));
+          out.put(c.name(), convert(c, texts.get(table.columns().indexOf(c))));
         }
       }
       return Collections.unmodifiableMap(out);

@@ -121,4 +121,23 @@ class PostgresUnconvertibleValueTest {
           .extracting(ChangeEvent::key).containsExactly(Integer.toString(poisoned));
     }
   }
+
+  @Test
+  void aSnapshotRowThatCannotBeConvertedIsAnUndecodableChangeOfItsKeyAndTheSnapshotGoesOn() throws Exception {
+    sql("DROP PUBLICATION IF EXISTS pub", "DROP TABLE IF EXISTS t",
+        "CREATE TABLE t (id int PRIMARY KEY, doc jsonb)", "CREATE PUBLICATION pub FOR TABLE t",
+        "INSERT INTO t VALUES (1, '{}'), (2, " + POISON + "), (3, '{}')");
+    PostgresChangeFeed feed = PostgresChangeFeed.builder(PG.jdbcUrl(db), EmbeddedPostgresServer.USER, null, "pub")
+        .table("public.t").build();
+    try (FeedCursor<Map<String, Object>> c = feed.open(PartitionSpec.single(), StartPoint.snapshot())) {
+      sql("INSERT INTO t VALUES (4, '{}')");
+      List<ChangeEvent<Map<String, Object>>> events = read(c, 4);
+      assertThat(events).extracting(ChangeEvent::key).containsExactly("1", "2", "3", "4");
+      assertThat(events).filteredOn(e -> e.raw() instanceof UndecodableChange).extracting(ChangeEvent::key)
+          .containsExactly("2");
+      assertThat(((UndecodableChange) events.get(1).raw()).reason()).contains("public.t").contains("column doc")
+          .contains("type jsonb").contains("{\"n\": 1000");
+      assertThat(events.get(3).document()).containsEntry("id", 4);
+    }
+  }
 }
