@@ -50,4 +50,18 @@ class PgValuesTest {
     assertThat(PgValues.convert(1007, "{}")).isEqualTo(List.of());
     assertThat(PgValues.convert(1007, "[0:1]={1,2}")).as("explicit bounds: the text").isEqualTo("[0:1]={1,2}");
   }
+
+  @Test
+  void theNewlyTypedValuesSurviveTheDeadLetterTextForm() {
+    java.util.Map<String, Object> row = new java.util.LinkedHashMap<>();
+    row.put("bc", PgValues.convert(PgValues.DATE, "0044-03-15 BC"));
+    row.put("far", PgValues.convert(PgValues.TIMESTAMP_TYPE, "10000-01-01 00:00:00"));
+    row.put("lmt", PgValues.convert(PgValues.TIMESTAMPTZ, "1800-06-01 12:17:30+00:17:30"));
+    row.put("grid", PgValues.convert(1007, "{{1,2},{3,NULL}}"));
+    row.put("end", PgValues.convert(PgValues.TIME, "24:00:00"));
+    assertThat(PostgresDocuments.decode(PostgresDocuments.encode(row))).isEqualTo(row);
+    assertThat(PostgresDocuments.toJson(row).toString()).isEqualTo("{\"bc\":\"-0043-03-15\",\"far\":"
+        + "\"+10000-01-01T00:00\",\"lmt\":\"1800-06-01T12:17:30+00:17:30\",\"grid\":[[1,2],[3,null]],"
+        + "\"end\":\"24:00:00\"}");
+  }
 }

@@ -161,13 +161,15 @@ class PostgresTypeCorpusTest {
   }
 
   /**
-   * The walsender prints bytea in its session's {@code bytea_output}, which a database (or role)
-   * setting can make {@code escape}: the feed forces hex for its own sessions.
+   * The walsender prints values in its session's {@code bytea_output} and {@code IntervalStyle},
+   * which a database (or role) setting can change: the feed sets the forms it reads on its own
+   * sessions. The oracle's session sets them back to the defaults.
    */
   @Test
-  void byteaWithTheDatabaseSetToEscapeOutputArrivesAsTheServerSaysTheRowIs() throws Exception {
-    List<Group> bytea = GROUPS.stream().filter(g -> g.table().equals("c_bytea")).toList();
-    assertThat(run("corpusescape", List.of("bytea_output = 'escape'"), bytea))
+  void byteaAndIntervalsWithTheDatabaseSetToOtherOutputFormsArriveAsTheServerSaysTheRowIs() throws Exception {
+    List<Group> groups = GROUPS.stream().filter(g -> g.table().equals("c_bytea") || g.table().equals("c_interval"))
+        .toList();
+    assertThat(run("corpusescape", List.of("bytea_output = 'escape'", "IntervalStyle = 'iso_8601'"), groups))
         .as("cases that differ from the server's word").isEmpty();
   }
 
@@ -205,7 +207,8 @@ class PostgresTypeCorpusTest {
     List<String> differences = new ArrayList<>();
     int cases = 0;
     try (cursor; Connection c = PG.dataSource(db).getConnection(); Statement s = c.createStatement()) {
-      s.execute("SET bytea_output = 'hex'"); // the oracle's own bytea text, whatever the database says
+      // The oracle's own text forms, whatever the database says.
+      s.execute("SET bytea_output = 'hex'; SET IntervalStyle = 'postgres'");
       int id = 0;
       for (Group g : groups) {
         for (Case k : g.cases()) {
