@@ -40,6 +40,8 @@ import org.slf4j.LoggerFactory;
 final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private static final Logger log = LoggerFactory.getLogger(PgFeedCursor.class);
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** OIDs below this are the built-in types'. */
+  private static final int FIRST_NORMAL_OBJECT_ID = 16384;
   private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
   /** How long a listener's cursor waits for the session it ended to let go of the slot. */
@@ -50,6 +52,10 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private final String slot;
   private final PgSlot slots;
   private final Map<Integer, PgOutput.Relation> relations = new HashMap<>();
+  /** The base type of each non-built-in column type seen (a domain's; others themselves), by OID. */
+  private final Map<Integer, Integer> baseTypes = new HashMap<>();
+  /** Names of the non-built-in types the stream described (TYPE messages), by OID. */
+  private final Map<Integer, String> typeNames = new HashMap<>();
 
   private Connection connection;
   private PGReplicationStream stream;
@@ -352,9 +358,20 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         position = positionAt(slotStart, 0, 0, snapshotAt, null);
         String key = row.eventKey();
         if (partition.owns(key)) {
-          out.add(new ChangeEvent<>("snapshot@" + at + ":" + table.qualifiedName() + ":" + key, feed.stream(),
-              position, Operation.SNAPSHOT, key, row.documentKey(), row.document(), null,
-              Map.of("table", table.qualifiedName(), "snapshot", at)));
+          String id = "snapshot@" + at + ":" + table.qualifiedName() + ":" + key;
+          ChangeEvent<Map<String, Object>> change;
+          try {
+            change = new ChangeEvent<>(id, feed.stream(), position, Operation.SNAPSHOT, key, row.documentKey(),
+                row.document(), null, Map.of("table", table.qualifiedName(), "snapshot", at));
+          } catch (Unconvertible e) {
+            String reason = "PostgreSQL feed '" + feed.stream() + "': snapshot row " + id + " at " + position + " "
+                + e.describe(table.qualifiedName());
+            log.warn("{}; handed on as an undecodable change of key {}", reason, key);
+            change = new ChangeEvent<>(id, feed.stream(), position, Operation.SNAPSHOT, key, null, null, null,
+                new dev.sluice.feed.UndecodableChange(reason, Map.of("table", table.qualifiedName(), "snapshot", at,
+                    "columns", row.columnTexts())));
+          }
+          out.add(change);
         }
       }
       if (chunk.size() < feed.batchSize) {
@@ -447,7 +464,10 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
             commitTime, raw));
       }
     }
-    // TYPE, ORIGIN and MESSAGE carry nothing a change needs.
+    if (m instanceof PgOutput.Type t) {
+      typeNames.put(t.oid(), t.namespace() + "." + t.name()); // for errors naming a column's type
+    }
+    // ORIGIN and MESSAGE carry nothing a change needs.
   }
 
   /** A position of this cursor: at {@code lsn} (and inside transaction {@code xid}), with its snapshot state. */
@@ -468,19 +488,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     if (!advance() || !wanted(r)) {
       return;
     }
-    Map<String, Object> document = row == null ? null : values(r, row, false);
     List<PgOutput.Value> keySource = row != null ? row : old;
     boolean[] keyColumns = keyColumns(r);
-    Map<String, Object> documentKey = new LinkedHashMap<>();
     List<String> keyTexts = new ArrayList<>();
     for (int i = 0; i < r.columns().size(); i++) {
       if (keyColumns[i]) {
-        PgOutput.Value v = keySource.get(i);
-        if (v.kind() == 'u' && old != null) {
-          v = old.get(i);
-        }
-        documentKey.put(r.columns().get(i).name(), PgValues.convert(r.columns().get(i).typeOid(), v.text()));
-        keyTexts.add(v.text());
+        keyTexts.add(keyValue(keySource, old, i).text());
       }
     }
     String key = key(r.qualifiedName(), keyTexts);
@@ -495,22 +508,140 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       uncovered.add(rowId);
       position = positionAt(boundary, xid, rows, null, commitTime);
     }
+    if (!partition.receives(key)) {
+      return; // another partition's row: not converted here (ADR 0091)
+    }
     Map<String, Object> raw = new LinkedHashMap<>();
     raw.put("table", r.qualifiedName());
     raw.put("xid", xid);
+    boolean wholeRow = old != null && old.size() == r.columns().size() && oldIsWholeRow(r);
+    Map<String, Object> documentKey = new LinkedHashMap<>();
+    Map<String, Object> document = null;
     Map<String, Object> before = null;
-    if (old != null) {
-      boolean wholeRow = old.size() == r.columns().size() && oldIsWholeRow(r);
-      Map<String, Object> oldValues = Collections.unmodifiableMap(values(r, old, true));
-      raw.put(wholeRow ? "before" : "oldKey", oldValues);
-      before = wholeRow ? oldValues : null; // REPLICA IDENTITY FULL: the whole row before the change
+    List<String> unchanged = List.of();
+    try {
+      for (int i = 0; i < r.columns().size(); i++) {
+        if (keyColumns[i]) {
+          documentKey.put(r.columns().get(i).name(), convert(r, i, keyValue(keySource, old, i).text()));
+        }
+      }
+      if (old != null) {
+        Map<String, Object> oldValues = Collections.unmodifiableMap(values(r, old, null, true));
+        raw.put(wholeRow ? "before" : "oldKey", oldValues);
+        before = wholeRow ? oldValues : null; // REPLICA IDENTITY FULL: the whole row before the change
+      }
+      if (row != null) {
+        // An unchanged TOASTed value is not sent ('u'): the whole old row (REPLICA IDENTITY FULL)
+        // has it; without one the row is partial (ADR 0092).
+        document = values(r, row, wholeRow ? old : null, false);
+        unchanged = unchangedColumns(r, row, wholeRow ? old : null);
+      }
+    } catch (Unconvertible e) {
+      out.add(undecodable(r, op, key, keyTexts, keyColumns, keySource, raw, e));
+      return;
     }
-    ChangeEvent<Map<String, Object>> event = new ChangeEvent<>(eventId(), feed.stream(), position, op, key,
-        Collections.unmodifiableMap(documentKey), document == null ? null : Collections.unmodifiableMap(document),
-        commitTime, Collections.unmodifiableMap(raw),
-        document == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE, null, before);
-    if (partition.receives(key)) {
-      out.add(event);
+    ChangeEvent<Map<String, Object>> event;
+    if (!unchanged.isEmpty()) {
+      raw.put("unchangedToasted", unchanged);
+      event = new ChangeEvent<>(eventId(), feed.stream(), position, op, key, Collections.unmodifiableMap(documentKey),
+          null, commitTime, Collections.unmodifiableMap(raw), DocumentState.NONE,
+          Collections.unmodifiableMap(document), before);
+    } else {
+      event = new ChangeEvent<>(eventId(), feed.stream(), position, op, key, Collections.unmodifiableMap(documentKey),
+          document == null ? null : Collections.unmodifiableMap(document), commitTime,
+          Collections.unmodifiableMap(raw), document == null ? DocumentState.NONE : DocumentState.AFTER_CHANGE,
+          null, before);
+    }
+    out.add(event);
+  }
+
+  /** A key column's value: the old one when the new row does not carry it (an unchanged TOASTed key). */
+  private static PgOutput.Value keyValue(List<PgOutput.Value> source, List<PgOutput.Value> old, int i) {
+    PgOutput.Value v = source.get(i);
+    return v.kind() == 'u' && old != null ? old.get(i) : v;
+  }
+
+  /**
+   * A row that cannot be converted (a value no mapping reads): handed on as an undecodable change of
+   * its own key, which the engine parks or blocks on by the failure policy; every other key goes on.
+   */
+  private ChangeEvent<Map<String, Object>> undecodable(PgOutput.Relation r, Operation op, String key,
+      List<String> keyTexts, boolean[] keyColumns, List<PgOutput.Value> keySource, Map<String, Object> raw,
+      Unconvertible e) {
+    Map<String, Object> texts = new LinkedHashMap<>();
+    for (int i = 0; i < r.columns().size() && i < keySource.size(); i++) {
+      texts.put(r.columns().get(i).name(), keySource.get(i).text());
+    }
+    raw.put("columns", Collections.unmodifiableMap(texts));
+    Map<String, Object> documentKey = new LinkedHashMap<>();
+    int k = 0;
+    for (int i = 0; i < r.columns().size(); i++) {
+      if (keyColumns[i]) {
+        documentKey.put(r.columns().get(i).name(), keyTexts.get(k++)); // the key's text: it may be what failed
+      }
+    }
+    String reason = "PostgreSQL feed '" + feed.stream() + "': change " + eventId() + " at " + position + " "
+        + e.describe(r.qualifiedName());
+    log.warn("{}; handed on as an undecodable change of key {}", reason, key);
+    return new ChangeEvent<>(eventId(), feed.stream(), position, op, key, Collections.unmodifiableMap(documentKey),
+        null, commitTime, new dev.sluice.feed.UndecodableChange(reason, Collections.unmodifiableMap(raw)));
+  }
+
+  /** A column value that cannot be converted, naming the column, its type and its text. */
+  static final class Unconvertible extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final String column;
+    final String type;
+    final String text;
+
+    Unconvertible(String column, String type, String text, RuntimeException cause) {
+      super("column " + column + " (" + type + "): " + cause.getMessage(), cause);
+      this.column = column;
+      this.type = type;
+      this.text = text.length() <= 1000 ? "'" + text + "'"
+          : "'" + text.substring(0, 1000) + "'... (" + text.length() + " characters)";
+    }
+
+    /** What cannot be converted, where: for the reason of an undecodable change. */
+    String describe(String table) {
+      return "of " + table + ": column " + column + " of type " + type + " holds a value that cannot be converted ("
+          + getCause() + "): " + text;
+    }
+  }
+
+  /**
+   * The type whose values a column of type {@code oid} holds: for a domain its base type, read
+   * from the catalog once per type (built-in types, below FirstNormalObjectId, are no domains).
+   */
+  private int baseType(PgOutput.Relation r, int oid) {
+    if (oid < FIRST_NORMAL_OBJECT_ID) {
+      return oid;
+    }
+    Integer base = baseTypes.get(oid);
+    if (base == null) {
+      try (java.sql.PreparedStatement s = sql().prepareStatement("SELECT " + PgSnapshot.baseTypeOf("?::oid"))) {
+        s.setInt(1, oid);
+        try (ResultSet rs = s.executeQuery()) {
+          base = rs.next() && rs.getObject(1) != null ? (int) rs.getLong(1) : oid;
+        }
+      } catch (SQLException e) {
+        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot read the type of a column of "
+            + r.qualifiedName() + " (oid " + oid + ") from the catalog: " + e.getMessage(), e, true);
+      }
+      baseTypes.put(oid, base);
+    }
+    return base;
+  }
+
+  /** Column {@code i}'s value of {@code text}, or an {@link Unconvertible} naming it. */
+  private Object convert(PgOutput.Relation r, int i, String text) {
+    PgOutput.Column c = r.columns().get(i);
+    int base = baseType(r, c.typeOid());
+    try {
+      return PgValues.convert(base, text);
+    } catch (RuntimeException e) {
+      String type = typeNames.get(c.typeOid());
+      throw new Unconvertible(c.name(), type != null ? type : PgValues.typeName(c.typeOid()), text, e);
     }
   }
 
@@ -641,18 +772,37 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
-  /** The columns sent (unchanged TOASTed values are not sent and are left out). */
-  private static Map<String, Object> values(PgOutput.Relation r, List<PgOutput.Value> values, boolean keyOnly) {
+  /**
+   * The columns sent; an unchanged TOASTed value (not sent) taken from {@code whole}, the whole old
+   * row, when there is one, else left out ({@link #unchangedColumns} names it).
+   */
+  private Map<String, Object> values(PgOutput.Relation r, List<PgOutput.Value> values,
+      List<PgOutput.Value> whole, boolean keyOnly) {
     Map<String, Object> out = new LinkedHashMap<>();
     for (int i = 0; i < r.columns().size() && i < values.size(); i++) {
       PgOutput.Column c = r.columns().get(i);
       PgOutput.Value v = values.get(i);
+      if (v.kind() == 'u' && whole != null && i < whole.size()) {
+        v = whole.get(i);
+      }
       if (v.kind() == 'u' || (keyOnly && v.kind() == 'n' && !c.key())) {
         continue;
       }
-      out.put(c.name(), PgValues.convert(c.typeOid(), v.text()));
+      out.put(c.name(), convert(r, i, v.text()));
     }
     return out;
+  }
+
+  /** The columns of {@code values} not sent (unchanged TOASTed) that {@code whole} does not have either. */
+  private static List<String> unchangedColumns(PgOutput.Relation r, List<PgOutput.Value> values,
+      List<PgOutput.Value> whole) {
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < r.columns().size() && i < values.size(); i++) {
+      if (values.get(i).kind() == 'u' && (whole == null || i >= whole.size() || whole.get(i).kind() == 'u')) {
+        out.add(r.columns().get(i).name());
+      }
+    }
+    return List.copyOf(out);
   }
 
   private FeedException translate(SQLException e, String doing) {

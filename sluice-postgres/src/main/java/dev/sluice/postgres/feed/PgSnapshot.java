@@ -66,7 +66,25 @@ final class PgSnapshot implements AutoCloseable {
       Map<String, Object> out = new LinkedHashMap<>();
       for (int i = 0; i < table.columns().size(); i++) {
         Column c = table.columns().get(i);
-        out.put(c.name(), PgValues.convert(c.typeOid(), texts.get(i)));
+        out.put(c.name(), convert(c, texts.get(i)));
+      }
+      return Collections.unmodifiableMap(out);
+    }
+
+    /** The value of {@code text} in column {@code c}, or an {@link PgFeedCursor.Unconvertible} naming it. */
+    private static Object convert(Column c, String text) {
+      try {
+        return PgValues.convert(c.typeOid(), text);
+      } catch (RuntimeException e) {
+        throw new PgFeedCursor.Unconvertible(c.name(), c.type(), text, e);
+      }
+    }
+
+    /** Every column's text, by name, for an undecodable change. */
+    Map<String, Object> columnTexts() {
+      Map<String, Object> out = new LinkedHashMap<>();
+      for (int i = 0; i < table.columns().size(); i++) {
+        out.put(table.columns().get(i).name(), texts.get(i));
       }
       return Collections.unmodifiableMap(out);
     }
@@ -86,7 +104,7 @@ final class PgSnapshot implements AutoCloseable {
       Map<String, Object> out = new LinkedHashMap<>();
       for (Column c : table.columns()) {
         if (c.primaryKey()) {
-          out.put(c.name(), PgValues.convert(c.typeOid(), texts.get(table.columns().indexOf(c))));
+          out.put(c.name(), convert(c, texts.get(table.columns().indexOf(c))));
         }
       }
       return Collections.unmodifiableMap(out);
@@ -315,7 +333,7 @@ final class PgSnapshot implements AutoCloseable {
     List<Object[]> keyOrder = new ArrayList<>();
     String identity = null;
     try (PreparedStatement s = c.prepareStatement(
-        "SELECT a.attname, a.atttypid, format_type(a.atttypid, a.atttypmod),"
+        "SELECT a.attname, " + baseTypeOf("a.atttypid") + ", format_type(a.atttypid, a.atttypmod),"
             + " array_position(i.indkey::int2[], a.attnum), c.relreplident"
             + " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             + " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped"
@@ -341,6 +359,16 @@ final class PgSnapshot implements AutoCloseable {
     List<Column> key = new ArrayList<>();
     keyOrder.forEach(k -> key.add((Column) k[1]));
     return new Table(schema, name, List.copyOf(columns), List.copyOf(key), identity);
+  }
+
+  /**
+   * SQL for the OID of the type a column of type {@code oid} holds: a domain's base type (through
+   * domains over domains), so its values convert as the base type's; any other type itself.
+   */
+  static String baseTypeOf(String oid) {
+    return "(WITH RECURSIVE b(oid, base, typtype) AS (SELECT t.oid, t.typbasetype, t.typtype FROM pg_type t"
+        + " WHERE t.oid = " + oid + " UNION ALL SELECT t.oid, t.typbasetype, t.typtype FROM b JOIN pg_type t"
+        + " ON t.oid = b.base WHERE b.typtype = 'd') SELECT oid FROM b WHERE typtype <> 'd')";
   }
 
   static String quote(String identifier) {

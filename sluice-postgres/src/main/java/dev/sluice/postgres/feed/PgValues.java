@@ -7,9 +7,13 @@ import java.time.LocalDate;
 import java.time.LocalDateTime;
 import java.time.LocalTime;
 import java.time.OffsetDateTime;
+import java.time.chrono.IsoEra;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeFormatterBuilder;
+import java.time.format.ResolverStyle;
+import java.time.format.SignStyle;
 import java.time.temporal.ChronoField;
+import java.time.temporal.TemporalAccessor;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HexFormat;
@@ -18,7 +22,8 @@ import java.util.Map;
 import java.util.UUID;
 
 /**
- * Column values in PostgreSQL's text output format, as pgoutput sends them, converted to Java:
+ * Column values in PostgreSQL's text output format, as pgoutput sends them, converted to Java. The
+ * full mapping, with the relay's JSON form, is {@code docs/postgres-types.md}; in short:
  *
  * <table>
  *   <caption>Type mapping</caption>
@@ -26,20 +31,21 @@ import java.util.UUID;
  *   <tr><td>boolean</td><td>Boolean</td></tr>
  *   <tr><td>smallint, integer</td><td>Integer</td></tr>
  *   <tr><td>bigint, oid</td><td>Long</td></tr>
- *   <tr><td>real, double precision</td><td>Double (NaN and infinities included)</td></tr>
+ *   <tr><td>real, double precision</td><td>Double (NaN, infinities and -0 included)</td></tr>
  *   <tr><td>numeric</td><td>BigDecimal, without loss ('NaN' and infinities stay text)</td></tr>
  *   <tr><td>text, varchar, char, name</td><td>String</td></tr>
  *   <tr><td>uuid</td><td>UUID</td></tr>
- *   <tr><td>json, jsonb</td><td>Jackson JsonNode</td></tr>
- *   <tr><td>timestamp with time zone</td><td>OffsetDateTime</td></tr>
+ *   <tr><td>json, jsonb</td><td>Jackson JsonNode (numbers and nesting up to Jackson's limits, 1000)</td></tr>
+ *   <tr><td>timestamp with time zone</td><td>OffsetDateTime (offsets in seconds, BC, years past 9999)</td></tr>
  *   <tr><td>timestamp</td><td>LocalDateTime</td></tr>
- *   <tr><td>date</td><td>LocalDate</td></tr>
- *   <tr><td>time</td><td>LocalTime</td></tr>
- *   <tr><td>bytea</td><td>byte[]</td></tr>
- *   <tr><td>one-dimensional arrays of the above</td><td>List of the element type (nulls kept)</td></tr>
- *   <tr><td>anything else (interval, money, inet, ranges, geometric, enums, composite, domains,
- *       infinite dates and timestamps, multi-dimensional arrays)</td><td>String, the server's text
- *       form</td></tr>
+ *   <tr><td>date</td><td>LocalDate (BC as proleptic ISO years: 1 BC is year 0)</td></tr>
+ *   <tr><td>time</td><td>LocalTime; {@code 24:00:00} stays text</td></tr>
+ *   <tr><td>bytea</td><td>byte[] (hex or escape output format)</td></tr>
+ *   <tr><td>arrays of the above</td><td>List of the element type (nulls kept), nested per dimension</td></tr>
+ *   <tr><td>a domain</td><td>as its base type (the caller passes the base type's OID)</td></tr>
+ *   <tr><td>anything else (interval, money, inet, ranges, geometric, enums, composite, timetz,
+ *       infinite dates and timestamps, arrays with explicit bounds)</td><td>String, the server's
+ *       text form</td></tr>
  * </table>
  */
 final class PgValues {
@@ -47,13 +53,27 @@ final class PgValues {
   private static final ObjectMapper JSON = new ObjectMapper()
       .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
       .setNodeFactory(com.fasterxml.jackson.databind.node.JsonNodeFactory.withExactBigDecimals(true));
-  /** PostgreSQL's text form of timestamps: {@code 2026-11-25 11:49:09.123456+01}, zone optional. */
-  private static final DateTimeFormatter TIMESTAMP = new DateTimeFormatterBuilder()
-      .appendPattern("yyyy-MM-dd HH:mm:ss")
-      .optionalStart().appendFraction(ChronoField.NANO_OF_SECOND, 0, 9, true).optionalEnd()
-      .optionalStart().appendOffset("+HH:mm", "Z").optionalEnd()
-      .optionalStart().appendOffset("+HH", "Z").optionalEnd()
-      .toFormatter();
+  /**
+   * PostgreSQL's text form (DateStyle ISO) of dates and timestamps: {@code 2026-11-25 11:49:09.123456+01},
+   * a year of four or more digits, an offset of hours, minutes and (before standard time zones) seconds
+   * such as {@code +00:17:30}; a BC date ends in {@code " BC"}, removed before parsing.
+   */
+  private static final DateTimeFormatter DATE_CE = format(false, IsoEra.CE);
+  private static final DateTimeFormatter DATE_BC = format(false, IsoEra.BCE);
+  private static final DateTimeFormatter TIMESTAMP = format(true, IsoEra.CE);
+  private static final DateTimeFormatter TIMESTAMP_BC = format(true, IsoEra.BCE);
+
+  private static DateTimeFormatter format(boolean time, IsoEra era) {
+    DateTimeFormatterBuilder b = new DateTimeFormatterBuilder()
+        .appendValue(ChronoField.YEAR_OF_ERA, 4, 9, SignStyle.NOT_NEGATIVE)
+        .appendPattern("-MM-dd");
+    if (time) {
+      b.appendPattern(" HH:mm:ss")
+          .optionalStart().appendFraction(ChronoField.NANO_OF_SECOND, 0, 9, true).optionalEnd()
+          .optionalStart().appendOffset("+HH:mm:ss", "Z").optionalEnd();
+    }
+    return b.parseDefaulting(ChronoField.ERA, era.getValue()).toFormatter().withResolverStyle(ResolverStyle.STRICT);
+  }
 
   static final int BOOL = 16;
   static final int BYTEA = 17;
@@ -84,7 +104,24 @@ final class PgValues {
       Map.entry(1015, VARCHAR), Map.entry(1182, DATE), Map.entry(1183, TIME), Map.entry(1115, TIMESTAMP_TYPE),
       Map.entry(1185, TIMESTAMPTZ), Map.entry(1231, NUMERIC), Map.entry(2951, UUID_TYPE), Map.entry(3807, JSONB));
 
+  /** Names of the built-in types above, for errors. */
+  private static final Map<Integer, String> NAMES = Map.ofEntries(
+      Map.entry(BOOL, "boolean"), Map.entry(BYTEA, "bytea"), Map.entry(NAME, "name"), Map.entry(INT8, "bigint"),
+      Map.entry(INT2, "smallint"), Map.entry(INT4, "integer"), Map.entry(TEXT, "text"), Map.entry(OID, "oid"),
+      Map.entry(JSON_TYPE, "json"), Map.entry(FLOAT4, "real"), Map.entry(FLOAT8, "double precision"),
+      Map.entry(BPCHAR, "character"), Map.entry(VARCHAR, "character varying"), Map.entry(DATE, "date"),
+      Map.entry(TIME, "time without time zone"), Map.entry(TIMESTAMP_TYPE, "timestamp without time zone"),
+      Map.entry(TIMESTAMPTZ, "timestamp with time zone"), Map.entry(NUMERIC, "numeric"), Map.entry(UUID_TYPE, "uuid"),
+      Map.entry(JSONB, "jsonb"));
+
   private PgValues() {}
+
+  /** The name of type {@code oid} when built in and mapped (arrays as {@code name[]}), else {@code oid N}. */
+  static String typeName(int oid) {
+    Integer element = ARRAYS.get(oid);
+    String name = NAMES.get(element != null ? element : oid);
+    return name == null ? "oid " + oid : element != null ? name + "[]" : name;
+  }
 
   /** The Java value of {@code text} of type {@code oid}; null for null. */
   static Object convert(int oid, String text) {
@@ -93,15 +130,8 @@ final class PgValues {
     }
     Integer element = ARRAYS.get(oid);
     if (element != null) {
-      List<String> items = parseArray(text);
-      if (items == null) {
-        return text; // more than one dimension, or bounds: the text form
-      }
-      List<Object> out = new ArrayList<>(items.size());
-      for (String item : items) {
-        out.add(convert(element, item));
-      }
-      return Collections.unmodifiableList(out);
+      Object items = parseArray(text);
+      return items == null ? text : convertElements(element, items); // null: bounds, the text form
     }
     switch (oid) {
       case BOOL:
@@ -132,68 +162,140 @@ final class PgValues {
           throw new IllegalArgumentException("not JSON: " + e.getOriginalMessage(), e);
         }
       case BYTEA:
-        if (!text.startsWith("\\x")) {
-          throw new IllegalArgumentException("bytea not in hex output format (bytea_output = hex expected)");
-        }
-        return HexFormat.of().parseHex(text, 2, text.length());
+        return text.startsWith("\\x") ? HexFormat.of().parseHex(text, 2, text.length()) : unescapeBytea(text);
       case DATE:
-        return isInfinite(text) ? text : LocalDate.parse(text);
+        return isInfinite(text) ? text : LocalDate.from(dateTime(text, false));
       case TIME:
-        return LocalTime.parse(text);
+        // 24:00:00 is a time of day in PostgreSQL (the end of the day) but not in java.time.
+        return text.startsWith("24:") ? text : LocalTime.parse(text);
       case TIMESTAMP_TYPE:
-        return isInfinite(text) ? text : LocalDateTime.parse(text, TIMESTAMP);
+        return isInfinite(text) ? text : LocalDateTime.from(dateTime(text, true));
       case TIMESTAMPTZ:
-        return isInfinite(text) ? text : OffsetDateTime.parse(text, TIMESTAMP);
+        return isInfinite(text) ? text : OffsetDateTime.from(dateTime(text, true));
       default:
         return text;
     }
   }
 
   private static boolean isInfinite(String text) {
-    return text.equals("infinity") || text.equals("-infinity") || text.endsWith(" BC");
+    return text.equals("infinity") || text.equals("-infinity");
   }
 
   /**
-   * The elements of a one-dimensional array literal such as {@code {1,NULL,"a \"b\"",c}}, unquoted
-   * and unescaped, {@code NULL} as null; null when the literal has bounds or more dimensions.
+   * A date or timestamp in ISO DateStyle; {@code "0044-03-15 BC"} is year 44 before the common era,
+   * which java.time (proleptic ISO, as PostgreSQL's calendar) numbers -43.
    */
-  static List<String> parseArray(String text) {
+  private static TemporalAccessor dateTime(String text, boolean time) {
+    boolean bc = text.endsWith(" BC");
+    String body = bc ? text.substring(0, text.length() - 3) : text;
+    return (time ? (bc ? TIMESTAMP_BC : TIMESTAMP) : (bc ? DATE_BC : DATE_CE)).parse(body);
+  }
+
+  /**
+   * bytea in the escape output format ({@code bytea_output = escape}): printable ASCII as itself, a
+   * backslash doubled, every other byte as a backslash and three octal digits.
+   */
+  private static byte[] unescapeBytea(String text) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(text.length());
+    int i = 0;
+    while (i < text.length()) {
+      char c = text.charAt(i);
+      if (c != '\\') {
+        if (c > 0x7e) {
+          throw new IllegalArgumentException("bytea in escape format holds a character that is not ASCII at " + i);
+        }
+        out.write(c);
+        i++;
+      } else if (i + 1 < text.length() && text.charAt(i + 1) == '\\') {
+        out.write('\\');
+        i += 2;
+      } else if (isOctal(text, i + 1) && isOctal(text, i + 2) && isOctal(text, i + 3)) {
+        out.write(Integer.parseInt(text.substring(i + 1, i + 4), 8));
+        i += 4;
+      } else {
+        throw new IllegalArgumentException("bytea in escape format has a backslash not followed by a backslash or"
+            + " three octal digits at " + i);
+      }
+    }
+    return out.toByteArray();
+  }
+
+  private static boolean isOctal(String text, int i) {
+    return i < text.length() && text.charAt(i) >= '0' && text.charAt(i) <= '7';
+  }
+
+  /** The converted elements of a (possibly nested) list of element texts. */
+  private static List<Object> convertElements(int element, Object items) {
+    List<?> in = (List<?>) items;
+    List<Object> out = new ArrayList<>(in.size());
+    for (Object item : in) {
+      out.add(item instanceof List<?> nested ? convertElements(element, nested) : convert(element, (String) item));
+    }
+    return Collections.unmodifiableList(out);
+  }
+
+  /**
+   * The elements of an array literal such as {@code {1,NULL,"a \"b\"",c}} or {@code {{1,2},{3,4}}},
+   * unquoted and unescaped, {@code NULL} as null, each dimension a nested list; null when the literal
+   * has explicit bounds ({@code [0:1]={...}}).
+   */
+  static List<Object> parseArray(String text) {
     if (!text.startsWith("{") || !text.endsWith("}")) {
       return null;
     }
-    List<String> items = new ArrayList<>();
-    String body = text.substring(1, text.length() - 1);
-    if (body.isEmpty()) {
+    int[] at = {0};
+    List<Object> out = parseLevel(text, at);
+    if (at[0] != text.length()) {
+      throw new IllegalArgumentException("array literal has text after its closing brace at " + at[0]);
+    }
+    return out;
+  }
+
+  /** The list starting at the brace at {@code at[0]}; leaves {@code at[0]} after its closing brace. */
+  private static List<Object> parseLevel(String text, int[] at) {
+    List<Object> items = new ArrayList<>();
+    int i = at[0] + 1; // after '{'
+    if (i < text.length() && text.charAt(i) == '}') {
+      at[0] = i + 1;
       return items;
     }
-    int i = 0;
-    while (i <= body.length()) {
-      if (i < body.length() && body.charAt(i) == '{') {
-        return null; // nested: multi-dimensional
+    while (true) {
+      if (i >= text.length()) {
+        throw new IllegalArgumentException("array literal ends inside an element");
       }
-      StringBuilder item = new StringBuilder();
-      boolean quoted = false;
-      if (i < body.length() && body.charAt(i) == '"') {
-        quoted = true;
+      char c = text.charAt(i);
+      if (c == '{') {
+        at[0] = i;
+        items.add(parseLevel(text, at));
+        i = at[0];
+      } else if (c == '"') {
+        StringBuilder item = new StringBuilder();
         i++;
-        while (i < body.length() && body.charAt(i) != '"') {
-          if (body.charAt(i) == '\\' && i + 1 < body.length()) {
+        while (i < text.length() && text.charAt(i) != '"') {
+          if (text.charAt(i) == '\\' && i + 1 < text.length()) {
             i++;
           }
-          item.append(body.charAt(i));
+          item.append(text.charAt(i));
           i++;
         }
-        i++; // closing quote
+        i++; // the closing quote
+        items.add(item.toString());
       } else {
-        while (i < body.length() && body.charAt(i) != ',') {
-          item.append(body.charAt(i));
+        int start = i;
+        while (i < text.length() && text.charAt(i) != ',' && text.charAt(i) != '}') {
           i++;
         }
+        String item = text.substring(start, i);
+        items.add(item.equals("NULL") ? null : item);
       }
-      String value = item.toString();
-      items.add(!quoted && value.equals("NULL") ? null : value);
+      if (i >= text.length()) {
+        throw new IllegalArgumentException("array literal ends inside an element");
+      }
+      if (text.charAt(i) == '}') {
+        at[0] = i + 1;
+        return items;
+      }
       i++; // the comma
     }
-    return items;
   }
 }

@@ -353,7 +353,22 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
       PGProperty.PREFER_QUERY_MODE.set(p, "simple");
     }
-    return DriverManager.getConnection(url, p);
+    return withOutputSettings(DriverManager.getConnection(url, p));
+  }
+
+  /**
+   * Sets what decides the text of values in the session (the walsender prints pgoutput's values
+   * with its session's settings, which a database or role setting may change): bytea in hex, and
+   * intervals in the {@code postgres} style, the forms {@link PgValues} reads (ADR 0090).
+   */
+  private static Connection withOutputSettings(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute("SET bytea_output = 'hex'; SET IntervalStyle = 'postgres'");
+    } catch (SQLException e) {
+      c.close();
+      throw e;
+    }
+    return c;
   }
 
   /**
@@ -453,7 +468,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   Connection connectForSnapshot() throws SQLException {
     Properties p = properties(300, "sluice " + stream + " snapshot");
     PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    return DriverManager.getConnection(url, p);
+    return withOutputSettings(DriverManager.getConnection(url, p));
   }
 
   /** The credentials, a 10 s connect timeout, {@code socketTimeoutSeconds} and the application name. */
