@@ -168,10 +168,14 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
             + "; it was not written by this feed", e, false);
       }
       if (state == null) {
-        slots.create();
-        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " did not exist,"
-            + " so the server kept no WAL for it: it was dropped, or the checkpoint is from another database."
-            + " It was created again now", null);
+        // Not created again here: a new slot would start now and, read from this checkpoint, skip
+        // everything in between without a word. The history-lost policy chooses the new start
+        // (re-snapshot or latest, each with the gap recorded), and creates the slot for it.
+        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " does not exist,"
+            + " so the server kept no WAL since the checkpoint: history lost. It was dropped (by an operator, by"
+            + " 'sluice slots --drop' while no lease used it, or by a tool), or the checkpoint is from another"
+            + " database. The slot is created again only when the history-lost policy starts the partition"
+            + " afresh (RESNAPSHOT or SKIP_TO_LATEST)", null);
       }
       if (state.lost()) {
         throw lost(after.position(), state);

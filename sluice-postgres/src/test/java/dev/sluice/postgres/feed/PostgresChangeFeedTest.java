@@ -236,7 +236,8 @@ class PostgresChangeFeedTest {
     }
     sql("SELECT pg_drop_replication_slot('" + feed.slotName(PartitionSpec.single()) + "')");
     assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.after(checkpoint)))
-        .isInstanceOf(HistoryLostException.class).hasMessageContaining("did not exist");
+        .isInstanceOf(HistoryLostException.class).hasMessageContaining("does not exist")
+        .hasMessageContaining("history lost");
     assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.after(Position.of("{\"_data\": \"82AB\"}"))))
         .isInstanceOf(FeedException.class).hasMessageContaining("is not a PostgreSQL feed position");
   }
