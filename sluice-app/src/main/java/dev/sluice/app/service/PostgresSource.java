@@ -95,6 +95,7 @@ final class PostgresSource implements Source<Map<String, Object>> {
   public ChangeFeed<Map<String, Object>> feed(ListenerSection l, String at) {
     return PostgresChangeFeed.builder(config.url().trim(), config.user(), config.password(), config.publication())
         .table(l.table())
+        .failover(config.failover())
         .build();
   }
 

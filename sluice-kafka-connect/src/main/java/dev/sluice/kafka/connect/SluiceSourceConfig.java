@@ -50,6 +50,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
    * reads through slots of its own.
    */
   public static final String DEFAULT_SLOT_PREFIX = "sluicekc";
+  /** Whether the connector's new replication slots are failover slots (PostgreSQL 17). */
+  public static final String POSTGRES_SLOT_FAILOVER = "postgres.slot.failover";
   /** How often a task confirms its committed offsets to the source (PostgreSQL slots). */
   public static final String OFFSET_CONFIRM_INTERVAL_MS = "offset.confirm.interval.ms";
   /** Partitions per collection: each a source partition of its own, spread over the tasks. */
@@ -160,6 +162,12 @@ public final class SluiceSourceConfig extends AbstractConfig {
           Importance.LOW, "How often a task reads its committed offsets back and confirms them to the source:"
               + " a PostgreSQL slot may then recycle the WAL before them. Never more than Connect committed is"
               + " confirmed. MongoDB needs no confirmation.", POSTGRES, 7, Width.SHORT, "Offset confirmation")
+      .define(POSTGRES_SLOT_FAILOVER, Type.BOOLEAN, false, Importance.MEDIUM,
+          "PostgreSQL 17 and later: create the replication slots as failover slots. A standby with"
+              + " sync_replication_slots = on (and hot_standby_feedback, a physical slot named in the primary's"
+              + " synchronized_standby_slots) keeps them in step, so after a failover the tasks resume on the"
+              + " new primary instead of finding their slots gone (history lost on every partition). Applies to"
+              + " slots created from then on.", POSTGRES, 8, Width.SHORT, "Failover slots")
       .define(PARTITIONS, Type.INT, 1, ConfigDef.Range.between(1, MAX_PARTITIONS), Importance.HIGH,
           "Partitions of each collection (a stable hash of the document key): each partition is a Connect"
               + " source partition with its own offset, and the partitions of one collection are spread over"
@@ -328,6 +336,10 @@ public final class SluiceSourceConfig extends AbstractConfig {
 
   public String slotPrefix() {
     return getString(POSTGRES_SLOT_PREFIX);
+  }
+
+  public boolean slotFailover() {
+    return getBoolean(POSTGRES_SLOT_FAILOVER);
   }
 
   public Duration offsetConfirmInterval() {

@@ -56,6 +56,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   final String slotPrefix;
   final int batchSize;
   final Duration statusInterval;
+  final boolean failover;
 
   private PostgresChangeFeed(Builder b) {
     this.url = b.url;
@@ -67,6 +68,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.slotPrefix = b.slotPrefix;
     this.batchSize = b.batchSize;
     this.statusInterval = b.statusInterval;
+    this.failover = b.failover;
     Properties parsed = org.postgresql.Driver.parseURL(b.url, null);
     this.database = parsed == null ? "" : parsed.getProperty(PGProperty.PG_DBNAME.getName(), "");
     this.group = null;
@@ -82,6 +84,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.slotPrefix = base.slotPrefix;
     this.batchSize = base.batchSize;
     this.statusInterval = base.statusInterval;
+    this.failover = base.failover;
     this.database = base.database;
     this.group = group;
   }
@@ -127,6 +130,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     private String slotPrefix = "sluice";
     private int batchSize = 500;
     private Duration statusInterval = Duration.ofSeconds(10);
+    private boolean failover;
 
     private Builder(String url, String user, String password, String publication) {
       this.url = url;
@@ -162,6 +166,21 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     /** How often the feed tells the server it is alive and how far it confirmed (default 10 s). */
     public Builder statusInterval(Duration interval) {
       this.statusInterval = interval;
+      return this;
+    }
+
+    /**
+     * Whether the slots this feed creates are failover slots (PostgreSQL 17 and later; default
+     * false): a standby with {@code sync_replication_slots = on} keeps a copy of each, so after a
+     * failover the new primary has the slots at their confirmed positions and the partitions
+     * resume instead of running the history-lost policy. The primary's {@code
+     * synchronized_standby_slots} should name that standby's physical slot, so that no change
+     * reaches this feed before the standby has it. Applies to slots created from now on; an
+     * existing slot keeps its setting ({@code ALTER_REPLICATION_SLOT name (FAILOVER true)} on a
+     * replication connection changes it).
+     */
+    public Builder failover(boolean failover) {
+      this.failover = failover;
       return this;
     }
 

@@ -38,6 +38,7 @@ final class PostgresSource implements ConnectSource<Map<String, Object>> {
         .table(table)
         .stream(table)
         .slotPrefix(config.slotPrefix())
+        .failover(config.slotFailover())
         .batchSize(config.batchSize())
         .build();
   }
