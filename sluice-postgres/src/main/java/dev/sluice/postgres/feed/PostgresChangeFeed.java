@@ -311,6 +311,52 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   }
 
   /**
+   * Every replication slot of this database whose name starts with this feed's {@code
+   * <prefix>_<database>_} (the slots feeds of this prefix created, for every group, stream and
+   * layout), by name, with its state.
+   */
+  public List<SlotStats> slotsOfPrefix() {
+    String start = (slotPrefix + "_" + database + "_").toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+    try (Connection c = connect(false);
+        PreparedStatement s = c.prepareStatement("SELECT slot_name, active, wal_status,"
+            + " coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, safe_wal_size"
+            + " FROM pg_replication_slots WHERE database = current_database() AND slot_type = 'logical'"
+            + " AND starts_with(slot_name, ?) ORDER BY slot_name")) {
+      s.setString(1, start);
+      try (ResultSet rs = s.executeQuery()) {
+        List<SlotStats> out = new java.util.ArrayList<>();
+        while (rs.next()) {
+          long safe = rs.getLong(5);
+          out.add(new SlotStats(rs.getString(1), rs.getBoolean(2), rs.getString(3), rs.getLong(4),
+              rs.wasNull() ? null : safe));
+        }
+        return out;
+      }
+    } catch (SQLException e) {
+      throw new FeedException("PostgreSQL feed '" + stream + "': cannot list the replication slots starting with "
+          + start + ": " + e.getMessage(), e, true);
+    }
+  }
+
+  /**
+   * Drops slot {@code name}, one of {@link #slotsOfPrefix()}. The server refuses to drop a slot a
+   * reader holds ({@code active}): that refusal is a FeedException naming the slot, and the slot
+   * stays. The caller decides that no lease uses it; a partition whose checkpoint needs it then
+   * meets lost history, under its policy.
+   */
+  public void dropSlot(String name) {
+    String start = (slotPrefix + "_" + database + "_").toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+    ConfigurationException.require(name != null && name.startsWith(start), "slot", name,
+        "must be a slot of this feed's prefix (" + start + "...)");
+    try {
+      new PgSlot(this, name).drop();
+    } catch (SQLException e) {
+      throw new FeedException("PostgreSQL feed '" + stream + "': cannot drop replication slot " + name + ": "
+          + e.getMessage(), e, false);
+    }
+  }
+
+  /**
    * The slot of one partition: {@code <prefix>_<database>_<group>_<stream>_<i>of<n>} (without the
    * group when the feed is used without a listener) in lower case with other characters as '_'
    * (slots are the server's, not a database's: the database keeps two databases' feeds of one stream
@@ -324,6 +370,24 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       name = name.substring(0, 63 - suffix.length() - 9) + "_" + hash(full);
     }
     return name + suffix;
+  }
+
+  /**
+   * The replication slots of a layout of {@code partitions} partitions of this feed's group, which
+   * keep WAL until dropped, with how to drop them: for the error that refuses a change of the
+   * partition count (and, with the group, of a group that is given up).
+   */
+  @Override
+  public String keptByLayout(int partitions) {
+    List<String> names = new java.util.ArrayList<>();
+    for (int i = 0; i < partitions; i++) {
+      names.add(slotName(new PartitionSpec(i, partitions)));
+    }
+    String shown = names.size() <= 8 ? String.join(", ", names)
+        : String.join(", ", names.subList(0, 4)) + ", ... " + names.get(names.size() - 1);
+    return "The " + partitions + "-partition layout's replication slots keep WAL on the server until they are"
+        + " dropped: " + shown + ". Drop them once no member uses them: 'sluice slots --config <file> --drop'"
+        + " drops every slot no live lease uses, or SELECT pg_drop_replication_slot('" + names.get(0) + "') for each";
   }
 
   private static String hash(String text) {
