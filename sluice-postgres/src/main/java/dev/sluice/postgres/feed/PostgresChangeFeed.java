@@ -57,6 +57,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   final int batchSize;
   final Duration statusInterval;
   final boolean failover;
+  /** Prefixes of the logical-decoding messages delivered; empty: none asked for (ADR 0096). */
+  final List<String> messagePrefixes;
 
   private PostgresChangeFeed(Builder b) {
     this.url = b.url;
@@ -69,6 +71,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.batchSize = b.batchSize;
     this.statusInterval = b.statusInterval;
     this.failover = b.failover;
+    this.messagePrefixes = b.messagePrefixes;
     Properties parsed = org.postgresql.Driver.parseURL(b.url, null);
     this.database = parsed == null ? "" : parsed.getProperty(PGProperty.PG_DBNAME.getName(), "");
     this.group = null;
@@ -85,8 +88,24 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.batchSize = base.batchSize;
     this.statusInterval = base.statusInterval;
     this.failover = base.failover;
+    this.messagePrefixes = base.messagePrefixes;
     this.database = base.database;
     this.group = group;
+  }
+
+  /** Whether the server should send logical-decoding messages to this feed. */
+  boolean wantsMessages() {
+    return !messagePrefixes.isEmpty();
+  }
+
+  /** Whether a message of {@code prefix} is delivered. */
+  boolean delivers(String prefix) {
+    for (String p : messagePrefixes) {
+      if (prefix.startsWith(p)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The consumer group whose slots this feed reads, or null when used without a listener. */
@@ -131,6 +150,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     private int batchSize = 500;
     private Duration statusInterval = Duration.ofSeconds(10);
     private boolean failover;
+    private List<String> messagePrefixes = List.of();
 
     private Builder(String url, String user, String password, String publication) {
       this.url = url;
@@ -181,6 +201,29 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
      */
     public Builder failover(boolean failover) {
       this.failover = failover;
+      return this;
+    }
+
+    /**
+     * Also delivers the logical-decoding messages ({@code pg_logical_emit_message(transactional,
+     * prefix, content)}, PostgreSQL 14 and later) whose prefix starts with one of {@code prefixes}
+     * ({@code ""}: every message), as changes of operation {@code MESSAGE} (ADR 0096): an outbox
+     * without an outbox table. Key: the message's prefix (so its partition, and the order kept,
+     * follow the prefix: {@code order:42} keeps one order's messages in order); document: {@code
+     * prefix}, {@code content} (a String, or {@code byte[]} when it is not UTF-8), {@code
+     * transactional}, {@code lsn}. A transactional message comes in commit order among its
+     * transaction's rows; a non-transactional one when the server decodes it (even if its
+     * transaction rolls back). Messages are no table's, so a {@link #table} filter does not apply
+     * to them: give the prefixes to one feed of a publication only. Default: none, and the server
+     * does not send them.
+     */
+    public Builder messages(String... prefixes) {
+      ConfigurationException.requireNonNull(prefixes, "messages");
+      for (String p : prefixes) {
+        ConfigurationException.require(p != null, "messages", java.util.Arrays.toString(prefixes),
+            "must not contain null (\"\" accepts every prefix)");
+      }
+      this.messagePrefixes = List.of(prefixes);
       return this;
     }
 
