@@ -9,6 +9,7 @@ import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.PartitionState;
+import dev.sluice.app.service.config.SluiceConfig;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.io.ByteArrayInputStream;
@@ -70,10 +71,18 @@ class SlotsCommandTest {
   }
 
   private Listener<Map<String, Object>> listener(String group, int partitions) {
+    Listener<Map<String, Object>> l = unstarted(group, partitions).start();
+    running.add(l);
+    await().atMost(Duration.ofSeconds(30)).until(() -> l.status().size() == partitions
+        && l.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE && s.committed() != null));
+    return l;
+  }
+
+  private Listener<Map<String, Object>> unstarted(String group, int partitions) {
     DataSource ds = PG.dataSource(db);
     PostgresChangeFeed feed = PostgresChangeFeed.builder(PG.jdbcUrl(db), EmbeddedPostgresServer.USER, null, "pub")
         .table("public.orders").build();
-    Listener<Map<String, Object>> l = Listener.builder(feed,
+    return Listener.builder(feed,
             SqlLeaseStore.builder(ds).table(PostgresSource.DEFAULT_LEASE_TABLE).build())
         .group(group)
         .owner("tester")
@@ -84,12 +93,7 @@ class SlotsCommandTest {
         .bootstrap(BootstrapPolicy.oldest())
         .checkpoint(CheckpointPolicy.every(1, Duration.ofMillis(100)))
         .handler((change, fence) -> { })
-        .build()
-        .start();
-    running.add(l);
-    await().atMost(Duration.ofSeconds(30)).until(() -> l.status().size() == partitions
-        && l.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE && s.committed() != null));
-    return l;
+        .build();
   }
 
   @Test
@@ -146,6 +150,40 @@ class SlotsCommandTest {
 
     CliRun nothing = CliRun.sluice("slots", "--config", file.toString(), "--drop", "--yes");
     assertThat(nothing.out()).contains("No slot to drop");
+  }
+
+  /**
+   * {@code /status} shows each slot of a listener with the WAL it keeps; a slot dropped while its
+   * partition has a checkpoint is reported as history lost (and not created again by asking).
+   */
+  @Test
+  void theStatusShowsEachSlotsRetainedWalAndADroppedSlotAsHistoryLost() throws Exception {
+    sql("CREATE TABLE public.orders (id int PRIMARY KEY, pad text)", "CREATE PUBLICATION pub FOR TABLE public.orders");
+    Listener<Map<String, Object>> l = listener("relay", 2);
+    l.close();
+    running.remove(l);
+    String dropped = names().forGroup("relay").slotName(new PartitionSpec(1, 2));
+    String kept = names().forGroup("relay").slotName(new PartitionSpec(0, 2));
+    sql("SELECT pg_drop_replication_slot('" + dropped + "')");
+    SluiceConfig.PostgresSection section = new SluiceConfig.PostgresSection(PG.jdbcUrl(db), EmbeddedPostgresServer.USER,
+        null, "pub", null, null, null);
+    try (PostgresSource source = new PostgresSource(section, List.of())) {
+      Listener<Map<String, Object>> built = unstarted("relay", 2);
+      running.add(built);
+      List<Map<String, Object>> slots = source.slots(built, source.leaseStore(null).list(""));
+      assertThat(slots).hasSize(2);
+      assertThat(slots.get(0)).containsEntry("slot", kept).containsEntry("exists", true)
+          .containsEntry("historyLost", false).containsKey("retainedBytes").containsKey("walStatus");
+      assertThat(slots.get(1)).containsEntry("slot", dropped).containsEntry("exists", false)
+          .containsEntry("historyLost", true);
+      assertThat((String) slots.get(1).get("note")).contains("lost history");
+    }
+    assertThat(slots()).containsExactly(kept);
+  }
+
+  private PostgresChangeFeed names() {
+    return PostgresChangeFeed.builder(PG.jdbcUrl(db), EmbeddedPostgresServer.USER, null, "pub")
+        .table("public.orders").build();
   }
 
   private static String line(String table, String slot) {
