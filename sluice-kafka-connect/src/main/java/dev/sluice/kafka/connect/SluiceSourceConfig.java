@@ -50,6 +50,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
    * reads through slots of its own.
    */
   public static final String DEFAULT_SLOT_PREFIX = "sluicekc";
+  /** Whether stopping the connector drops its replication slots (for connectors that are deleted). */
+  public static final String POSTGRES_SLOT_DROP_ON_STOP = "postgres.slot.drop.on.stop";
   /** Whether the connector's new replication slots are failover slots (PostgreSQL 17). */
   public static final String POSTGRES_SLOT_FAILOVER = "postgres.slot.failover";
   /** How often a task confirms its committed offsets to the source (PostgreSQL slots). */
@@ -168,6 +170,17 @@ public final class SluiceSourceConfig extends AbstractConfig {
               + " synchronized_standby_slots) keeps them in step, so after a failover the tasks resume on the"
               + " new primary instead of finding their slots gone (history lost on every partition). Applies to"
               + " slots created from then on.", POSTGRES, 8, Width.SHORT, "Failover slots")
+      .define(POSTGRES_SLOT_DROP_ON_STOP, Type.BOOLEAN, false, Importance.MEDIUM,
+          "Drop the connector's replication slots (one per table and partition) when the connector stops,"
+              + " so that a deleted connector leaves no slot keeping WAL on the server. Kafka Connect does not"
+              + " tell a connector why it stops: a deletion, but also a pause, a reconfiguration, a rebalance"
+              + " or a worker shutdown stops it, and the slots are dropped then too; the next start finds its"
+              + " committed offsets without their slot, which is history lost (" + "history.lost.policy"
+              + " applies). So turn it on just before deleting the connector (PUT the configuration with it,"
+              + " then DELETE), or for connectors whose history may be lost. The connector waits up to 30 s"
+              + " for its tasks to let go of each slot and never drops a slot a reader holds. Default false:"
+              + " the slots outlive the connector; 'sluice slots' lists and drops them.", POSTGRES, 9,
+          Width.SHORT, "Drop slots on stop")
       .define(PARTITIONS, Type.INT, 1, ConfigDef.Range.between(1, MAX_PARTITIONS), Importance.HIGH,
           "Partitions of each collection (a stable hash of the document key): each partition is a Connect"
               + " source partition with its own offset, and the partitions of one collection are spread over"
@@ -336,6 +349,10 @@ public final class SluiceSourceConfig extends AbstractConfig {
 
   public String slotPrefix() {
     return getString(POSTGRES_SLOT_PREFIX);
+  }
+
+  public boolean dropSlotsOnStop() {
+    return getBoolean(POSTGRES_SLOT_DROP_ON_STOP);
   }
 
   public boolean slotFailover() {
