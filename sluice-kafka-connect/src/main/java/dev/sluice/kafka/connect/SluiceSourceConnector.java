@@ -203,7 +203,8 @@ public final class SluiceSourceConnector extends SourceConnector {
     if (old.isEmpty()) {
       return switch (config.startupMode()) {
         case "latest" -> StartPoint.latest();
-        case "snapshot" -> StartPoint.snapshot();
+        // A stream without rows (PostgreSQL's messages) has no snapshot: it starts where its slot does.
+        case "snapshot" -> feed.supports(StartPoint.snapshot()) ? StartPoint.snapshot() : StartPoint.oldest();
         default -> StartPoint.oldest();
       };
     }

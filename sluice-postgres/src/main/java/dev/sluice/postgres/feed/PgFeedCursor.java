@@ -688,7 +688,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   }
 
   private boolean wanted(PgOutput.Relation r) {
-    return feed.table == null || feed.table.equals(r.qualifiedName());
+    return feed.rows && (feed.table == null || feed.table.equals(r.qualifiedName()));
   }
 
   /** The change's id, the same on every replay: the transaction's commit LSN and the change's number in it. */

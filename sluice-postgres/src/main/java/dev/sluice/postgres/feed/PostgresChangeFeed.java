@@ -59,6 +59,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   final boolean failover;
   /** Prefixes of the logical-decoding messages delivered; empty: none asked for (ADR 0096). */
   final List<String> messagePrefixes;
+  /** Whether row changes are delivered (false: only messages). */
+  final boolean rows;
 
   private PostgresChangeFeed(Builder b) {
     this.url = b.url;
@@ -72,6 +74,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.statusInterval = b.statusInterval;
     this.failover = b.failover;
     this.messagePrefixes = b.messagePrefixes;
+    this.rows = b.rows;
     Properties parsed = org.postgresql.Driver.parseURL(b.url, null);
     this.database = parsed == null ? "" : parsed.getProperty(PGProperty.PG_DBNAME.getName(), "");
     this.group = null;
@@ -89,6 +92,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.statusInterval = base.statusInterval;
     this.failover = base.failover;
     this.messagePrefixes = base.messagePrefixes;
+    this.rows = base.rows;
     this.database = base.database;
     this.group = group;
   }
@@ -124,7 +128,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   /** Every start point but a time (WAL is not indexed by time). */
   @Override
   public boolean supports(StartPoint start) {
-    return !(start instanceof StartPoint.AtTime);
+    return !(start instanceof StartPoint.AtTime) && (rows || !(start instanceof StartPoint.Snapshot));
   }
 
   /** The database the URL names: slots belong to one database, so it is part of their names. */
@@ -151,6 +155,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     private Duration statusInterval = Duration.ofSeconds(10);
     private boolean failover;
     private List<String> messagePrefixes = List.of();
+    private boolean rows = true;
 
     private Builder(String url, String user, String password, String publication) {
       this.url = url;
@@ -227,6 +232,16 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       return this;
     }
 
+    /**
+     * Whether row changes are delivered (default true). False, with {@link #messages}: a feed of
+     * the publication's logical-decoding messages only (a stream of messages beside the tables'
+     * streams); such a feed has no snapshot to read.
+     */
+    public Builder rows(boolean rows) {
+      this.rows = rows;
+      return this;
+    }
+
     public PostgresChangeFeed build() {
       ConfigurationException.requireNonNull(url, "url");
       ConfigurationException.require(url.startsWith("jdbc:postgresql:") && org.postgresql.Driver.parseURL(url, null) != null,
@@ -238,6 +253,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
           "must be schema.table, e.g. public.orders");
       ConfigurationException.require(slotPrefix != null && NAME.matcher(slotPrefix).matches()
           && slotPrefix.length() <= 20, "slotPrefix", slotPrefix, "must be an identifier of 20 characters at most");
+      ConfigurationException.require(rows || !messagePrefixes.isEmpty(), "rows", rows,
+          "may be false only with messages(...): the feed would deliver nothing");
       ConfigurationException.require(batchSize >= 1, "batchSize", batchSize, "must be >= 1");
       ConfigurationException.requireNonNull(statusInterval, "statusInterval");
       ConfigurationException.require(!statusInterval.isNegative() && !statusInterval.isZero()

@@ -33,9 +33,15 @@ final class PostgresSource implements ConnectSource<Map<String, Object>> {
 
   @Override
   public PostgresChangeFeed feed(String table) {
-    return PostgresChangeFeed.builder(config.postgresUrl(), config.postgresUser(), config.postgresPassword(),
-            config.publication())
-        .table(table)
+    PostgresChangeFeed.Builder b = PostgresChangeFeed.builder(config.postgresUrl(), config.postgresUser(),
+        config.postgresPassword(), config.publication());
+    if (table.equals(SluiceSourceConfig.MESSAGES_STREAM)) {
+      // The publication's logical-decoding messages, no rows: a stream of its own (ADR 0096).
+      b = b.rows(false).messages(config.messagePrefixes().toArray(String[]::new));
+    } else {
+      b = b.table(table);
+    }
+    return b
         .stream(table)
         .slotPrefix(config.slotPrefix())
         .failover(config.slotFailover())
