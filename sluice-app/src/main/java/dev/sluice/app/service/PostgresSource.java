@@ -96,6 +96,7 @@ final class PostgresSource implements Source<Map<String, Object>> {
     return PostgresChangeFeed.builder(config.url().trim(), config.user(), config.password(), config.publication())
         .table(l.table())
         .failover(config.failover())
+        .messages(l.messagePrefixes().toArray(String[]::new))
         .build();
   }
 

@@ -93,7 +93,19 @@ public record SluiceConfig(MongoSection mongodb, PostgresSection postgres, List<
       SinkSection sink,
       String group,
       String legacyCheckpoints,
-      String onInvalidate) {
+      String onInvalidate,
+      String messages) {
+    /**
+     * The logical-decoding message prefixes this entry also relays (postgres only; comma-separated,
+     * {@code ""} entries not allowed), empty when none (ADR 0096).
+     */
+    public java.util.List<String> messagePrefixes() {
+      if (messages == null || messages.isBlank()) {
+        return java.util.List.of();
+      }
+      return java.util.Arrays.stream(messages.split(",")).map(String::trim).toList();
+    }
+
     /** The collection or, with PostgreSQL, the table ({@code schema.table}) this entry relays. */
     public String target() {
       return collection != null ? collection : table;
