@@ -167,4 +167,24 @@ class PostgresLogicalMessagesTest {
           .containsExactly("3", "8", "13", "18");
     }
   }
+
+  /**
+   * A feed of messages only ({@code rows(false)}): no row of any table, and a published table
+   * without a primary key (which a row feed refuses) does not stop it.
+   */
+  @Test
+  void aFeedOfMessagesOnlyDeliversNoRowsAndNeedsNoTableKey() throws Exception {
+    tx(true, "CREATE TABLE public.t (id int PRIMARY KEY)", "CREATE TABLE public.nokey (v int)",
+        "CREATE PUBLICATION pub FOR TABLE public.t, public.nokey WITH (publish = 'insert')");
+    PostgresChangeFeed feed = PostgresChangeFeed.builder(PG.jdbcUrl(db), EmbeddedPostgresServer.USER, null, "pub")
+        .rows(false).messages("outbox").build();
+    assertThat(feed.supports(StartPoint.snapshot())).isFalse();
+    try (FeedCursor<Map<String, Object>> c = feed.open(PartitionSpec.single(), StartPoint.latest())) {
+      tx(true, "INSERT INTO t VALUES (1)", "INSERT INTO nokey VALUES (2)",
+          "SELECT pg_logical_emit_message(true, 'outbox', 'only this')", "INSERT INTO t VALUES (3)");
+      tx(true, "SELECT pg_logical_emit_message(true, 'outbox', 'and this')");
+      assertThat(read(c, 2)).extracting(PostgresLogicalMessagesTest::describe)
+          .containsExactly("MESSAGE outbox only this", "MESSAGE outbox and this");
+    }
+  }
 }
