@@ -11,6 +11,7 @@ import dev.sluice.app.service.DeadLettersCommand;
 import dev.sluice.app.service.ReplayCommand;
 import dev.sluice.app.service.RunCommand;
 import dev.sluice.app.service.SnapshotCommand;
+import dev.sluice.app.service.SlotsCommand;
 import dev.sluice.app.service.StatusCommand;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -38,7 +39,7 @@ import picocli.CommandLine.ScopeType;
         "3:configuration error (the file or a setting names what is wrong); nothing was started",
         "4:a server could not be reached or refused the credentials at start"},
     subcommands = {DemoCommand.class, StatusCommand.class, RunCommand.class, DeadLettersCommand.class,
-        ReplayCommand.class, SnapshotCommand.class})
+        ReplayCommand.class, SnapshotCommand.class, SlotsCommand.class})
 public final class Main implements Runnable {
   public static final int EXIT_FAILURE = 1;
   public static final int EXIT_USAGE = 2;

@@ -53,6 +53,16 @@ public interface ChangeFeed<D> {
   }
 
   /**
+   * What the group's partitions of a layout of {@code partitions} partitions keep on the source
+   * besides their lease records, for the error that refuses a change of partition count to name
+   * (PostgreSQL: the layout's replication slots, which keep WAL until dropped). Empty when the
+   * feed keeps nothing; the default.
+   */
+  default String keptByLayout(int partitions) {
+    return "";
+  }
+
+  /**
    * Whether cursors can start at {@code start}. Only feeds that can read a consistent snapshot of
    * the existing data support {@link StartPoint.Snapshot}; the listener refuses a bootstrap its
    * feed does not support when it is built.

@@ -339,4 +339,28 @@ class MessageEncoderTest {
     assertThatThrownBy(() -> bson().filter(null))
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("filter");
   }
+
+  /**
+   * ADR 0096: a logical-decoding message (operation MESSAGE) published as domain events is one
+   * event, its JSON content; content that is not a JSON object is a clear encoding error naming
+   * the prefix, never dropped.
+   */
+  @Test
+  void aMessagesJsonContentIsTheDomainEventAndOtherContentIsNamed() {
+    MessageEncoder<BsonDocument> enc = bson().publication(Publication.domainEvents("unused", "eventId")).build();
+    BsonDocument message = new BsonDocument("prefix", new BsonString("outbox:7"))
+        .append("content", new BsonString("{\"eventId\": \"e-7\", \"type\": \"OrderPlaced\"}"))
+        .append("transactional", org.bson.BsonBoolean.TRUE);
+    assertThat(enc.encode(change(Operation.MESSAGE, message), FENCE)).singleElement()
+        .satisfies(m -> assertThat(m.id()).isEqualTo("e-7"));
+    BsonDocument notJson = message.clone().append("content", new BsonString("plain text"));
+    assertThatThrownBy(() -> enc.encode(change(Operation.MESSAGE, notJson), FENCE))
+        .isInstanceOf(MessageEncodingException.class)
+        .hasMessageContaining("prefix 'outbox:7'")
+        .hasMessageContaining("is not JSON");
+    BsonDocument array = message.clone().append("content", new BsonString("[1, 2]"));
+    assertThatThrownBy(() -> enc.encode(change(Operation.MESSAGE, array), FENCE))
+        .isInstanceOf(MessageEncodingException.class)
+        .hasMessageContaining("holds ARRAY");
+  }
 }

@@ -95,6 +95,8 @@ final class PostgresSource implements Source<Map<String, Object>> {
   public ChangeFeed<Map<String, Object>> feed(ListenerSection l, String at) {
     return PostgresChangeFeed.builder(config.url().trim(), config.user(), config.password(), config.publication())
         .table(l.table())
+        .failover(config.failover())
+        .messages(l.messagePrefixes().toArray(String[]::new))
         .build();
   }
 
@@ -132,6 +134,50 @@ final class PostgresSource implements Source<Map<String, Object>> {
       dev.sluice.listener.Listener<Map<String, Object>> listener) {
     dev.sluice.postgres.feed.PostgresFeedMetrics.bind(registry, (PostgresChangeFeed) listener.config().feed(),
         listener.config().partitions());
+  }
+
+  /**
+   * Each partition's slot: whether a reader holds it, its {@code wal_status}, the WAL it keeps
+   * ({@code retainedBytes}) and may still keep before the server invalidates it ({@code
+   * safeBytes}). A slot that does not exist while the partition has a checkpoint was dropped (by
+   * an operator, a tool, or invalidated and dropped): {@code historyLost}, which the partition's
+   * {@code onHistoryLost} policy handles when it starts; the slot is not created again behind it.
+   */
+  @Override
+  public List<Map<String, Object>> slots(dev.sluice.listener.Listener<Map<String, Object>> listener,
+      List<dev.sluice.lease.LeaseRecord> records) {
+    PostgresChangeFeed feed = (PostgresChangeFeed) listener.config().feed();
+    int n = listener.config().partitions();
+    List<Map<String, Object>> out = new java.util.ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      dev.sluice.feed.PartitionSpec partition = new dev.sluice.feed.PartitionSpec(i, n);
+      Map<String, Object> m = new java.util.LinkedHashMap<>();
+      m.put("slot", feed.slotName(partition));
+      m.put("partition", i + "/" + n);
+      try {
+        java.util.Optional<PostgresChangeFeed.SlotStats> stats = feed.slot(partition);
+        if (stats.isPresent()) {
+          m.put("exists", true);
+          m.put("active", stats.get().active());
+          m.put("walStatus", stats.get().walStatus());
+          m.put("retainedBytes", stats.get().retainedBytes());
+          m.put("safeBytes", stats.get().safeBytes());
+          m.put("historyLost", "lost".equals(stats.get().walStatus()));
+        } else {
+          String lease = listener.config().leaseName(partition.index());
+          boolean checkpoint = records != null && records.stream()
+              .anyMatch(r -> r.name().equals(lease) && r.checkpoint() != null);
+          m.put("exists", false);
+          m.put("historyLost", checkpoint);
+          m.put("note", checkpoint ? "the slot was dropped while the partition has a checkpoint: the changes since"
+              + " are lost history, handled by onHistoryLost when the partition starts" : "not created yet");
+        }
+      } catch (RuntimeException e) {
+        m.put("error", Messages.oneLine(e));
+      }
+      out.add(m);
+    }
+    return out;
   }
 
   @Override

@@ -123,6 +123,10 @@ final class ServiceHealth<D> implements HttpEndpoint.Probe {
         partitions.add(m);
       }
       l.put("partitions", partitions);
+      List<Map<String, Object>> slots = wiring.slots(e.listener(), records);
+      if (slots != null) {
+        l.put("slots", slots);
+      }
       if (records != null) {
         l.put("records", records.stream().filter(r -> r.name().startsWith(config.partitionPrefix()))
             .map(ServiceHealth::record).toList());

@@ -56,6 +56,16 @@ interface Source<D> extends AutoCloseable {
   default void bindMeters(io.micrometer.core.instrument.MeterRegistry registry, dev.sluice.listener.Listener<D> listener) {}
 
   /**
+   * What the source keeps for each partition of {@code listener}, for {@code /status}
+   * (PostgreSQL: each slot and the WAL it retains), or null when it keeps nothing (the default).
+   * {@code records} are the lease store's records, or null when they could not be read.
+   */
+  default java.util.List<java.util.Map<String, Object>> slots(dev.sluice.listener.Listener<D> listener,
+      java.util.List<dev.sluice.lease.LeaseRecord> records) {
+    return null;
+  }
+
+  /**
    * Publishes every document or row of entry {@code l} as it is now, as {@code SNAPSHOT} changes
    * with ids {@code <replayId>:<key>}, to {@code handler} ({@code sluice replay --from current}).
    */

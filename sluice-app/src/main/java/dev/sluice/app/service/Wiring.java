@@ -248,6 +248,12 @@ public final class Wiring<D> implements AutoCloseable {
   }
 
   /** Registers the source's own meters (if it has any) for a started listener. */
+  /** Each partition's slot and the WAL it keeps (PostgreSQL), or null ({@link Source#slots}). */
+  @SuppressWarnings("unchecked")
+  public List<java.util.Map<String, Object>> slots(Listener<?> listener, List<LeaseRecord> records) {
+    return source.slots((Listener<D>) listener, records);
+  }
+
   public void bindSourceMeters(io.micrometer.core.instrument.MeterRegistry registry, Listener<D> listener) {
     source.bindMeters(registry, listener);
   }

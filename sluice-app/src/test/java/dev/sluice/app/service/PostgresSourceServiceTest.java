@@ -187,6 +187,9 @@ class PostgresSourceServiceTest {
         assertThat(get(base, "/metrics").body())
             .containsPattern("sluice_pg_slot_retained_bytes\\{.*slot=\"" + slot + "\".*\\} [0-9.E]+")
             .contains("sluice_pg_slot_safe_bytes");
+        // ... and /status too, per slot (issue 33).
+        assertThat(get(base, "/status").body()).contains("\"slot\" : \"" + slot + "\"")
+            .containsPattern("\"retainedBytes\" : [0-9]+").contains("\"historyLost\" : false");
       }
 
       // The dead-letter command reads the same table through the same configuration.

@@ -256,10 +256,17 @@ final class Tenure<D> {
             + "), but this listener is configured with " + config.partitions()
             + ". Every member of a group must use the same partition count. To change it, stop"
             + " every member and delete the group's records (their names start with '" + prefix
-            + "'), or use a new group, which starts per its bootstrap policy";
+            + "'), or use a new group, which starts per its bootstrap policy"
+            + kept(config, count);
       }
     }
     return null;
+  }
+
+  /** What the feed keeps for the other layout (replication slots), as a sentence to append, or "". */
+  private static String kept(ListenerConfig<?> config, int partitions) {
+    String kept = config.feed().keptByLayout(partitions);
+    return kept == null || kept.isEmpty() ? "" : ". " + kept;
   }
 
   private Step loadParkedKeys() {

@@ -264,7 +264,7 @@ final class PartitionReader<D> implements AutoCloseable {
           + " reporting the gap) or resnapshot, or stop the connector and reset this partition's offset"
           + " (DELETE or PATCH /connectors/<name>/offsets), or enlarge the oplog so it does not happen again.", e);
     }
-    boolean repair = policy.equals("resnapshot");
+    boolean repair = policy.equals("resnapshot") && feed.supports(StartPoint.snapshot());
     setCursor(feed.open(spec, repair ? StartPoint.snapshot() : StartPoint.latest()));
     pin = true; // commit the new position at once: the gap is recorded in the offset
     log.error("GAP in {} partition {} of {}: {} Policy {}: continuing at {}; changes between {} and {} were NOT"

@@ -50,6 +50,14 @@ public final class SluiceSourceConfig extends AbstractConfig {
    * reads through slots of its own.
    */
   public static final String DEFAULT_SLOT_PREFIX = "sluicekc";
+  /** Prefixes of the PostgreSQL logical-decoding messages published (stream {@link #MESSAGES_STREAM}). */
+  public static final String POSTGRES_MESSAGES_PREFIXES = "postgres.messages.prefixes";
+  /** The stream of the publication's logical-decoding messages, beside the tables' streams. */
+  public static final String MESSAGES_STREAM = "messages";
+  /** Whether stopping the connector drops its replication slots (for connectors that are deleted). */
+  public static final String POSTGRES_SLOT_DROP_ON_STOP = "postgres.slot.drop.on.stop";
+  /** Whether the connector's new replication slots are failover slots (PostgreSQL 17). */
+  public static final String POSTGRES_SLOT_FAILOVER = "postgres.slot.failover";
   /** How often a task confirms its committed offsets to the source (PostgreSQL slots). */
   public static final String OFFSET_CONFIRM_INTERVAL_MS = "offset.confirm.interval.ms";
   /** Partitions per collection: each a source partition of its own, spread over the tasks. */
@@ -160,6 +168,30 @@ public final class SluiceSourceConfig extends AbstractConfig {
           Importance.LOW, "How often a task reads its committed offsets back and confirms them to the source:"
               + " a PostgreSQL slot may then recycle the WAL before them. Never more than Connect committed is"
               + " confirmed. MongoDB needs no confirmation.", POSTGRES, 7, Width.SHORT, "Offset confirmation")
+      .define(POSTGRES_SLOT_FAILOVER, Type.BOOLEAN, false, Importance.MEDIUM,
+          "PostgreSQL 17 and later: create the replication slots as failover slots. A standby with"
+              + " sync_replication_slots = on (and hot_standby_feedback, a physical slot named in the primary's"
+              + " synchronized_standby_slots) keeps them in step, so after a failover the tasks resume on the"
+              + " new primary instead of finding their slots gone (history lost on every partition). Applies to"
+              + " slots created from then on.", POSTGRES, 8, Width.SHORT, "Failover slots")
+      .define(POSTGRES_MESSAGES_PREFIXES, Type.LIST, "", Importance.MEDIUM,
+          "Also publish the logical-decoding messages (pg_logical_emit_message, PostgreSQL 14 and later) whose"
+              + " prefix starts with one of these, comma-separated (an outbox without a table, ADR 0096): as stream '"
+              + "messages' beside the tables, with slots and partitions of its own, to topic"
+              + " <prefix>.<database>.messages, record key the message's prefix, operation MESSAGE. Transactional"
+              + " messages come in commit order, only if their transaction commits. Empty (the default): none.",
+          POSTGRES, 10, Width.LONG, "Message prefixes")
+      .define(POSTGRES_SLOT_DROP_ON_STOP, Type.BOOLEAN, false, Importance.MEDIUM,
+          "Drop the connector's replication slots (one per table and partition) when the connector stops,"
+              + " so that a deleted connector leaves no slot keeping WAL on the server. Kafka Connect does not"
+              + " tell a connector why it stops: a deletion, but also a pause, a reconfiguration, a rebalance"
+              + " or a worker shutdown stops it, and the slots are dropped then too; the next start finds its"
+              + " committed offsets without their slot, which is history lost (" + "history.lost.policy"
+              + " applies). So turn it on just before deleting the connector (PUT the configuration with it,"
+              + " then DELETE), or for connectors whose history may be lost. The connector waits up to 30 s"
+              + " for its tasks to let go of each slot and never drops a slot a reader holds. Default false:"
+              + " the slots outlive the connector; 'sluice slots' lists and drops them.", POSTGRES, 9,
+          Width.SHORT, "Drop slots on stop")
       .define(PARTITIONS, Type.INT, 1, ConfigDef.Range.between(1, MAX_PARTITIONS), Importance.HIGH,
           "Partitions of each collection (a stable hash of the document key): each partition is a Connect"
               + " source partition with its own offset, and the partitions of one collection are spread over"
@@ -304,9 +336,24 @@ public final class SluiceSourceConfig extends AbstractConfig {
     return name == null ? "sluice" : name.toString();
   }
 
-  /** The streams read: the collections, or the tables. */
+  /** The streams read: the collections, or the tables (and {@link #MESSAGES_STREAM} when messages are asked for). */
   public List<String> streams() {
-    return postgres() ? getList(POSTGRES_TABLES) : getList(COLLECTIONS);
+    if (!postgres()) {
+      return getList(COLLECTIONS);
+    }
+    List<String> tables = getList(POSTGRES_TABLES);
+    if (messagePrefixes().isEmpty()) {
+      return tables;
+    }
+    List<String> out = new java.util.ArrayList<>(tables == null ? List.of() : tables);
+    out.add(MESSAGES_STREAM);
+    return out;
+  }
+
+  /** {@link #POSTGRES_MESSAGES_PREFIXES}: empty when messages are not published. */
+  public List<String> messagePrefixes() {
+    List<String> prefixes = getList(POSTGRES_MESSAGES_PREFIXES);
+    return prefixes == null ? List.of() : prefixes;
   }
 
   public String postgresUrl() {
@@ -328,6 +375,14 @@ public final class SluiceSourceConfig extends AbstractConfig {
 
   public String slotPrefix() {
     return getString(POSTGRES_SLOT_PREFIX);
+  }
+
+  public boolean dropSlotsOnStop() {
+    return getBoolean(POSTGRES_SLOT_DROP_ON_STOP);
+  }
+
+  public boolean slotFailover() {
+    return getBoolean(POSTGRES_SLOT_FAILOVER);
   }
 
   public Duration offsetConfirmInterval() {

@@ -93,8 +93,24 @@ public final class SluiceSourceConnector extends SourceConnector {
     return configs;
   }
 
+  /**
+   * With {@code postgres.slot.drop.on.stop}, drops the connector's replication slots: Connect
+   * stops a connector that is deleted without saying so, so the property is the operator's word
+   * that this stop is the last (see its documentation).
+   */
   @Override
-  public void stop() {}
+  public void stop() {
+    if (config == null || !config.postgres() || !config.dropSlotsOnStop()) {
+      return;
+    }
+    try (ConnectSource<?> source = ConnectSource.open(config)) {
+      List<String> dropped = source.dropSlots(java.time.Duration.ofSeconds(30));
+      log.warn("Connector '{}' stopped with {}=true: dropped its replication slots {}; a later start of it meets"
+          + " lost history", config.connectorName(), SluiceSourceConfig.POSTGRES_SLOT_DROP_ON_STOP, dropped);
+    } catch (RuntimeException e) {
+      log.error("Connector '{}': cannot drop its replication slots on stop: {}", config.connectorName(), e.toString());
+    }
+  }
 
   @Override
   public ConfigDef config() {
@@ -187,7 +203,8 @@ public final class SluiceSourceConnector extends SourceConnector {
     if (old.isEmpty()) {
       return switch (config.startupMode()) {
         case "latest" -> StartPoint.latest();
-        case "snapshot" -> StartPoint.snapshot();
+        // A stream without rows (PostgreSQL's messages) has no snapshot: it starts where its slot does.
+        case "snapshot" -> feed.supports(StartPoint.snapshot()) ? StartPoint.snapshot() : StartPoint.oldest();
         default -> StartPoint.oldest();
       };
     }

@@ -67,6 +67,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private long finalLsn;
   private Instant commitTime;
   private long rows;
+  /** The logical-decoding messages of the transaction being read, counted apart from rows (ADR 0096). */
+  private long messages;
   /** The snapshot being read (bootstrap), and where it stands; null once it is complete. */
   private PgSnapshot snapshot;
   private PgPosition.SnapshotAt snapshotAt;
@@ -85,6 +87,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** Rows of the first transaction to skip: processed before the restart that opened this cursor. */
   private long skipXid;
   private long skipRows;
+  private long skipMessages;
   private boolean caughtUp;
   private FeedException failure;
   /** Held while the stream is used: by poll, acknowledge and close, and by the keep-alive. */
@@ -106,6 +109,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       boundary = from.lsn();
       skipXid = from.xid();
       skipRows = from.rows();
+      skipMessages = from.messages();
       covers = from.covers();
       uncovered.addAll(from.uncovered());
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
@@ -145,13 +149,19 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   private void startStream(long lsn) throws SQLException {
     connection = feed.connect(true);
-    stream = connection.unwrap(PGConnection.class).getReplicationAPI()
+    var builder = connection.unwrap(PGConnection.class).getReplicationAPI()
         .replicationStream()
         .logical()
         .withSlotName(slot)
         .withStartPosition(LogSequenceNumber.valueOf(lsn))
         .withSlotOption("proto_version", "1")
-        .withSlotOption("publication_names", feed.publication)
+        .withSlotOption("publication_names", feed.publication);
+    if (feed.wantsMessages()) {
+      // pgoutput sends logical-decoding messages only when asked (PostgreSQL 14 and later; an
+      // older server refuses the option, naming it).
+      builder = builder.withSlotOption("messages", "true");
+    }
+    stream = builder
         .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
         // pgjdbc would otherwise confirm the server's position on its own when idle, moving the
         // slot past the engine's checkpoint; the slot moves only through acknowledge (ADR 0063).
@@ -174,10 +184,14 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
             + "; it was not written by this feed", e, false);
       }
       if (state == null) {
-        slots.create();
-        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " did not exist,"
-            + " so the server kept no WAL for it: it was dropped, or the checkpoint is from another database."
-            + " It was created again now", null);
+        // Not created again here: a new slot would start now and, read from this checkpoint, skip
+        // everything in between without a word. The history-lost policy chooses the new start
+        // (re-snapshot or latest, each with the gap recorded), and creates the slot for it.
+        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " does not exist,"
+            + " so the server kept no WAL since the checkpoint: history lost. It was dropped (by an operator, by"
+            + " 'sluice slots --drop' while no lease used it, or by a tool), or the checkpoint is from another"
+            + " database. The slot is created again only when the history-lost policy starts the partition"
+            + " afresh (RESNAPSHOT or SKIP_TO_LATEST)", null);
       }
       if (state.lost()) {
         throw lost(after.position(), state);
@@ -428,6 +442,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       finalLsn = b.finalLsn();
       commitTime = b.commitTime();
       rows = 0;
+      messages = 0;
     } else if (m instanceof PgOutput.Commit c) {
       boundary = c.endLsn();
       if (!covers.isEmpty() && covers.stream().allMatch(cover -> boundary >= cover.lsn())) {
@@ -463,16 +478,70 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         out.add(new ChangeEvent<>(eventId(), feed.stream(), position, Operation.OTHER, "", null, null,
             commitTime, raw));
       }
-    }
-    if (m instanceof PgOutput.Type t) {
+    } else if (m instanceof PgOutput.LogicalMessage lm) {
+      message(lm, out);
+    } else if (m instanceof PgOutput.Type t) {
       typeNames.put(t.oid(), t.namespace() + "." + t.name()); // for errors naming a column's type
     }
-    // ORIGIN and MESSAGE carry nothing a change needs.
+    // ORIGIN carries nothing a change needs.
+  }
+
+  /**
+   * A logical-decoding message (ADR 0096). A transactional one counts among its transaction's
+   * messages, so a checkpoint inside the transaction names it on every replay; a non-transactional
+   * one comes between transactions, where the stream may resume after it: its LSN is where its WAL
+   * record ends, and the server does not send it again to a stream started there.
+   */
+  private void message(PgOutput.LogicalMessage m, List<ChangeEvent<Map<String, Object>>> out) {
+    boolean inTransaction = m.transactional() && xid != 0;
+    String id;
+    Instant time;
+    if (inTransaction) {
+      messages++;
+      position = positionAt(boundary, xid, rows, null, commitTime);
+      if (xid == skipXid && messages <= skipMessages) {
+        return;
+      }
+      id = LogSequenceNumber.valueOf(finalLsn).asString() + "#m" + messages;
+      time = commitTime;
+    } else {
+      if (xid == 0 && m.lsn() > boundary) {
+        boundary = m.lsn();
+        position = positionAt(boundary, 0, 0, null, position.time());
+      }
+      id = LogSequenceNumber.valueOf(m.lsn()).asString() + "#m";
+      time = Instant.now();
+    }
+    if (!feed.delivers(m.prefix()) || !partition.receives(m.prefix())) {
+      return;
+    }
+    Map<String, Object> document = new LinkedHashMap<>();
+    document.put("prefix", m.prefix());
+    document.put("content", content(m.content()));
+    document.put("transactional", m.transactional());
+    document.put("lsn", LogSequenceNumber.valueOf(m.lsn()).asString());
+    Map<String, Object> raw = new LinkedHashMap<>(document);
+    raw.put("xid", inTransaction ? xid : 0L);
+    out.add(new ChangeEvent<>(id, feed.stream(), position, Operation.MESSAGE, m.prefix(),
+        Map.of("prefix", m.prefix()), Collections.unmodifiableMap(document), time,
+        Collections.unmodifiableMap(raw), DocumentState.AFTER_CHANGE, null, null));
+  }
+
+  /** A message's content as text when it is UTF-8 (as {@code pg_logical_emit_message(bool, text, text)} writes), else its bytes. */
+  private static Object content(byte[] bytes) {
+    try {
+      return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes)).toString();
+    } catch (java.nio.charset.CharacterCodingException e) {
+      return bytes;
+    }
   }
 
   /** A position of this cursor: at {@code lsn} (and inside transaction {@code xid}), with its snapshot state. */
   private Position positionAt(long lsn, long xid, long rows, PgPosition.SnapshotAt at, Instant time) {
-    return new PgPosition(lsn, xid, rows, at, covers, uncovered).toPosition(time);
+    return new PgPosition(lsn, xid, rows, at, covers, uncovered, xid == 0 ? 0 : messages).toPosition(time);
   }
 
   /** Counts one change of the transaction; false if it was processed before this cursor opened. */
@@ -749,7 +818,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   }
 
   private boolean wanted(PgOutput.Relation r) {
-    return feed.table == null || feed.table.equals(r.qualifiedName());
+    return feed.rows && (feed.table == null || feed.table.equals(r.qualifiedName()));
   }
 
   /** The change's id, the same on every replay: the transaction's commit LSN and the change's number in it. */

@@ -107,13 +107,33 @@ final class PgSlot {
   }
 
   long create() throws SQLException {
-    try (Connection c = feed.connect(false);
-        PreparedStatement s = c.prepareStatement("SELECT lsn FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
-      s.setString(1, name);
-      try (ResultSet rs = s.executeQuery()) {
-        rs.next();
-        log.info("PostgreSQL feed '{}': created replication slot {} at {}", feed.stream(), name, rs.getString(1));
-        return LogSequenceNumber.valueOf(rs.getString(1)).asLong();
+    try (Connection c = feed.connect(false)) {
+      if (feed.failover) {
+        requireFailover(c, feed);
+      }
+      try (PreparedStatement s = c.prepareStatement(feed.failover
+          // slot name, plugin, temporary, two-phase, failover (PostgreSQL 17)
+          ? "SELECT lsn FROM pg_create_logical_replication_slot(?, 'pgoutput', false, false, true)"
+          : "SELECT lsn FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
+        s.setString(1, name);
+        try (ResultSet rs = s.executeQuery()) {
+          rs.next();
+          log.info("PostgreSQL feed '{}': created {}replication slot {} at {}", feed.stream(),
+              feed.failover ? "failover " : "", name, rs.getString(1));
+          return LogSequenceNumber.valueOf(rs.getString(1)).asLong();
+        }
+      }
+    }
+  }
+
+  /** Failover slots came with PostgreSQL 17: an older server is refused, naming the setting. */
+  static void requireFailover(Connection c, PostgresChangeFeed feed) throws SQLException {
+    try (java.sql.Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW server_version_num")) {
+      rs.next();
+      int version = Integer.parseInt(rs.getString(1).trim());
+      if (version < 170000) {
+        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': failover slots need PostgreSQL 17 or"
+            + " later, but the server is " + version + ": turn the failover setting off", null, false);
       }
     }
   }

@@ -132,6 +132,9 @@ final class PgSnapshot implements AutoCloseable {
     Connection reader = feed.connectForSnapshot();
     try {
       List<Table> tables = tables(feed, reader);
+      if (feed.failover && !temporary) {
+        PgSlot.requireFailover(reader, feed);
+      }
       try (Connection replication = feed.connect(true)) {
         var builder = replication.unwrap(PGConnection.class).getReplicationAPI().createReplicationSlot()
             .logical().withSlotName(slot).withOutputPlugin("pgoutput");
@@ -145,6 +148,13 @@ final class PgSnapshot implements AutoCloseable {
         reader.setReadOnly(true);
         try (Statement s = reader.createStatement()) {
           s.execute("SET TRANSACTION SNAPSHOT '" + info.getSnapshotName().replace("'", "''") + "'");
+        }
+        if (feed.failover && !temporary) {
+          // pgjdbc's slot builder has no FAILOVER option; the replication command sets it, once
+          // the snapshot is imported (another command on this session ends the export).
+          try (Statement s = replication.createStatement()) {
+            s.execute("ALTER_REPLICATION_SLOT " + slot + " (FAILOVER true)");
+          }
         }
         return new PgSnapshot(feed, tables, reader, info.getConsistentPoint().asLong());
       }

@@ -56,6 +56,11 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   final String slotPrefix;
   final int batchSize;
   final Duration statusInterval;
+  final boolean failover;
+  /** Prefixes of the logical-decoding messages delivered; empty: none asked for (ADR 0096). */
+  final List<String> messagePrefixes;
+  /** Whether row changes are delivered (false: only messages). */
+  final boolean rows;
 
   private PostgresChangeFeed(Builder b) {
     this.url = b.url;
@@ -67,6 +72,9 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.slotPrefix = b.slotPrefix;
     this.batchSize = b.batchSize;
     this.statusInterval = b.statusInterval;
+    this.failover = b.failover;
+    this.messagePrefixes = b.messagePrefixes;
+    this.rows = b.rows;
     Properties parsed = org.postgresql.Driver.parseURL(b.url, null);
     this.database = parsed == null ? "" : parsed.getProperty(PGProperty.PG_DBNAME.getName(), "");
     this.group = null;
@@ -82,8 +90,26 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.slotPrefix = base.slotPrefix;
     this.batchSize = base.batchSize;
     this.statusInterval = base.statusInterval;
+    this.failover = base.failover;
+    this.messagePrefixes = base.messagePrefixes;
+    this.rows = base.rows;
     this.database = base.database;
     this.group = group;
+  }
+
+  /** Whether the server should send logical-decoding messages to this feed. */
+  boolean wantsMessages() {
+    return !messagePrefixes.isEmpty();
+  }
+
+  /** Whether a message of {@code prefix} is delivered. */
+  boolean delivers(String prefix) {
+    for (String p : messagePrefixes) {
+      if (prefix.startsWith(p)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The consumer group whose slots this feed reads, or null when used without a listener. */
@@ -102,7 +128,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   /** Every start point but a time (WAL is not indexed by time). */
   @Override
   public boolean supports(StartPoint start) {
-    return !(start instanceof StartPoint.AtTime);
+    return !(start instanceof StartPoint.AtTime) && (rows || !(start instanceof StartPoint.Snapshot));
   }
 
   /** The database the URL names: slots belong to one database, so it is part of their names. */
@@ -127,6 +153,9 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     private String slotPrefix = "sluice";
     private int batchSize = 500;
     private Duration statusInterval = Duration.ofSeconds(10);
+    private boolean failover;
+    private List<String> messagePrefixes = List.of();
+    private boolean rows = true;
 
     private Builder(String url, String user, String password, String publication) {
       this.url = url;
@@ -165,6 +194,54 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       return this;
     }
 
+    /**
+     * Whether the slots this feed creates are failover slots (PostgreSQL 17 and later; default
+     * false): a standby with {@code sync_replication_slots = on} keeps a copy of each, so after a
+     * failover the new primary has the slots at their confirmed positions and the partitions
+     * resume instead of running the history-lost policy. The primary's {@code
+     * synchronized_standby_slots} should name that standby's physical slot, so that no change
+     * reaches this feed before the standby has it. Applies to slots created from now on; an
+     * existing slot keeps its setting ({@code ALTER_REPLICATION_SLOT name (FAILOVER true)} on a
+     * replication connection changes it).
+     */
+    public Builder failover(boolean failover) {
+      this.failover = failover;
+      return this;
+    }
+
+    /**
+     * Also delivers the logical-decoding messages ({@code pg_logical_emit_message(transactional,
+     * prefix, content)}, PostgreSQL 14 and later) whose prefix starts with one of {@code prefixes}
+     * ({@code ""}: every message), as changes of operation {@code MESSAGE} (ADR 0096): an outbox
+     * without an outbox table. Key: the message's prefix (so its partition, and the order kept,
+     * follow the prefix: {@code order:42} keeps one order's messages in order); document: {@code
+     * prefix}, {@code content} (a String, or {@code byte[]} when it is not UTF-8), {@code
+     * transactional}, {@code lsn}. A transactional message comes in commit order among its
+     * transaction's rows; a non-transactional one when the server decodes it (even if its
+     * transaction rolls back). Messages are no table's, so a {@link #table} filter does not apply
+     * to them: give the prefixes to one feed of a publication only. Default: none, and the server
+     * does not send them.
+     */
+    public Builder messages(String... prefixes) {
+      ConfigurationException.requireNonNull(prefixes, "messages");
+      for (String p : prefixes) {
+        ConfigurationException.require(p != null, "messages", java.util.Arrays.toString(prefixes),
+            "must not contain null (\"\" accepts every prefix)");
+      }
+      this.messagePrefixes = List.of(prefixes);
+      return this;
+    }
+
+    /**
+     * Whether row changes are delivered (default true). False, with {@link #messages}: a feed of
+     * the publication's logical-decoding messages only (a stream of messages beside the tables'
+     * streams); such a feed has no snapshot to read.
+     */
+    public Builder rows(boolean rows) {
+      this.rows = rows;
+      return this;
+    }
+
     public PostgresChangeFeed build() {
       ConfigurationException.requireNonNull(url, "url");
       ConfigurationException.require(url.startsWith("jdbc:postgresql:") && org.postgresql.Driver.parseURL(url, null) != null,
@@ -176,6 +253,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
           "must be schema.table, e.g. public.orders");
       ConfigurationException.require(slotPrefix != null && NAME.matcher(slotPrefix).matches()
           && slotPrefix.length() <= 20, "slotPrefix", slotPrefix, "must be an identifier of 20 characters at most");
+      ConfigurationException.require(rows || !messagePrefixes.isEmpty(), "rows", rows,
+          "may be false only with messages(...): the feed would deliver nothing");
       ConfigurationException.require(batchSize >= 1, "batchSize", batchSize, "must be >= 1");
       ConfigurationException.requireNonNull(statusInterval, "statusInterval");
       ConfigurationException.require(!statusInterval.isNegative() && !statusInterval.isZero()
@@ -292,6 +371,52 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   }
 
   /**
+   * Every replication slot of this database whose name starts with this feed's {@code
+   * <prefix>_<database>_} (the slots feeds of this prefix created, for every group, stream and
+   * layout), by name, with its state.
+   */
+  public List<SlotStats> slotsOfPrefix() {
+    String start = (slotPrefix + "_" + database + "_").toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+    try (Connection c = connect(false);
+        PreparedStatement s = c.prepareStatement("SELECT slot_name, active, wal_status,"
+            + " coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, safe_wal_size"
+            + " FROM pg_replication_slots WHERE database = current_database() AND slot_type = 'logical'"
+            + " AND starts_with(slot_name, ?) ORDER BY slot_name")) {
+      s.setString(1, start);
+      try (ResultSet rs = s.executeQuery()) {
+        List<SlotStats> out = new java.util.ArrayList<>();
+        while (rs.next()) {
+          long safe = rs.getLong(5);
+          out.add(new SlotStats(rs.getString(1), rs.getBoolean(2), rs.getString(3), rs.getLong(4),
+              rs.wasNull() ? null : safe));
+        }
+        return out;
+      }
+    } catch (SQLException e) {
+      throw new FeedException("PostgreSQL feed '" + stream + "': cannot list the replication slots starting with "
+          + start + ": " + e.getMessage(), e, true);
+    }
+  }
+
+  /**
+   * Drops slot {@code name}, one of {@link #slotsOfPrefix()}. The server refuses to drop a slot a
+   * reader holds ({@code active}): that refusal is a FeedException naming the slot, and the slot
+   * stays. The caller decides that no lease uses it; a partition whose checkpoint needs it then
+   * meets lost history, under its policy.
+   */
+  public void dropSlot(String name) {
+    String start = (slotPrefix + "_" + database + "_").toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+    ConfigurationException.require(name != null && name.startsWith(start), "slot", name,
+        "must be a slot of this feed's prefix (" + start + "...)");
+    try {
+      new PgSlot(this, name).drop();
+    } catch (SQLException e) {
+      throw new FeedException("PostgreSQL feed '" + stream + "': cannot drop replication slot " + name + ": "
+          + e.getMessage(), e, false);
+    }
+  }
+
+  /**
    * The slot of one partition: {@code <prefix>_<database>_<group>_<stream>_<i>of<n>} (without the
    * group when the feed is used without a listener) in lower case with other characters as '_'
    * (slots are the server's, not a database's: the database keeps two databases' feeds of one stream
@@ -305,6 +430,24 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       name = name.substring(0, 63 - suffix.length() - 9) + "_" + hash(full);
     }
     return name + suffix;
+  }
+
+  /**
+   * The replication slots of a layout of {@code partitions} partitions of this feed's group, which
+   * keep WAL until dropped, with how to drop them: for the error that refuses a change of the
+   * partition count (and, with the group, of a group that is given up).
+   */
+  @Override
+  public String keptByLayout(int partitions) {
+    List<String> names = new java.util.ArrayList<>();
+    for (int i = 0; i < partitions; i++) {
+      names.add(slotName(new PartitionSpec(i, partitions)));
+    }
+    String shown = names.size() <= 8 ? String.join(", ", names)
+        : String.join(", ", names.subList(0, 4)) + ", ... " + names.get(names.size() - 1);
+    return "The " + partitions + "-partition layout's replication slots keep WAL on the server until they are"
+        + " dropped: " + shown + ". Drop them once no member uses them: 'sluice slots --config <file> --drop'"
+        + " drops every slot no live lease uses, or SELECT pg_drop_replication_slot('" + names.get(0) + "') for each";
   }
 
   private static String hash(String text) {
@@ -397,7 +540,9 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     try (Connection c = connect(false)) {
       checkServer(c);
       checkPublication(c);
-      checkTables(c);
+      if (rows) {
+        checkTables(c); // a feed of messages only reads no table's rows
+      }
     }
   }
 

@@ -236,8 +236,45 @@ class PostgresChangeFeedTest {
     }
     sql("SELECT pg_drop_replication_slot('" + feed.slotName(PartitionSpec.single()) + "')");
     assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.after(checkpoint)))
-        .isInstanceOf(HistoryLostException.class).hasMessageContaining("did not exist");
+        .isInstanceOf(HistoryLostException.class).hasMessageContaining("does not exist")
+        .hasMessageContaining("history lost");
     assertThatThrownBy(() -> feed.open(PartitionSpec.single(), StartPoint.after(Position.of("{\"_data\": \"82AB\"}"))))
         .isInstanceOf(FeedException.class).hasMessageContaining("is not a PostgreSQL feed position");
+  }
+
+  /**
+   * Issue 33 item 2: with {@code failover(true)} the slots are created as failover slots
+   * (pg_replication_slots.failover), whether the partition starts on the stream or with a snapshot
+   * (whose slot pgjdbc creates without the option, then ALTER_REPLICATION_SLOT sets it); without
+   * it, as before, they are not.
+   */
+  @Test
+  void failoverSlotsAreCreatedAsFailoverSlotsWhenAsked() throws Exception {
+    sql("CREATE TABLE public.t (id int PRIMARY KEY)", "CREATE PUBLICATION pub FOR TABLE public.t",
+        "INSERT INTO t VALUES (1)");
+    PostgresChangeFeed plain = feed("public.t").forGroup("plain");
+    PostgresChangeFeed streamed = PostgresChangeFeed.builder(PG.jdbcUrl(db), EmbeddedPostgresServer.USER, null, "pub")
+        .table("public.t").failover(true).build().forGroup("streamed");
+    PostgresChangeFeed snapshotted = PostgresChangeFeed.builder(PG.jdbcUrl(db), EmbeddedPostgresServer.USER, null,
+        "pub").table("public.t").failover(true).build().forGroup("snapshotted");
+    try (FeedCursor<Map<String, Object>> a = plain.open(PartitionSpec.single(), StartPoint.latest());
+        FeedCursor<Map<String, Object>> b = streamed.open(PartitionSpec.single(), StartPoint.oldest());
+        FeedCursor<Map<String, Object>> c = snapshotted.open(PartitionSpec.single(), StartPoint.snapshot())) {
+      assertThat(read(c, 1).get(0).documentKey()).containsEntry("id", 1);
+      assertThat(failover(plain.slotName(PartitionSpec.single()))).isFalse();
+      assertThat(failover(streamed.slotName(PartitionSpec.single()))).isTrue();
+      assertThat(failover(snapshotted.slotName(PartitionSpec.single()))).isTrue();
+    }
+  }
+
+  private boolean failover(String slot) throws SQLException {
+    try (Connection c = PG.dataSource(db).getConnection();
+        java.sql.PreparedStatement s = c.prepareStatement("SELECT failover FROM pg_replication_slots WHERE slot_name = ?")) {
+      s.setString(1, slot);
+      try (java.sql.ResultSet rs = s.executeQuery()) {
+        assertThat(rs.next()).as("slot " + slot + " exists").isTrue();
+        return rs.getBoolean(1);
+      }
+    }
   }
 }

@@ -117,6 +117,62 @@ class PostgresSlotInvalidationTest {
     }
   }
 
+  /**
+   * Issue 33 defect 6: a slot an operator dropped while its partition has a checkpoint is lost
+   * history through the policy, never created again by a resume (a new slot there would start
+   * now and skip what was written in between without a word). STOP leaves no slot behind;
+   * SKIP_TO_LATEST records the gap and creates the slot for its new start.
+   */
+  @Test
+  void aSlotDroppedByTheOperatorWhileACheckpointExistsIsLostHistoryAndNotCreatedAgainByTheResume() throws Exception {
+    try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {
+      String db = pg.createDatabase("pgdropped");
+      String url = pg.jdbcUrl(db);
+      DataSource ds = simple(url);
+      sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, n int)", "CREATE PUBLICATION pub FOR TABLE orders");
+      PostgresChangeFeed feed = feed(url).forGroup("g");
+      String slot = feed.slotName(PartitionSpec.single());
+
+      Listener<Map<String, Object>> first = listener(url, HistoryLostPolicy.STOP, seen, new CopyOnWriteArrayList<>());
+      await().atMost(Duration.ofSeconds(30)).until(() -> first.status().get(0).committed() != null);
+      for (int i = 0; i < 5; i++) {
+        sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
+      }
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 5);
+      Position last = lastPosition.get();
+      await().atMost(Duration.ofSeconds(30)).until(() -> last.equals(first.status().get(0).committed()));
+      first.close();
+
+      // The operator drops the slot; rows written afterwards are in no slot's history.
+      await().atMost(Duration.ofSeconds(30)).until(() -> !feed.slot(PartitionSpec.single()).orElseThrow().active());
+      sql(ds, "SELECT pg_drop_replication_slot('" + slot + "')");
+      for (int i = 5; i < 10; i++) {
+        sql(ds, "INSERT INTO orders VALUES (" + i + ", " + i + ")");
+      }
+
+      List<String> gaps = new CopyOnWriteArrayList<>();
+      Listener<Map<String, Object>> stopping = listener(url, HistoryLostPolicy.STOP, seen, gaps);
+      await().atMost(Duration.ofSeconds(30)).until(() -> stopping.status().get(0).state() == PartitionState.FAILED);
+      assertThat(stopping.status().get(0).error()).contains("replication slot " + slot + " does not exist")
+          .contains("history lost");
+      assertThat(gaps).containsExactly("stopped");
+      stopping.close();
+      assertThat(feed.slot(PartitionSpec.single())).as("the resume did not create the slot again").isEmpty();
+
+      gaps.clear();
+      Listener<Map<String, Object>> skipping = listener(url, HistoryLostPolicy.SKIP_TO_LATEST, seen, gaps);
+      await().atMost(Duration.ofSeconds(30)).until(() -> skipping.status().get(0).state() == PartitionState.ACTIVE
+          && !gaps.isEmpty());
+      assertThat(gaps).singleElement().asString().startsWith("resumed at ");
+      assertThat(feed.slot(PartitionSpec.single())).as("the policy's new start created it").isPresent();
+      sql(ds, "INSERT INTO orders VALUES (100, 100)");
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.contains(100));
+      assertThat(seen).as("the rows written while no slot existed are the recorded gap")
+          .containsExactly(0, 1, 2, 3, 4, 100);
+      skipping.close();
+    }
+  }
+
   private static PostgresChangeFeed feed(String url) {
     return PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.orders").build();
   }

@@ -140,6 +140,9 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
     if (op == Operation.DELETE || op == Operation.OTHER) {
       return null;
     }
+    if (op == Operation.MESSAGE) {
+      return messageEvent(event, document);
+    }
     if (event.documentState() == DocumentState.AFTER_CHANGE) {
       return eventsIn(event, de, at(document, de.field()));
     }
@@ -180,6 +183,32 @@ public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
     }
     whole.addAll(elements.values());
     return whole;
+  }
+
+  /**
+   * A logical-decoding message (ADR 0096) is itself the domain event: its content, a JSON object
+   * (what an application writes with {@code pg_logical_emit_message(true, 'prefix', json)}).
+   */
+  private List<JsonNode> messageEvent(ChangeEvent<D> event, JsonNode document) {
+    JsonNode content = document == null ? null : document.get("content");
+    String prefix = document == null || document.get("prefix") == null ? "?" : document.get("prefix").asText();
+    if (content == null || !content.isTextual()) {
+      throw new MessageEncodingException(event, "the message of prefix '" + prefix + "' has no text content;"
+          + " as a domain event it must hold a JSON object", null);
+    }
+    JsonNode parsed;
+    try {
+      parsed = JSON.readTree(content.asText());
+    } catch (IOException e) {
+      throw new MessageEncodingException(event, "the message of prefix '" + prefix + "' is not JSON ("
+          + e.getMessage() + "); as a domain event it must hold a JSON object", e);
+    }
+    if (parsed == null || !parsed.isObject()) {
+      throw new MessageEncodingException(event, "the message of prefix '" + prefix + "' holds "
+          + (parsed == null ? "nothing" : parsed.getNodeType()) + "; as a domain event it must hold a JSON object",
+          null);
+    }
+    return List.of(parsed);
   }
 
   /**

@@ -355,6 +355,8 @@ public final class ConfigLoader {
     if (c.mongodb() != null) {
       require(l.table() == null, at + ".table", "is for a postgres source; with mongodb name the collection"
           + " (collection: orders)");
+      require(l.messages() == null, at + ".messages", "is for a postgres source (logical-decoding messages);"
+          + " a mongodb source has none");
       require(notBlank(l.collection()), at + ".collection", "is required");
       return;
     }
@@ -366,6 +368,8 @@ public final class ConfigLoader {
         "must be schema.table (e.g. public.orders), unquoted identifiers, but was '" + l.table() + "'");
     require(l.onInvalidate() == null, at + ".onInvalidate",
         "is for a mongodb source (collection dropped or renamed); a postgres source has no such setting");
+    require(l.messagePrefixes().stream().noneMatch(String::isEmpty), at + ".messages",
+        "must be message prefixes separated by commas, none empty, but was '" + l.messages() + "'");
   }
 
   /** Whether the source can start where {@code bootstrap} says, with a message naming the choices. */

@@ -63,13 +63,18 @@ public record SluiceConfig(MongoSection mongodb, PostgresSection postgres, List<
    * its own) and the tables Sluice keeps its leases and parked changes in, in the same database.
    */
   public record PostgresSection(String url, String user, String password, String publication, String leaseTable,
-      String deadLetterTable) {
+      String deadLetterTable, Boolean failoverSlots) {
+    /** Whether new slots are failover slots (PostgreSQL 17); default false. */
+    public boolean failover() {
+      return failoverSlots != null && failoverSlots;
+    }
+
     /** Without the password: a section printed in a message or log line does not show it. */
     @Override
     public String toString() {
       return "PostgresSection[url=" + dev.sluice.app.cli.Secrets.mask(url) + ", user=" + user + ", password="
           + (password == null ? null : "****") + ", publication=" + publication + ", leaseTable=" + leaseTable
-          + ", deadLetterTable=" + deadLetterTable + "]";
+          + ", deadLetterTable=" + deadLetterTable + ", failoverSlots=" + failoverSlots + "]";
     }
   }
 
@@ -88,7 +93,19 @@ public record SluiceConfig(MongoSection mongodb, PostgresSection postgres, List<
       SinkSection sink,
       String group,
       String legacyCheckpoints,
-      String onInvalidate) {
+      String onInvalidate,
+      String messages) {
+    /**
+     * The logical-decoding message prefixes this entry also relays (postgres only; comma-separated,
+     * {@code ""} entries not allowed), empty when none (ADR 0096).
+     */
+    public java.util.List<String> messagePrefixes() {
+      if (messages == null || messages.isBlank()) {
+        return java.util.List.of();
+      }
+      return java.util.Arrays.stream(messages.split(",")).map(String::trim).toList();
+    }
+
     /** The collection or, with PostgreSQL, the table ({@code schema.table}) this entry relays. */
     public String target() {
       return collection != null ? collection : table;

@@ -44,6 +44,15 @@ public interface ConnectSource<D> extends AutoCloseable {
    */
   void validate(Map<String, ConfigValue> values);
 
+  /**
+   * Drops what the connector keeps on the source for its streams and partitions (PostgreSQL: the
+   * replication slots), waiting up to {@code wait} for each to be let go by its reader; returns
+   * the names dropped. Nothing by default.
+   */
+  default java.util.List<String> dropSlots(java.time.Duration wait) {
+    return java.util.List.of();
+  }
+
   @Override
   void close();
 }

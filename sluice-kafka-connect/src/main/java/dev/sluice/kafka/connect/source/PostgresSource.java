@@ -33,11 +33,18 @@ final class PostgresSource implements ConnectSource<Map<String, Object>> {
 
   @Override
   public PostgresChangeFeed feed(String table) {
-    return PostgresChangeFeed.builder(config.postgresUrl(), config.postgresUser(), config.postgresPassword(),
-            config.publication())
-        .table(table)
+    PostgresChangeFeed.Builder b = PostgresChangeFeed.builder(config.postgresUrl(), config.postgresUser(),
+        config.postgresPassword(), config.publication());
+    if (table.equals(SluiceSourceConfig.MESSAGES_STREAM)) {
+      // The publication's logical-decoding messages, no rows: a stream of its own (ADR 0096).
+      b = b.rows(false).messages(config.messagePrefixes().toArray(String[]::new));
+    } else {
+      b = b.table(table);
+    }
+    return b
         .stream(table)
         .slotPrefix(config.slotPrefix())
+        .failover(config.slotFailover())
         .batchSize(config.batchSize())
         .build();
   }
@@ -135,4 +142,54 @@ final class PostgresSource implements ConnectSource<Map<String, Object>> {
 
   @Override
   public void close() {}
+
+  /**
+   * Drops each table's slot of each partition of this connector. The slots no reader holds go at
+   * once; one a task still holds (the connector and its tasks stop in no set order) is waited for
+   * until {@code wait} passes, then left with a warning: the server refuses to drop a slot in use,
+   * and it is never forced.
+   */
+  @Override
+  public List<String> dropSlots(java.time.Duration wait) {
+    Map<String, PostgresChangeFeed> remaining = new java.util.LinkedHashMap<>();
+    for (String table : config.streams()) {
+      PostgresChangeFeed feed = feed(table).forGroup(config.connectorName());
+      for (int i = 0; i < config.partitions(); i++) {
+        remaining.put(feed.slotName(new PartitionSpec(i, config.partitions())), feed);
+      }
+    }
+    List<String> dropped = new ArrayList<>();
+    long deadline = System.nanoTime() + wait.toNanos();
+    while (true) {
+      for (var it = remaining.entrySet().iterator(); it.hasNext(); ) {
+        var e = it.next();
+        java.util.Optional<PostgresChangeFeed.SlotStats> stats = e.getValue().slotsOfPrefix().stream()
+            .filter(s -> s.slot().equals(e.getKey())).findFirst();
+        if (stats.isEmpty()) {
+          it.remove();
+        } else if (!stats.get().active()) {
+          try {
+            e.getValue().dropSlot(e.getKey());
+            dropped.add(e.getKey());
+            it.remove();
+          } catch (FeedException ex) {
+            log.debug("Connector '{}': replication slot {} not dropped yet: {}", config.connectorName(), e.getKey(),
+                ex.getMessage());
+          }
+        }
+      }
+      if (remaining.isEmpty()) {
+        return dropped;
+      }
+      if (System.nanoTime() > deadline) {
+        log.warn("Connector '{}': replication slots {} are still held by a reader after {}; not dropped (drop them"
+            + " once free: sluice slots --drop, or SELECT pg_drop_replication_slot(name))", config.connectorName(),
+            remaining.keySet(), wait);
+        return dropped;
+      }
+      java.util.concurrent.locks.LockSupport.parkNanos(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(100));
+    }
+  }
+
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(PostgresSource.class);
 }
