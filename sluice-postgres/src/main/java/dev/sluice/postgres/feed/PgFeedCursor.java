@@ -334,7 +334,11 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         return out;
       }
       accept(decoded, out);
-      if (out.size() >= feed.batchSize) {
+      // The deadline holds whatever arrives: a backlog or a large transaction of other keys or
+      // tables would otherwise keep the poll (and the partition's heartbeats, lease checks and
+      // checkpoints) inside the stream until it ran dry. Returning between two messages is always
+      // safe: the position then names the transaction and its rows read so far (ADR 0063).
+      if (out.size() >= feed.batchSize || deadline - System.nanoTime() <= 0) {
         return out;
       }
     }
