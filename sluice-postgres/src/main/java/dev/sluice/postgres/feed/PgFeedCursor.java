@@ -488,7 +488,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
     }
     String key = key(r.qualifiedName(), keyTexts);
-    String rowId = r.qualifiedName() + "\t" + key;
+    String rowId = rowId(r.qualifiedName(), keyTexts);
     if (!covers.isEmpty() && !uncovered.contains(r.qualifiedName()) && !uncovered.contains(rowId)
         && coveredBefore(r, keySource)) {
       if (old == null || coveredBefore(r, old)) {
@@ -630,19 +630,29 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     return LogSequenceNumber.valueOf(finalLsn).asString() + "#" + rows;
   }
 
-  /** The canonical key: the key column's text, or the table and a JSON array of the key columns' texts. */
+  /**
+   * The canonical key: the table and a JSON array of the key columns' texts, {@code public.t["1"]}
+   * or {@code public.t["1","x"]}, so that rows of different tables never share a key, a partition's
+   * key order, a parked key or a Kafka record key (ADR 0093). Empty for a change of no row.
+   */
   static String key(String table, List<String> parts) {
     if (parts.isEmpty()) {
       return "";
-    }
-    if (parts.size() == 1) {
-      return parts.get(0) == null ? "null" : parts.get(0);
     }
     try {
       return table + JSON.writeValueAsString(parts);
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /**
+   * A row as positions name it ({@code uncovered}): the key form before ADR 0093 (a single column's
+   * bare text), kept so that positions written by earlier versions still name the same rows.
+   */
+  private static String rowId(String table, List<String> parts) {
+    String key = parts.size() == 1 ? (parts.get(0) == null ? "null" : parts.get(0)) : key(table, parts);
+    return table + "\t" + key;
   }
 
   /** The columns sent (unchanged TOASTed values are not sent and are left out). */
