@@ -79,6 +79,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** Rows of the first transaction to skip: processed before the restart that opened this cursor. */
   private long skipXid;
   private long skipRows;
+  /** 1 if the old key's delete of the row after those was processed too (a key-changing update). */
+  private int skipPart;
   private boolean caughtUp;
   private FeedException failure;
   /** Held while the stream is used: by poll, acknowledge and close, and by the keep-alive. */
@@ -100,6 +102,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       boundary = from.lsn();
       skipXid = from.xid();
       skipRows = from.rows();
+      skipPart = from.part();
       covers = from.covers();
       uncovered.addAll(from.uncovered());
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
@@ -509,6 +512,34 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       raw.put(wholeRow ? "before" : "oldKey", oldValues);
       before = wholeRow ? oldValues : null; // REPLICA IDENTITY FULL: the whole row before the change
     }
+    if (old != null && op == Operation.UPDATE) {
+      String oldKey = oldKey(r, old, keyTexts);
+      if (oldKey != null) {
+        // The key changed: the old key's row is gone. Its partition gets a delete (so a compacted
+        // topic, an upserted view or an inbox drops it), the new key's an insert, each in its own
+        // key's order. Both count as one row of the transaction; the position between them says
+        // the delete was processed (rows-1, part 1), so a replay repeats neither.
+        Map<String, Object> oldValues = Collections.unmodifiableMap(values(r, old, true));
+        boolean wholeRow = before != null;
+        Map<String, Object> deleteRaw = new LinkedHashMap<>();
+        deleteRaw.put("table", r.qualifiedName());
+        deleteRaw.put("xid", xid);
+        deleteRaw.put(wholeRow ? "before" : "oldKey", oldValues);
+        deleteRaw.put("keyChangedTo", key);
+        Position between = new PgPosition(boundary, xid, rows - 1, null, covers, uncovered, 1).toPosition(commitTime);
+        boolean processed = xid == skipXid && rows == skipRows + 1 && skipPart == 1;
+        if (!processed && partition.receives(oldKey)) {
+          out.add(new ChangeEvent<>(eventId() + ":old-key", feed.stream(), between, Operation.DELETE, oldKey,
+              keyOf(r, old), null, commitTime, Collections.unmodifiableMap(deleteRaw), DocumentState.NONE, null,
+              before));
+        }
+        op = Operation.INSERT;
+        before = null;
+        raw.remove("before");
+        raw.remove("oldKey");
+        raw.put("keyChangedFrom", oldKey);
+      }
+    }
     ChangeEvent<Map<String, Object>> event = new ChangeEvent<>(eventId(), feed.stream(), position, op, key,
         Collections.unmodifiableMap(documentKey), document == null ? null : Collections.unmodifiableMap(document),
         commitTime, Collections.unmodifiableMap(raw),
@@ -516,6 +547,38 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     if (partition.receives(key)) {
       out.add(event);
     }
+  }
+
+  /**
+   * The old key of an update that changed its row's key, or null when the key stayed. pgoutput
+   * sends the old key ('K') only when the replica identity's columns changed, or the whole old row
+   * ('O') under REPLICA IDENTITY FULL: either way the key columns' texts tell.
+   */
+  private String oldKey(PgOutput.Relation r, List<PgOutput.Value> old, List<String> newKey) {
+    boolean[] keyColumns = keyColumns(r);
+    List<String> texts = new ArrayList<>();
+    for (int i = 0; i < r.columns().size(); i++) {
+      if (keyColumns[i]) {
+        PgOutput.Value v = i < old.size() ? old.get(i) : null;
+        if (v == null || v.kind() == 'u' || v.kind() == 'n') {
+          return null; // not sent: the key cannot be compared, and pgoutput sends a changed key whole
+        }
+        texts.add(v.text());
+      }
+    }
+    return texts.equals(newKey) ? null : key(r.qualifiedName(), texts);
+  }
+
+  /** The key columns' values of a tuple. */
+  private Map<String, Object> keyOf(PgOutput.Relation r, List<PgOutput.Value> tuple) {
+    boolean[] keyColumns = keyColumns(r);
+    Map<String, Object> out = new LinkedHashMap<>();
+    for (int i = 0; i < r.columns().size(); i++) {
+      if (keyColumns[i]) {
+        out.put(r.columns().get(i).name(), PgValues.convert(r.columns().get(i).typeOid(), tuple.get(i).text()));
+      }
+    }
+    return Collections.unmodifiableMap(out);
   }
 
   /**

@@ -20,7 +20,10 @@ import org.postgresql.replication.LogSequenceNumber;
  * transaction (after its {@code rows}-th change of this feed's tables) keeps that boundary and
  * names the transaction ({@code xid}): resuming re-reads the transaction from its start and skips
  * the changes already processed, so a checkpoint taken inside a transaction neither loses nor
- * repeats any of its changes. Token: {@code 0/16B3748} or {@code 0/16B3748 xid=745 rows=3}.
+ * repeats any of its changes. Token: {@code 0/16B3748} or {@code 0/16B3748 xid=745 rows=3}. An
+ * update that changes a row's key is delivered as two changes, the old key's delete and the new
+ * key's insert (issue 33 defect 4); the position between them counts the rows before it and the
+ * first change of the next: {@code 0/16B3748 xid=745 rows=2+1}.
  *
  * <p>During a snapshot bootstrap ({@link PgSnapshot}) the position also says how far the snapshot
  * read ({@code snapshot}: the table being read and the key of the last row read), and after a
@@ -38,11 +41,14 @@ import org.postgresql.replication.LogSequenceNumber;
  *     consumer emptied it, so what a later snapshot held must come again), or one row ({@code
  *     table<TAB>key}) whose key an update moved into a covered range (the consumer got that older
  *     state after the snapshot's newer one, so the row's later changes must come too)
+ * @param part how many changes of the transaction's next row were processed too: 1 after the old
+ *     key's delete of a key-changing update, whose new key's insert is still to come; else 0
  */
-record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers, Set<String> uncovered) {
+record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers, Set<String> uncovered,
+    int part) {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Pattern TOKEN =
-      Pattern.compile("([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?: xid=(\\d+) rows=(\\d+))?(?: (\\{.*\\}))?");
+      Pattern.compile("([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?: xid=(\\d+) rows=(\\d+)(?:\\+(1))?)?(?: (\\{.*\\}))?");
 
   /**
    * A snapshot in progress: it is reading {@code table} (qualified name), rows with a primary key
@@ -59,6 +65,13 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
   PgPosition {
     covers = List.copyOf(covers);
     uncovered = Set.copyOf(uncovered);
+    if (part != 0 && (part != 1 || xid == 0)) {
+      throw new IllegalArgumentException("part " + part + " outside a transaction or above 1");
+    }
+  }
+
+  PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers, Set<String> uncovered) {
+    this(lsn, xid, rows, snapshot, covers, uncovered, 0);
   }
 
   PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers) {
@@ -82,6 +95,9 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
     StringBuilder token = new StringBuilder(at);
     if (inside()) {
       token.append(" xid=").append(xid).append(" rows=").append(rows);
+      if (part != 0) {
+        token.append('+').append(part);
+      }
     }
     if (snapshot != null || !covers.isEmpty()) {
       ObjectNode extra = JSON.createObjectNode();
@@ -125,16 +141,17 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
     Matcher m = TOKEN.matcher(position.token().trim());
     if (!m.matches()) {
       throw new IllegalArgumentException("'" + position.token() + "' is not a PostgreSQL feed position"
-          + " (an LSN such as 0/16B3748, optionally followed by ' xid=<n> rows=<n>')");
+          + " (an LSN such as 0/16B3748, optionally followed by ' xid=<n> rows=<n>' or ' xid=<n> rows=<n>+1')");
     }
     long lsn = LogSequenceNumber.valueOf(m.group(1)).asLong();
     long xid = m.group(2) == null ? 0 : Long.parseLong(m.group(2));
     long rows = m.group(2) == null ? 0 : Long.parseLong(m.group(3));
-    if (m.group(4) == null) {
-      return new PgPosition(lsn, xid, rows);
+    int part = m.group(4) == null ? 0 : 1;
+    if (m.group(5) == null) {
+      return new PgPosition(lsn, xid, rows, null, List.of(), Set.of(), part);
     }
     try {
-      JsonNode extra = JSON.readTree(m.group(4));
+      JsonNode extra = JSON.readTree(m.group(5));
       SnapshotAt snapshot = null;
       JsonNode s = extra.get("snapshot");
       if (s != null) {
@@ -153,7 +170,7 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
       if (ts != null) {
         ts.forEach(t -> uncovered.add(t.asText()));
       }
-      return new PgPosition(lsn, xid, rows, snapshot, covers, uncovered);
+      return new PgPosition(lsn, xid, rows, snapshot, covers, uncovered, part);
     } catch (JsonProcessingException | RuntimeException e) {
       throw new IllegalArgumentException("'" + position.token() + "' is not a PostgreSQL feed position: its"
           + " snapshot part cannot be read (" + e.getMessage() + ")");

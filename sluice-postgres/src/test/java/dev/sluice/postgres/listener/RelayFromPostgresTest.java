@@ -168,6 +168,53 @@ class RelayFromPostgresTest {
     }
   }
 
+  /**
+   * Issue 33 defect 4 through the relay: a primary-key update reaches the topic as a delete record
+   * under the old key (in the old key's Kafka partition, after that key's earlier records) and an
+   * insert under the new key, so the latest record of every old key says it is gone: what a
+   * compacted topic or a consumer upserting by key keeps is exactly the table.
+   */
+  @Test
+  void aPrimaryKeyUpdateReachesKafkaAsTheOldKeysDeleteAndTheNewKeysInsert() throws Exception {
+    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, amount numeric(30,10), v int)",
+        "CREATE PUBLICATION pub FOR TABLE orders",
+        "INSERT INTO orders SELECT g, g, 0 FROM generate_series(1, 10) g");
+    String topic = "pg-moves";
+    kafka.createTopic(topic, 3);
+    listener(sink(topic, MessageEncoder.builder(PostgresDocuments.mapper()).build()), FailurePolicy.block(RetryPolicy.defaults()));
+    sql(ds, "UPDATE orders SET id = id + 100, v = 1 WHERE id <= 5");
+    int total = 10 + 5 * 2;
+    List<ConsumerRecord<byte[], byte[]>> records = kafka.readAll(topic, total, Duration.ofSeconds(60));
+    Map<String, List<String>> perKey = new LinkedHashMap<>();
+    Map<String, Integer> partitionOf = new LinkedHashMap<>();
+    Set<String> ids = new HashSet<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      Envelope e = Envelope.parse(r.value());
+      assertThat(new String(r.key(), StandardCharsets.UTF_8)).isEqualTo(e.key());
+      assertThat(partitionOf.computeIfAbsent(e.key(), k -> r.partition())).as("one Kafka partition per key")
+          .isEqualTo(r.partition());
+      if (ids.add(e.id())) {
+        perKey.computeIfAbsent(e.key(), k -> new ArrayList<>())
+            .add(e.operation() + (e.document() == null ? "" : ":" + e.document().get("v").asInt()));
+      }
+    }
+    assertThat(ids).hasSize(total);
+    assertThat(perKey.get("public.orders[\"3\"]")).containsExactly("SNAPSHOT:0", "DELETE");
+    assertThat(perKey.get("public.orders[\"103\"]")).containsExactly("INSERT:1");
+    assertThat(perKey.get("public.orders[\"7\"]")).containsExactly("SNAPSHOT:0");
+    Set<String> live = new HashSet<>();
+    perKey.forEach((key, ops) -> {
+      if (!ops.get(ops.size() - 1).equals("DELETE")) {
+        live.add(key);
+      }
+    });
+    Set<String> table = new HashSet<>();
+    for (int id : new int[] {6, 7, 8, 9, 10, 101, 102, 103, 104, 105}) {
+      table.add("public.orders[\"" + id + "\"]");
+    }
+    assertThat(live).as("the keys whose latest record is not a delete are the table's").isEqualTo(table);
+  }
+
   @Test
   void aMalformedDomainEventIsParkedInTheSqlStoreAndItsKeyReplayedAfterTheOperatorDiscardsIt() throws Exception {
     sql(ds, "CREATE TABLE orders (id text PRIMARY KEY, last_event jsonb)", "CREATE PUBLICATION pub FOR TABLE orders");
