@@ -402,8 +402,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
    * other databases) and an idle slot does not hold WAL for ever.
    */
   private void idleAdvance() {
-    if (xid != 0) {
-      return;
+    if (xid != 0 || skipXid != 0) {
+      return; // inside a transaction, or before the one a checkpoint inside it names: the position names it
     }
     long sent = stream.getLastReceiveLSN().asLong();
     if (sent > boundary) {
@@ -414,11 +414,19 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   private void accept(PgOutput.Message m, List<ChangeEvent<Map<String, Object>>> out) {
     if (m instanceof PgOutput.Begin b) {
+      if (skipXid != 0 && b.xid() != skipXid) {
+        throw drifted("the stream from " + LogSequenceNumber.valueOf(boundary).asString() + " begins with transaction "
+            + b.xid() + " (commit " + LogSequenceNumber.valueOf(b.finalLsn()).asString() + ")");
+      }
       xid = b.xid();
       finalLsn = b.finalLsn();
       commitTime = b.commitTime();
       rows = 0;
     } else if (m instanceof PgOutput.Commit c) {
+      if (xid == skipXid && (rows < skipRows || rows == skipRows && skipPart > 0)) {
+        throw drifted("transaction " + xid + " (commit " + LogSequenceNumber.valueOf(c.commitLsn()).asString()
+            + ") now has " + rows + " changes");
+      }
       boundary = c.endLsn();
       if (!covers.isEmpty() && covers.stream().allMatch(cover -> boundary >= cover.lsn())) {
         covers = List.of(); // every later transaction committed after every covering snapshot
@@ -455,6 +463,20 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
     }
     // TYPE, ORIGIN and MESSAGE carry nothing a change needs.
+  }
+
+  /**
+   * The checkpoint inside a transaction no longer names the change it named when it was taken
+   * (ADR 0063): refused, since skipping its count of changes would now skip or repeat others.
+   */
+  private FeedException drifted(String what) {
+    failure = new FeedException("PostgreSQL feed '" + feed.stream() + "': slot " + slot + " resumed inside"
+        + " transaction " + skipXid + " after " + skipRows + (skipPart > 0 ? "+" + skipPart : "") + " of its changes"
+        + " (checkpoint at " + LogSequenceNumber.valueOf(boundary).asString() + "), but " + what + ", so the"
+        + " checkpoint no longer names the same change. Nothing was skipped; restore the checkpoint written for"
+        + " this slot, or reset the partition (a snapshot) to go on", null, false);
+    close();
+    return failure;
   }
 
   /** A position of this cursor: at {@code lsn} (and inside transaction {@code xid}), with its snapshot state. */
