@@ -115,7 +115,7 @@ class PostgresSlotConfirmationTest {
       int written = 0;
       for (int i = 0; written < 5; i++) {
         String key = "idle" + i;
-        if (dev.sluice.feed.PartitionSpec.indexOf(key, 2) == 1) {
+        if (dev.sluice.feed.PartitionSpec.indexOf("public.items[\"" + key + "\"]", 2) == 1) { // ADR 0093
           sql("INSERT INTO items (id, seq) VALUES ('" + key + "', " + i + ")");
           written++;
         }

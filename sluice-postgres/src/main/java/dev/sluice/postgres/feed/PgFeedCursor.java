@@ -591,13 +591,15 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     return texts.equals(newKey) ? null : key(r.qualifiedName(), texts);
   }
 
-  /** The key columns' values of a tuple. */
-  private Map<String, Object> keyOf(PgOutput.Relation r, List<PgOutput.Value> tuple) {
+  /** The key columns' values of an old tuple, converted as {@link #values} converts them. */
+  private Map<String, Object> keyOf(PgOutput.Relation r, List<PgOutput.Value> old) {
     boolean[] keyColumns = keyColumns(r);
+    Map<String, Object> all = values(r, old, true);
     Map<String, Object> out = new LinkedHashMap<>();
     for (int i = 0; i < r.columns().size(); i++) {
       if (keyColumns[i]) {
-        out.put(r.columns().get(i).name(), PgValues.convert(r.columns().get(i).typeOid(), tuple.get(i).text()));
+        String name = r.columns().get(i).name();
+        out.put(name, all.get(name));
       }
     }
     return Collections.unmodifiableMap(out);
