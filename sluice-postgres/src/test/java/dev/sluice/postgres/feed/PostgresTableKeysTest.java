@@ -119,4 +119,51 @@ class PostgresTableKeysTest {
     assertThat(streamKeys).as("the stream's keys are the snapshot's").isEqualTo(snapshotKeys);
     assertThat(snapshotKeys).containsKeys("public.a[\"7\"]", "public.b[\"7\"]", "public.pair[\"7\",\"t7\"]");
   }
+
+  /**
+   * Through a listener: a row of one table that cannot be processed is parked, and the row of
+   * another table with the same id is not held behind it (before, both had the key {@code 1}).
+   */
+  @Test
+  void aParkedRowOfOneTableHoldsBackNoRowOfAnotherWithTheSameId() throws Exception {
+    sql("CREATE TABLE public.a (id int PRIMARY KEY, v text)", "CREATE TABLE public.b (id int PRIMARY KEY, v text)",
+        "CREATE PUBLICATION pub FOR TABLE public.a, public.b");
+    javax.sql.DataSource ds = PG.dataSource(db);
+    dev.sluice.jdbc.deadletter.JdbcDeadLetterStore<Map<String, Object>> dlq = dev.sluice.jdbc.deadletter
+        .JdbcDeadLetterStore.builder(ds, PostgresDocuments::encode, PostgresDocuments::decode).build();
+    dlq.createTable();
+    PostgresChangeFeed feed = feed();
+    List<String> handled = java.util.Collections.synchronizedList(new ArrayList<>());
+    dev.sluice.listener.Listener<Map<String, Object>> listener = dev.sluice.listener.Listener.builder(feed,
+            dev.sluice.jdbc.lease.SqlLeaseStore.builder(ds).build())
+        .group("keys")
+        .pollWait(Duration.ofMillis(50))
+        .bootstrap(dev.sluice.listener.BootstrapPolicy.oldest())
+        .handler((e, fence) -> {
+          if ("poison".equals(e.document() == null ? null : e.document().get("v"))) {
+            throw new IllegalStateException("cannot process " + e.key());
+          }
+          handled.add(e.key() + "=" + (e.document() == null ? "deleted" : e.document().get("v")));
+        })
+        .onFailure(dev.sluice.listener.FailurePolicy.park(
+            dev.sluice.listener.RetryPolicy.attempts(2, Duration.ofMillis(10), Duration.ofMillis(20)), dlq))
+        .build()
+        .start();
+    try {
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30))
+          .until(() -> listener.status().stream().allMatch(p -> p.committed() != null));
+      sql("INSERT INTO public.a VALUES (1, 'poison')", "INSERT INTO public.b VALUES (1, 'b1')",
+          "UPDATE public.b SET v = 'b2' WHERE id = 1", "INSERT INTO public.a VALUES (2, 'a2')");
+      String stream = "keys/" + feed.stream();
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30))
+          .until(() -> handled.size() >= 3 && dlq.count(stream) >= 1);
+      assertThat(handled).containsExactlyInAnyOrder("public.b[\"1\"]=b1", "public.b[\"1\"]=b2", "public.a[\"2\"]=a2");
+      assertThat(handled.indexOf("public.b[\"1\"]=b1")).as("in its key's order").isLessThan(
+          handled.indexOf("public.b[\"1\"]=b2"));
+      assertThat(dlq.count(stream)).as("only the poison row is parked").isEqualTo(1);
+      assertThat(dlq.listKey(stream, "public.a[\"1\"]")).hasSize(1);
+    } finally {
+      listener.close();
+    }
+  }
 }
