@@ -165,15 +165,15 @@ class PostgresSourceServiceTest {
               .add(e.operation() + (e.document() == null ? "" : ":" + e.document().get("note").asText()));
         }
         assertThat(perKey).as("every row").hasSize(60);
-        assertThat(perKey.get("7")).containsExactly("SNAPSHOT:existing");
-        assertThat(perKey.get("10")).containsExactly("SNAPSHOT:existing", "UPDATE:updated");
-        assertThat(perKey.get("33")).containsExactly("SNAPSHOT:existing", "DELETE");
-        assertThat(perKey.get("55")).containsExactly("INSERT:new", "DELETE");
-        assertThat(perKey.get("60")).containsExactly("INSERT:new", "UPDATE:updated");
-        String seven = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("7"))
+        assertThat(perKey.get("public.orders[\"7\"]")).containsExactly("SNAPSHOT:existing");
+        assertThat(perKey.get("public.orders[\"10\"]")).containsExactly("SNAPSHOT:existing", "UPDATE:updated");
+        assertThat(perKey.get("public.orders[\"33\"]")).containsExactly("SNAPSHOT:existing", "DELETE");
+        assertThat(perKey.get("public.orders[\"55\"]")).containsExactly("INSERT:new", "DELETE");
+        assertThat(perKey.get("public.orders[\"60\"]")).containsExactly("INSERT:new", "UPDATE:updated");
+        String seven = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("public.orders[\"7\"]"))
             .map(r -> new String(r.value(), StandardCharsets.UTF_8)).findFirst().orElseThrow();
         assertThat(seven).as("numeric(30,10) with every digit").contains("\"amount\":12345678901234567897.0123456789");
-        String fiftyOne = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("51"))
+        String fiftyOne = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("public.orders[\"51\"]"))
             .map(r -> new String(r.value(), StandardCharsets.UTF_8)).findFirst().orElseThrow();
         assertThat(fiftyOne).contains("\"amount\":0.1000000000");
 
@@ -397,7 +397,7 @@ class PostgresSourceServiceTest {
         insert(url, 40, 60);
         Set<String> expected = new HashSet<>();
         for (int i = 0; i < 60; i++) {
-          expected.add("o" + i);
+          expected.add("public.orders[\"o" + i + "\"]"); // qualified by its table (ADR 0093)
         }
         await().atMost(Duration.ofSeconds(90)).until(() -> keys("pg-outage", 60).containsAll(expected));
         assertThat(keys("pg-outage", 60)).isEqualTo(expected);

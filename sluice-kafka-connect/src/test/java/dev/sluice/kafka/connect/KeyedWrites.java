@@ -154,9 +154,20 @@ final class KeyedWrites {
   static Map<String, List<Integer>> read(String bootstrap, String topic) {
     Map<String, List<Integer>> out = new HashMap<>();
     for (ConsumerRecord<String, String> r : readAll(bootstrap, topic)) {
-      out.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(seqOf(r.value()));
+      out.computeIfAbsent(written(r.key()), k -> new ArrayList<>()).add(seqOf(r.value()));
     }
     return out;
+  }
+
+  private static final java.util.regex.Pattern PG_KEY = java.util.regex.Pattern.compile("[^\\[\"]+\\[\"([^\"]*)\"\\]");
+
+  /**
+   * The key a round wrote: a MongoDB record key is the {@code _id} itself, a PostgreSQL one is
+   * qualified by its table ({@code public.orders["k3"]}, ADR 0093).
+   */
+  static String written(String recordKey) {
+    java.util.regex.Matcher m = recordKey == null ? null : PG_KEY.matcher(recordKey);
+    return m != null && m.matches() ? m.group(1) : recordKey;
   }
 
   /** The record keys of {@code topic} (read_committed), in offset order per partition. */

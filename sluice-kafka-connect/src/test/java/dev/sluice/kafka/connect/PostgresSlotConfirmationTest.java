@@ -68,8 +68,8 @@ class PostgresSlotConfirmationTest {
         sql("INSERT INTO items (id, seq) VALUES ('k" + i + "', " + i + ")");
       }
       changes.addAll(pollUntil(task, PostgresSlotConfirmationTest::isChange, 10));
-      assertThat(changes).extracting(r -> r.key()).containsExactly("k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7",
-          "k8", "k9");
+      assertThat(changes).extracting(r -> r.key()).as("qualified by the table (ADR 0093)").containsExactly(
+          items(0, 1, 2, 3, 4, 5, 6, 7, 8, 9));
       assertThat(confirmed()).as("nothing committed but the start").isEqualTo(created);
 
       commit(committed, changes.get(3));
@@ -90,7 +90,7 @@ class PostgresSlotConfirmationTest {
     SluiceSourceTask restarted = start(config, committed);
     try {
       List<SourceRecord> again = pollUntil(restarted, PostgresSlotConfirmationTest::isChange, 6);
-      assertThat(again).extracting(r -> r.key()).containsExactly("k4", "k5", "k6", "k7", "k8", "k9");
+      assertThat(again).extracting(r -> r.key()).containsExactly(items(4, 5, 6, 7, 8, 9));
     } finally {
       restarted.stop();
     }
@@ -115,7 +115,7 @@ class PostgresSlotConfirmationTest {
       int written = 0;
       for (int i = 0; written < 5; i++) {
         String key = "idle" + i;
-        if (dev.sluice.feed.PartitionSpec.indexOf(key, 2) == 1) {
+        if (dev.sluice.feed.PartitionSpec.indexOf("public.items[\"" + key + "\"]", 2) == 1) { // ADR 0093
           sql("INSERT INTO items (id, seq) VALUES ('" + key + "', " + i + ")");
           written++;
         }
@@ -206,6 +206,11 @@ class PostgresSlotConfirmationTest {
       return out.size() >= count;
     });
     return out;
+  }
+
+  /** The record keys of rows {@code 'k<i>'} of public.items. */
+  private static String[] items(int... ids) {
+    return java.util.Arrays.stream(ids).mapToObj(i -> "public.items[\"k" + i + "\"]").toArray(String[]::new);
   }
 
   /** The WAL position (LSN) a record's offset holds: the position token's first word. */

@@ -88,6 +88,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private long skipXid;
   private long skipRows;
   private long skipMessages;
+  /** 1 if the old key's delete of the row after those was processed too (a key-changing update). */
+  private int skipPart;
   private boolean caughtUp;
   private FeedException failure;
   /** Held while the stream is used: by poll, acknowledge and close, and by the keep-alive. */
@@ -110,6 +112,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       skipXid = from.xid();
       skipRows = from.rows();
       skipMessages = from.messages();
+      skipPart = from.part();
       covers = from.covers();
       uncovered.addAll(from.uncovered());
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
@@ -354,7 +357,11 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         return out;
       }
       accept(decoded, out);
-      if (out.size() >= feed.batchSize) {
+      // The deadline holds whatever arrives: a backlog or a large transaction of other keys or
+      // tables would otherwise keep the poll (and the partition's heartbeats, lease checks and
+      // checkpoints) inside the stream until it ran dry. Returning between two messages is always
+      // safe: the position then names the transaction and its rows read so far (ADR 0063).
+      if (out.size() >= feed.batchSize || deadline - System.nanoTime() <= 0) {
         return out;
       }
     }
@@ -426,8 +433,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
    * other databases) and an idle slot does not hold WAL for ever.
    */
   private void idleAdvance() {
-    if (xid != 0) {
-      return;
+    if (xid != 0 || skipXid != 0) {
+      return; // inside a transaction, or before the one a checkpoint inside it names: the position names it
     }
     long sent = stream.getLastReceiveLSN().asLong();
     if (sent > boundary) {
@@ -438,12 +445,20 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   private void accept(PgOutput.Message m, List<ChangeEvent<Map<String, Object>>> out) {
     if (m instanceof PgOutput.Begin b) {
+      if (skipXid != 0 && b.xid() != skipXid) {
+        throw drifted("the stream from " + LogSequenceNumber.valueOf(boundary).asString() + " begins with transaction "
+            + b.xid() + " (commit " + LogSequenceNumber.valueOf(b.finalLsn()).asString() + ")");
+      }
       xid = b.xid();
       finalLsn = b.finalLsn();
       commitTime = b.commitTime();
       rows = 0;
       messages = 0;
     } else if (m instanceof PgOutput.Commit c) {
+      if (xid == skipXid && (rows < skipRows || rows == skipRows && skipPart > 0)) {
+        throw drifted("transaction " + xid + " (commit " + LogSequenceNumber.valueOf(c.commitLsn()).asString()
+            + ") now has " + rows + " changes");
+      }
       boundary = c.endLsn();
       if (!covers.isEmpty() && covers.stream().allMatch(cover -> boundary >= cover.lsn())) {
         covers = List.of(); // every later transaction committed after every covering snapshot
@@ -539,9 +554,23 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
+  /**
+   * The checkpoint inside a transaction no longer names the change it named when it was taken
+   * (ADR 0063): refused, since skipping its count of changes would now skip or repeat others.
+   */
+  private FeedException drifted(String what) {
+    failure = new FeedException("PostgreSQL feed '" + feed.stream() + "': slot " + slot + " resumed inside"
+        + " transaction " + skipXid + " after " + skipRows + (skipPart > 0 ? "+" + skipPart : "") + " of its changes"
+        + " (checkpoint at " + LogSequenceNumber.valueOf(boundary).asString() + "), but " + what + ", so the"
+        + " checkpoint no longer names the same change. Nothing was skipped; restore the checkpoint written for"
+        + " this slot, or reset the partition (a snapshot) to go on", null, false);
+    close();
+    return failure;
+  }
+
   /** A position of this cursor: at {@code lsn} (and inside transaction {@code xid}), with its snapshot state. */
   private Position positionAt(long lsn, long xid, long rows, PgPosition.SnapshotAt at, Instant time) {
-    return new PgPosition(lsn, xid, rows, at, covers, uncovered, xid == 0 ? 0 : messages).toPosition(time);
+    return new PgPosition(lsn, xid, rows, at, covers, uncovered, 0, xid == 0 ? 0 : messages).toPosition(time);
   }
 
   /** Counts one change of the transaction; false if it was processed before this cursor opened. */
@@ -566,7 +595,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
     }
     String key = key(r.qualifiedName(), keyTexts);
-    String rowId = r.qualifiedName() + "\t" + key;
+    String rowId = rowId(r.qualifiedName(), keyTexts);
     if (!covers.isEmpty() && !uncovered.contains(r.qualifiedName()) && !uncovered.contains(rowId)
         && coveredBefore(r, keySource)) {
       if (old == null || coveredBefore(r, old)) {
@@ -577,7 +606,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       uncovered.add(rowId);
       position = positionAt(boundary, xid, rows, null, commitTime);
     }
-    if (!partition.receives(key)) {
+    // An update that changed the row's key: its old key's partition gets a delete (ADR 0094),
+    // unless that delete was processed before this cursor opened.
+    String oldKey = old != null && op == Operation.UPDATE ? oldKey(r, old, keyTexts) : null;
+    boolean deliverOldKeysDelete = oldKey != null && partition.receives(oldKey)
+        && !(xid == skipXid && rows == skipRows + 1 && skipPart == 1);
+    if (!partition.receives(key) && !deliverOldKeysDelete) {
       return; // another partition's row: not converted here (ADR 0091)
     }
     Map<String, Object> raw = new LinkedHashMap<>();
@@ -587,6 +621,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     Map<String, Object> documentKey = new LinkedHashMap<>();
     Map<String, Object> document = null;
     Map<String, Object> before = null;
+    Map<String, Object> oldValues = null;
+    Map<String, Object> oldKeyValues = null;
     List<String> unchanged = List.of();
     try {
       for (int i = 0; i < r.columns().size(); i++) {
@@ -595,9 +631,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         }
       }
       if (old != null) {
-        Map<String, Object> oldValues = Collections.unmodifiableMap(values(r, old, null, true));
+        oldValues = Collections.unmodifiableMap(values(r, old, null, true));
         raw.put(wholeRow ? "before" : "oldKey", oldValues);
         before = wholeRow ? oldValues : null; // REPLICA IDENTITY FULL: the whole row before the change
+        if (oldKey != null) {
+          oldKeyValues = keyOf(r, oldValues);
+        }
       }
       if (row != null) {
         // An unchanged TOASTed value is not sent ('u'): the whole old row (REPLICA IDENTITY FULL)
@@ -606,7 +645,36 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         unchanged = unchangedColumns(r, row, wholeRow ? old : null);
       }
     } catch (Unconvertible e) {
-      out.add(undecodable(r, op, key, keyTexts, keyColumns, keySource, raw, e));
+      // Handed on under the key this partition delivers (the new one, else the old key's delete).
+      boolean asNew = partition.receives(key);
+      out.add(undecodable(r, asNew ? op : Operation.DELETE, asNew ? key : oldKey, keyTexts, keyColumns, keySource,
+          raw, e));
+      return;
+    }
+    if (oldKey != null) {
+      // The key changed: the old key's row is gone. Its partition gets a delete (so a compacted
+      // topic, an upserted view or an inbox drops it), the new key's an insert, each in its own
+      // key's order. Both count as one row of the transaction; the position between them says
+      // the delete was processed (rows-1, part 1), so a replay repeats neither.
+      Map<String, Object> deleteRaw = new LinkedHashMap<>();
+      deleteRaw.put("table", r.qualifiedName());
+      deleteRaw.put("xid", xid);
+      deleteRaw.put(before != null ? "before" : "oldKey", oldValues);
+      deleteRaw.put("keyChangedTo", key);
+      if (deliverOldKeysDelete) {
+        Position between = new PgPosition(boundary, xid, rows - 1, null, covers, uncovered, 1, messages)
+            .toPosition(commitTime);
+        out.add(new ChangeEvent<>(eventId() + ":old-key", feed.stream(), between, Operation.DELETE, oldKey,
+            oldKeyValues, null, commitTime, Collections.unmodifiableMap(deleteRaw), DocumentState.NONE, null,
+            before));
+      }
+      op = Operation.INSERT;
+      before = null;
+      raw.remove("before");
+      raw.remove("oldKey");
+      raw.put("keyChangedFrom", oldKey);
+    }
+    if (!partition.receives(key)) {
       return;
     }
     ChangeEvent<Map<String, Object>> event;
@@ -712,6 +780,39 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       String type = typeNames.get(c.typeOid());
       throw new Unconvertible(c.name(), type != null ? type : PgValues.typeName(c.typeOid()), text, e);
     }
+  }
+
+  /**
+   * The old key of an update that changed its row's key, or null when the key stayed. pgoutput
+   * sends the old key ('K') only when the replica identity's columns changed, or the whole old row
+   * ('O') under REPLICA IDENTITY FULL: either way the key columns' texts tell.
+   */
+  private String oldKey(PgOutput.Relation r, List<PgOutput.Value> old, List<String> newKey) {
+    boolean[] keyColumns = keyColumns(r);
+    List<String> texts = new ArrayList<>();
+    for (int i = 0; i < r.columns().size(); i++) {
+      if (keyColumns[i]) {
+        PgOutput.Value v = i < old.size() ? old.get(i) : null;
+        if (v == null || v.kind() == 'u' || v.kind() == 'n') {
+          return null; // not sent: the key cannot be compared, and pgoutput sends a changed key whole
+        }
+        texts.add(v.text());
+      }
+    }
+    return texts.equals(newKey) ? null : key(r.qualifiedName(), texts);
+  }
+
+  /** The key columns' values of an old tuple, converted as {@link #values} converts them. */
+  private Map<String, Object> keyOf(PgOutput.Relation r, Map<String, Object> oldValues) {
+    boolean[] keyColumns = keyColumns(r);
+    Map<String, Object> out = new LinkedHashMap<>();
+    for (int i = 0; i < r.columns().size(); i++) {
+      if (keyColumns[i]) {
+        String name = r.columns().get(i).name();
+        out.put(name, oldValues.get(name));
+      }
+    }
+    return Collections.unmodifiableMap(out);
   }
 
   /**
@@ -826,19 +927,29 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     return LogSequenceNumber.valueOf(finalLsn).asString() + "#" + rows;
   }
 
-  /** The canonical key: the key column's text, or the table and a JSON array of the key columns' texts. */
+  /**
+   * The canonical key: the table and a JSON array of the key columns' texts, {@code public.t["1"]}
+   * or {@code public.t["1","x"]}, so that rows of different tables never share a key, a partition's
+   * key order, a parked key or a Kafka record key (ADR 0093). Empty for a change of no row.
+   */
   static String key(String table, List<String> parts) {
     if (parts.isEmpty()) {
       return "";
-    }
-    if (parts.size() == 1) {
-      return parts.get(0) == null ? "null" : parts.get(0);
     }
     try {
       return table + JSON.writeValueAsString(parts);
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /**
+   * A row as positions name it ({@code uncovered}): the key form before ADR 0093 (a single column's
+   * bare text), kept so that positions written by earlier versions still name the same rows.
+   */
+  private static String rowId(String table, List<String> parts) {
+    String key = parts.size() == 1 ? (parts.get(0) == null ? "null" : parts.get(0)) : key(table, parts);
+    return table + "\t" + key;
   }
 
   /**

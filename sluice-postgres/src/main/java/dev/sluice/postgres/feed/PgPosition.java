@@ -23,7 +23,10 @@ import org.postgresql.replication.LogSequenceNumber;
  * repeats any of its changes. Token: {@code 0/16B3748} or {@code 0/16B3748 xid=745 rows=3}. The
  * transaction's logical-decoding messages are counted apart from its rows ({@code
  * 0/16B3748 xid=745 rows=3 messages=1}, ADR 0096): the server sends them only to a feed that asks,
- * so the row count means the same whether or not the feed that wrote it asked.
+ * so the row count means the same whether or not the feed that wrote it asked. An update that
+ * changes a row's key is delivered as two changes, the old key's delete and the new key's insert
+ * (issue 33 defect 4, ADR 0094); the position between them counts the rows before it and the
+ * first change of the next: {@code 0/16B3748 xid=745 rows=2+1}.
  *
  * <p>During a snapshot bootstrap ({@link PgSnapshot}) the position also says how far the snapshot
  * read ({@code snapshot}: the table being read and the key of the last row read), and after a
@@ -41,13 +44,15 @@ import org.postgresql.replication.LogSequenceNumber;
  *     consumer emptied it, so what a later snapshot held must come again), or one row ({@code
  *     table<TAB>key}) whose key an update moved into a covered range (the consumer got that older
  *     state after the snapshot's newer one, so the row's later changes must come too)
+ * @param part how many changes of the transaction's next row were processed too: 1 after the old
+ *     key's delete of a key-changing update, whose new key's insert is still to come; else 0
  * @param messages how many of that transaction's logical-decoding messages were processed
  */
 record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers, Set<String> uncovered,
-    long messages) {
+    int part, long messages) {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Pattern TOKEN =
-      Pattern.compile("([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?: xid=(\\d+) rows=(\\d+)(?: messages=(\\d+))?)?(?: (\\{.*\\}))?");
+  private static final Pattern TOKEN = Pattern.compile("([0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})"
+      + "(?: xid=(\\d+) rows=(\\d+)(?:\\+(1))?(?: messages=(\\d+))?)?(?: (\\{.*\\}))?");
 
   /**
    * A snapshot in progress: it is reading {@code table} (qualified name), rows with a primary key
@@ -64,10 +69,13 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
   PgPosition {
     covers = List.copyOf(covers);
     uncovered = Set.copyOf(uncovered);
+    if (part != 0 && (part != 1 || xid == 0)) {
+      throw new IllegalArgumentException("part " + part + " outside a transaction or above 1");
+    }
   }
 
   PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers, Set<String> uncovered) {
-    this(lsn, xid, rows, snapshot, covers, uncovered, 0);
+    this(lsn, xid, rows, snapshot, covers, uncovered, 0, 0);
   }
 
   PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover> covers) {
@@ -91,6 +99,9 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
     StringBuilder token = new StringBuilder(at);
     if (inside()) {
       token.append(" xid=").append(xid).append(" rows=").append(rows);
+      if (part != 0) {
+        token.append('+').append(part);
+      }
       if (messages > 0) {
         token.append(" messages=").append(messages);
       }
@@ -137,17 +148,19 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
     Matcher m = TOKEN.matcher(position.token().trim());
     if (!m.matches()) {
       throw new IllegalArgumentException("'" + position.token() + "' is not a PostgreSQL feed position"
-          + " (an LSN such as 0/16B3748, optionally followed by ' xid=<n> rows=<n>' and ' messages=<n>')");
+          + " (an LSN such as 0/16B3748, optionally followed by ' xid=<n> rows=<n>', ' xid=<n> rows=<n>+1'"
+          + " and ' messages=<n>')");
     }
     long lsn = LogSequenceNumber.valueOf(m.group(1)).asLong();
     long xid = m.group(2) == null ? 0 : Long.parseLong(m.group(2));
     long rows = m.group(2) == null ? 0 : Long.parseLong(m.group(3));
-    long messages = m.group(4) == null ? 0 : Long.parseLong(m.group(4));
-    if (m.group(5) == null) {
-      return new PgPosition(lsn, xid, rows, null, List.of(), Set.of(), messages);
+    int part = m.group(4) == null ? 0 : 1;
+    long messages = m.group(5) == null ? 0 : Long.parseLong(m.group(5));
+    if (m.group(6) == null) {
+      return new PgPosition(lsn, xid, rows, null, List.of(), Set.of(), part, messages);
     }
     try {
-      JsonNode extra = JSON.readTree(m.group(5));
+      JsonNode extra = JSON.readTree(m.group(6));
       SnapshotAt snapshot = null;
       JsonNode s = extra.get("snapshot");
       if (s != null) {
@@ -166,7 +179,7 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
       if (ts != null) {
         ts.forEach(t -> uncovered.add(t.asText()));
       }
-      return new PgPosition(lsn, xid, rows, snapshot, covers, uncovered, messages);
+      return new PgPosition(lsn, xid, rows, snapshot, covers, uncovered, part, messages);
     } catch (JsonProcessingException | RuntimeException e) {
       throw new IllegalArgumentException("'" + position.token() + "' is not a PostgreSQL feed position: its"
           + " snapshot part cannot be read (" + e.getMessage() + ")");

@@ -94,7 +94,7 @@ class PostgresChangeFeedTest {
           .containsExactly(Operation.INSERT, Operation.UPDATE, Operation.DELETE, Operation.OTHER);
 
       ChangeEvent<Map<String, Object>> insert = events.get(0);
-      assertThat(insert.key()).isEqualTo("1");
+      assertThat(insert.key()).as("qualified by its table (ADR 0093)").isEqualTo("public.t[\"1\"]");
       assertThat(insert.documentKey()).isEqualTo(Map.of("id", 1));
       Map<String, Object> row = insert.document();
       assertThat(row.get("amount")).isEqualTo(new BigDecimal("12345678901234567890.0123456789"));
@@ -155,7 +155,7 @@ class PostgresChangeFeedTest {
           "BEGIN; DELETE FROM t WHERE id = 2; INSERT INTO other VALUES (2); INSERT INTO t VALUES (4, 'e'); COMMIT");
       all = read(c, 6);
     }
-    assertThat(all).extracting(e -> e.operation() + ":" + e.key())
+    assertThat(all).extracting(e -> e.operation() + ":" + e.documentKey().get("id"))
         .containsExactly("INSERT:1", "INSERT:2", "UPDATE:1", "INSERT:3", "DELETE:2", "INSERT:4");
     assertThat(all.get(0).position().token()).as("inside the first transaction").contains("xid=");
 

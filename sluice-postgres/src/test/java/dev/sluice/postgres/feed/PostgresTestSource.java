@@ -72,6 +72,17 @@ final class PostgresTestSource implements Source<Map<String, Object>> {
     return d == null ? null : ((Number) d.get("version")).longValue();
   }
 
+  /** The key column's text, from a key that must be qualified by the table (ADR 0093). */
+  @Override
+  public String writtenKey(ChangeEvent<Map<String, Object>> change) {
+    String written = (String) change.documentKey().get("k");
+    String expected = PgFeedCursor.key("public.t", List.of(written));
+    if (!change.key().equals(expected)) {
+      throw new AssertionError("key " + change.key() + " of row " + written + ", expected " + expected);
+    }
+    return written;
+  }
+
   @Override
   public void forgetThrough(ChangeEvent<Map<String, Object>> change) {
     try (Connection c = pg.dataSource(db).getConnection(); Statement s = c.createStatement()) {

@@ -82,9 +82,9 @@ class AmqpRelayFromPostgresTest {
         });
       }
       assertThat(ids).hasSize(total);
-      assertThat(perKey.get("4")).containsExactly("SNAPSHOT:0", "UPDATE:1", "UPDATE:2");
-      assertThat(perKey.get("8")).containsExactly("SNAPSHOT:0", "UPDATE:1", "UPDATE:2", "DELETE");
-      assertThat(perKey.get("5")).containsExactly("SNAPSHOT:0");
+      assertThat(perKey.get("public.orders[\"4\"]")).containsExactly("SNAPSHOT:0", "UPDATE:1", "UPDATE:2");
+      assertThat(perKey.get("public.orders[\"8\"]")).containsExactly("SNAPSHOT:0", "UPDATE:1", "UPDATE:2", "DELETE");
+      assertThat(perKey.get("public.orders[\"5\"]")).containsExactly("SNAPSHOT:0");
       assertThat(bodies).anyMatch(b -> b.contains("\"amount\":12345678901234567895.0123456789"));
     } finally {
       pg.dropReplicationSlots(db);

@@ -129,10 +129,10 @@ class RelayFromPostgresTest {
     }
     assertThat(perKey).as("every key").hasSize(100);
     assertThat(ids).hasSize(total);
-    assertThat(perKey.get("10")).containsExactly("SNAPSHOT:0", "UPDATE:1", "UPDATE:2", "UPDATE:3");
-    assertThat(perKey.get("50")).containsExactly("SNAPSHOT:0", "UPDATE:1", "UPDATE:2", "UPDATE:3", "DELETE");
-    assertThat(perKey.get("7")).containsExactly("SNAPSHOT:0");
-    String body = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("7"))
+    assertThat(perKey.get("public.orders[\"10\"]")).containsExactly("SNAPSHOT:0", "UPDATE:1", "UPDATE:2", "UPDATE:3");
+    assertThat(perKey.get("public.orders[\"50\"]")).containsExactly("SNAPSHOT:0", "UPDATE:1", "UPDATE:2", "UPDATE:3", "DELETE");
+    assertThat(perKey.get("public.orders[\"7\"]")).containsExactly("SNAPSHOT:0");
+    String body = records.stream().filter(r -> new String(r.key(), StandardCharsets.UTF_8).equals("public.orders[\"7\"]"))
         .map(r -> new String(r.value(), StandardCharsets.UTF_8)).findFirst().orElseThrow();
     assertThat(body).as("numeric(30,10) with every digit").contains("\"amount\":12345678901234567897.0123456789");
 
@@ -148,7 +148,7 @@ class RelayFromPostgresTest {
           try (java.sql.PreparedStatement st = c.prepareStatement(e.document() == null
               ? "DELETE FROM order_copy WHERE id = ?"
               : "INSERT INTO order_copy VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v")) {
-            st.setInt(1, Integer.parseInt(e.key()));
+            st.setInt(1, e.documentKey().get("id").asInt());
             if (e.document() != null) {
               st.setInt(2, e.document().get("v").asInt());
             }
@@ -166,6 +166,53 @@ class RelayFromPostgresTest {
       assertThat(rs.getInt(1)).isEqualTo(99);
       assertThat(rs.getInt(2)).as("the copy equals the source table").isEqualTo(99);
     }
+  }
+
+  /**
+   * Issue 33 defect 4 through the relay: a primary-key update reaches the topic as a delete record
+   * under the old key (in the old key's Kafka partition, after that key's earlier records) and an
+   * insert under the new key, so the latest record of every old key says it is gone: what a
+   * compacted topic or a consumer upserting by key keeps is exactly the table.
+   */
+  @Test
+  void aPrimaryKeyUpdateReachesKafkaAsTheOldKeysDeleteAndTheNewKeysInsert() throws Exception {
+    sql(ds, "CREATE TABLE orders (id int PRIMARY KEY, amount numeric(30,10), v int)",
+        "CREATE PUBLICATION pub FOR TABLE orders",
+        "INSERT INTO orders SELECT g, g, 0 FROM generate_series(1, 10) g");
+    String topic = "pg-moves";
+    kafka.createTopic(topic, 3);
+    listener(sink(topic, MessageEncoder.builder(PostgresDocuments.mapper()).build()), FailurePolicy.block(RetryPolicy.defaults()));
+    sql(ds, "UPDATE orders SET id = id + 100, v = 1 WHERE id <= 5");
+    int total = 10 + 5 * 2;
+    List<ConsumerRecord<byte[], byte[]>> records = kafka.readAll(topic, total, Duration.ofSeconds(60));
+    Map<String, List<String>> perKey = new LinkedHashMap<>();
+    Map<String, Integer> partitionOf = new LinkedHashMap<>();
+    Set<String> ids = new HashSet<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      Envelope e = Envelope.parse(r.value());
+      assertThat(new String(r.key(), StandardCharsets.UTF_8)).isEqualTo(e.key());
+      assertThat(partitionOf.computeIfAbsent(e.key(), k -> r.partition())).as("one Kafka partition per key")
+          .isEqualTo(r.partition());
+      if (ids.add(e.id())) {
+        perKey.computeIfAbsent(e.key(), k -> new ArrayList<>())
+            .add(e.operation() + (e.document() == null ? "" : ":" + e.document().get("v").asInt()));
+      }
+    }
+    assertThat(ids).hasSize(total);
+    assertThat(perKey.get("public.orders[\"3\"]")).containsExactly("SNAPSHOT:0", "DELETE");
+    assertThat(perKey.get("public.orders[\"103\"]")).containsExactly("INSERT:1");
+    assertThat(perKey.get("public.orders[\"7\"]")).containsExactly("SNAPSHOT:0");
+    Set<String> live = new HashSet<>();
+    perKey.forEach((key, ops) -> {
+      if (!ops.get(ops.size() - 1).equals("DELETE")) {
+        live.add(key);
+      }
+    });
+    Set<String> table = new HashSet<>();
+    for (int id : new int[] {6, 7, 8, 9, 10, 101, 102, 103, 104, 105}) {
+      table.add("public.orders[\"" + id + "\"]");
+    }
+    assertThat(live).as("the keys whose latest record is not a delete are the table's").isEqualTo(table);
   }
 
   @Test
@@ -193,7 +240,7 @@ class RelayFromPostgresTest {
             .distinct().count() == 3);
     assertThat(kafka.readAll(topic, 3, Duration.ofSeconds(5))).extracting(r -> header(r, Envelope.HEADER_ID))
         .containsExactlyInAnyOrder("a-1", "b-1", "a-2");
-    List<ParkedChange<Map<String, Object>>> parked = dlq.listKey(stream, "p");
+    List<ParkedChange<Map<String, Object>>> parked = dlq.listKey(stream, "public.orders[\"p\"]");
     assertThat(parked).hasSize(2);
     assertThat(parked.get(0).error()).contains("no id field 'id'");
     assertThat(parked.get(1).error()).contains("parked behind");
@@ -202,7 +249,7 @@ class RelayFromPostgresTest {
 
     DeadLetters<Map<String, Object>> ops = DeadLetters.of(dlq);
     assertThat(ops.discard(stream, parked.get(0).event().id())).isTrue();
-    DeadLetters.ReplayResult result = ops.replayKey(stream, "p", sink(topic, events), Replay.fence("public.orders"));
+    DeadLetters.ReplayResult result = ops.replayKey(stream, "public.orders[\"p\"]", sink(topic, events), Replay.fence("public.orders"));
     assertThat(result.complete()).isTrue();
     assertThat(result.replayed()).isEqualTo(1);
     assertThat(dlq.count(stream)).isZero();

@@ -69,7 +69,7 @@ public abstract class ListenerContract<D> extends SourceContract<D> {
   }
 
   private Listener<D> start(Source<D> s, String group, String owner, int partitions, Deliveries into) {
-    return start(s, group, owner, partitions, (e, fence) -> into.add(e.key(), s.version(e)),
+    return start(s, group, owner, partitions, (e, fence) -> into.add(s.writtenKey(e), s.version(e)),
         FailurePolicy.block(RetryPolicy.defaults()));
   }
 
@@ -134,10 +134,10 @@ public abstract class ListenerContract<D> extends SourceContract<D> {
     Deliveries seen = new Deliveries();
     AtomicInteger failures = new AtomicInteger();
     Handler<D> handler = (e, fence) -> {
-      if (e.key().equals("k3") && failures.incrementAndGet() <= 3) {
+      if (s.writtenKey(e).equals("k3") && failures.incrementAndGet() <= 3) {
         throw new StackOverflowError("handler bug on " + e.key());
       }
-      seen.add(e.key(), s.version(e));
+      seen.add(s.writtenKey(e), s.version(e));
     };
     Listener<D> l = start(s, "g", "a", 1, handler,
         FailurePolicy.block(RetryPolicy.attempts(2, Duration.ofMillis(10), Duration.ofMillis(50))));
