@@ -39,11 +39,7 @@ class PostgresKeyChangeTest {
   }
 
   private void sql(String... statements) throws SQLException {
-    try (Connection c = PG.dataSource(db).getConnection(); Statement s = c.createStatement()) {
-      for (String statement : statements) {
-        s.execute(statement);
-      }
-    }
+    FeedTestSupport.sql(db, statements);
   }
 
   private PostgresChangeFeed feed() {
@@ -52,13 +48,7 @@ class PostgresKeyChangeTest {
   }
 
   private static List<ChangeEvent<Map<String, Object>>> read(FeedCursor<Map<String, Object>> c, int count) {
-    List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (out.size() < count && System.nanoTime() < deadline) {
-      out.addAll(c.poll(WAIT));
-    }
-    assertThat(out).as("changes read").hasSize(count);
-    return out;
+    return FeedTestSupport.read(c, count, WAIT);
   }
 
   private static String key(int id) {

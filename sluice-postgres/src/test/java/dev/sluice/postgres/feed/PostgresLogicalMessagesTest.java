@@ -60,19 +60,13 @@ class PostgresLogicalMessagesTest {
   }
 
   private static List<ChangeEvent<Map<String, Object>>> read(FeedCursor<Map<String, Object>> c, int count) {
-    List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (out.size() < count && System.nanoTime() < deadline) {
-      out.addAll(c.poll(WAIT));
-    }
-    assertThat(out).as("changes read").hasSize(count);
-    return out;
+    return FeedTestSupport.read(c, count, WAIT);
   }
 
   private static String describe(ChangeEvent<Map<String, Object>> e) {
     return e.operation() == Operation.MESSAGE ? "MESSAGE " + e.key() + " " + e.document().get("content")
         + (Boolean.TRUE.equals(e.document().get("transactional")) ? "" : " (non-transactional)")
-        : e.operation() + " " + e.key();
+        : e.operation() + " " + e.documentKey().values().iterator().next();
   }
 
   @Test

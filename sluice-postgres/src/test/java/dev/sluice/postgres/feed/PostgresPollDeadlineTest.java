@@ -39,11 +39,7 @@ class PostgresPollDeadlineTest {
   }
 
   private void sql(String... statements) throws SQLException {
-    try (Connection c = PG.dataSource(db).getConnection(); Statement s = c.createStatement()) {
-      for (String statement : statements) {
-        s.execute(statement);
-      }
-    }
+    FeedTestSupport.sql(db, statements);
   }
 
   private static List<Object> ids(List<ChangeEvent<Map<String, Object>>> events) {
@@ -109,12 +105,6 @@ class PostgresPollDeadlineTest {
 
   /** Reads until {@code count} changes arrived (or fails after 60 s). */
   private static List<ChangeEvent<Map<String, Object>>> read(FeedCursor<Map<String, Object>> c, int count) {
-    List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (out.size() < count && System.nanoTime() < deadline) {
-      out.addAll(c.poll(WAIT));
-    }
-    assertThat(out).as("changes read").hasSize(count);
-    return out;
+    return FeedTestSupport.read(c, count, WAIT);
   }
 }

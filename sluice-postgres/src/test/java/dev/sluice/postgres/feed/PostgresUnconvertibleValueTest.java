@@ -42,21 +42,11 @@ class PostgresUnconvertibleValueTest {
   }
 
   private void sql(String... statements) throws SQLException {
-    try (Connection c = PG.dataSource(db).getConnection(); Statement s = c.createStatement()) {
-      for (String statement : statements) {
-        s.execute(statement);
-      }
-    }
+    FeedTestSupport.sql(db, statements);
   }
 
   private static List<ChangeEvent<Map<String, Object>>> read(FeedCursor<Map<String, Object>> c, int count) {
-    List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (out.size() < count && System.nanoTime() < deadline) {
-      out.addAll(c.poll(WAIT));
-    }
-    assertThat(out).as("changes read").hasSize(count);
-    return out;
+    return FeedTestSupport.read(c, count, WAIT);
   }
 
   @Test
@@ -71,7 +61,7 @@ class PostgresUnconvertibleValueTest {
           "INSERT INTO t VALUES (3, '{}', '24:00', '10000-01-01')",
           "UPDATE t SET at = '13:00' WHERE id = 1");
       List<ChangeEvent<Map<String, Object>>> events = read(c, 4);
-      assertThat(events).extracting(ChangeEvent::key).containsExactly("1", "2", "3", "1");
+      assertThat(events).extracting(ChangeEvent::key).containsExactly(key(1), key(2), key(3), key(1));
 
       ChangeEvent<Map<String, Object>> poisoned = events.get(1);
       assertThat(poisoned.raw()).isInstanceOf(UndecodableChange.class);
@@ -102,7 +92,7 @@ class PostgresUnconvertibleValueTest {
     PartitionSpec p0 = new PartitionSpec(0, 2);
     PartitionSpec p1 = new PartitionSpec(1, 2);
     int poisoned = 1;
-    while (!p1.receives(Integer.toString(poisoned))) {
+    while (!p1.receives(key(poisoned))) {
       poisoned++;
     }
     try (FeedCursor<Map<String, Object>> c0 = feed.open(p0, StartPoint.latest());
@@ -111,14 +101,14 @@ class PostgresUnconvertibleValueTest {
       int p0Rows = 0;
       for (int id = 1; id <= 20; id++) {
         writes.add("INSERT INTO t VALUES (" + id + ", " + (id == poisoned ? POISON : "'{}'") + ")");
-        p0Rows += p0.receives(Integer.toString(id)) ? 1 : 0;
+        p0Rows += p0.receives(key(id)) ? 1 : 0;
       }
       sql(writes.toArray(String[]::new));
       List<ChangeEvent<Map<String, Object>>> mine = read(c0, p0Rows);
       assertThat(mine).allSatisfy(e -> assertThat(e.raw()).isNotInstanceOf(UndecodableChange.class));
       List<ChangeEvent<Map<String, Object>>> theirs = read(c1, 20 - p0Rows);
       assertThat(theirs).filteredOn(e -> e.raw() instanceof UndecodableChange)
-          .extracting(ChangeEvent::key).containsExactly(Integer.toString(poisoned));
+          .extracting(ChangeEvent::key).containsExactly(key(poisoned));
     }
   }
 
@@ -132,12 +122,17 @@ class PostgresUnconvertibleValueTest {
     try (FeedCursor<Map<String, Object>> c = feed.open(PartitionSpec.single(), StartPoint.snapshot())) {
       sql("INSERT INTO t VALUES (4, '{}')");
       List<ChangeEvent<Map<String, Object>>> events = read(c, 4);
-      assertThat(events).extracting(ChangeEvent::key).containsExactly("1", "2", "3", "4");
+      assertThat(events).extracting(ChangeEvent::key).containsExactly(key(1), key(2), key(3), key(4));
       assertThat(events).filteredOn(e -> e.raw() instanceof UndecodableChange).extracting(ChangeEvent::key)
-          .containsExactly("2");
+          .containsExactly(key(2));
       assertThat(((UndecodableChange) events.get(1).raw()).reason()).contains("public.t").contains("column doc")
           .contains("type jsonb").contains("{\"n\": 1000");
       assertThat(events.get(3).document()).containsEntry("id", 4);
     }
+  }
+
+  /** Row {@code id}'s key: its table and its primary key (ADR 0093). */
+  private static String key(int id) {
+    return "public.t[\"" + id + "\"]";
   }
 }

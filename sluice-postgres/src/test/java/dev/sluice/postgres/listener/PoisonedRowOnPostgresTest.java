@@ -84,9 +84,9 @@ class PoisonedRowOnPostgresTest {
         "UPDATE orders SET n = 11 WHERE id = 1");
 
     String scope = "g/" + feed.stream();
-    await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 4 && dlq.listKey(scope, "2").size() == 2);
+    await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 4 && dlq.listKey(scope, "public.orders[\"2\"]").size() == 2);
     assertThat(seen).containsExactly(1, 3, 4, 11);
-    List<ParkedChange<Map<String, Object>>> parked = dlq.listKey(scope, "2");
+    List<ParkedChange<Map<String, Object>>> parked = dlq.listKey(scope, "public.orders[\"2\"]");
     assertThat(parked.get(0).error()).contains("Undecodable change").contains("public.orders")
         .contains("column doc").contains("type jsonb").contains("{\"n\": 1000");
     assertThat(parked.get(1).error()).as("the key's next change waits behind it, in order").contains("parked behind");
