@@ -12,6 +12,10 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.feed.UndecodableChange;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import dev.sluice.testkit.sql.PostgresTypeCorpus;
+import dev.sluice.testkit.sql.PostgresTypeCorpus.Case;
+import dev.sluice.testkit.sql.PostgresTypeCorpus.Column;
+import dev.sluice.testkit.sql.PostgresTypeCorpus.Group;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -40,8 +44,9 @@ import org.junit.jupiter.api.Test;
  * through the relay's JSON form ({@link PostgresDocuments#toJson}) and, where JSON cannot tell (the
  * sign of a float zero, a Java type), through the document's Java value.
  *
- * <p>Where the documented mapping ({@code docs/postgres-types.md}) differs from {@code to_jsonb},
- * the column's {@link Rule} says how, one rule per type, each written in that document: there is no
+ * <p>The tables and values are {@link PostgresTypeCorpus} (sluice-testkit, shared with the
+ * Debezium side by side). Where the documented mapping ({@code docs/postgres-types.md}) differs
+ * from {@code to_jsonb}, the column's {@link Rule} says how, one rule per type, each written in that document: there is no
  * blanket loosening. A change the feed cannot deliver (an exception from {@code poll}, or an
  * undecodable change) counts as a stall.
  *
@@ -75,83 +80,20 @@ class PostgresTypeCorpusTest {
     INSTANT
   }
 
-  record Column(String name, String type, Rule rule) {}
+  /**
+   * The rule of each corpus column ({@link PostgresTypeCorpus}, shared with the Debezium side by
+   * side in sluice-benchmarks-debezium); a column not named here is compared as {@link Rule#JSON}.
+   */
+  private static final Map<String, Rule> RULES = Map.of("f4", Rule.FLOAT, "f8", Rule.FLOAT, "by", Rule.BYTEA,
+      "d", Rule.TEMPORAL, "tm", Rule.TEMPORAL, "ts", Rule.TEMPORAL, "tz", Rule.INSTANT, "cp", Rule.TEXT);
 
-  record Case(String column, String literal) {}
-
-  record Group(String table, List<Column> columns, List<Case> cases) {}
-
-  private static Group group(String table, List<Column> columns, String... cases) {
-    List<Case> out = new ArrayList<>();
-    for (String c : cases) {
-      int eq = c.indexOf('=');
-      out.add(new Case(c.substring(0, eq), c.substring(eq + 1)));
-    }
-    return new Group(table, columns, out);
+  private static Rule rule(Column column) {
+    return RULES.getOrDefault(column.name(), Rule.JSON);
   }
 
-  private static Column col(String name, String type, Rule rule) {
-    return new Column(name, type, rule);
-  }
+  static final List<String> TYPES = PostgresTypeCorpus.TYPES;
 
-  static final List<String> TYPES = List.of(
-      "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')",
-      "CREATE DOMAIN posint AS int CHECK (VALUE > 0)",
-      "CREATE TYPE pair AS (n int, s text)");
-
-  static final List<Group> GROUPS = List.of(
-      group("c_int", List.of(col("i2", "smallint", Rule.JSON), col("i4", "integer", Rule.JSON),
-              col("i8", "bigint", Rule.JSON), col("b", "boolean", Rule.JSON)),
-          "i2=-32768", "i2=32767", "i4=-2147483648", "i4=2147483647", "i8=-9223372036854775808",
-          "i8=9223372036854775807", "b=true", "b=false"),
-      group("c_numeric", List.of(col("n", "numeric", Rule.JSON), col("ns", "numeric(12,4)", Rule.JSON)),
-          "n=1234567890123456789012345678901234567890", "n=-0.0000000000000000000000000000000000000001",
-          "n='NaN'", "n='Infinity'", "n='-Infinity'", "ns=1.5000", "ns=-0.0001"),
-      group("c_float", List.of(col("f4", "real", Rule.FLOAT), col("f8", "double precision", Rule.FLOAT)),
-          "f4='NaN'", "f4='Infinity'", "f4='-Infinity'", "f4='-0'", "f4=3.4028235e38", "f4=0.1",
-          "f8='NaN'", "f8='Infinity'", "f8='-Infinity'", "f8='-0'", "f8=1.7976931348623157e308",
-          "f8=4.9e-324", "f8=0.1"),
-      group("c_text", List.of(col("t", "text", Rule.JSON), col("c", "char(5)", Rule.JSON),
-              col("vc", "varchar(20)", Rule.JSON)),
-          "t='emoji \uD83D\uDE00 and \u2028 line separator'", "t='quote '' \" \\ backslash, comma {}'",
-          "t=''", "c='ab'", "vc='x\ny'"),
-      group("c_bytea", List.of(col("by", "bytea", Rule.BYTEA)),
-          "by='\\x00ff10'", "by='\\x'", "by='\\x5c2722e282ac'"),
-      group("c_date", List.of(col("d", "date", Rule.TEMPORAL)),
-          "d='infinity'", "d='-infinity'", "d='0044-03-15 BC'", "d='10000-01-01'", "d='2026-02-28'",
-          "d='0001-01-01'"),
-      group("c_time", List.of(col("tm", "time", Rule.TEMPORAL), col("ttz", "timetz", Rule.JSON)),
-          "tm='24:00:00'", "tm='00:00:00'", "tm='23:59:59.999999'", "ttz='12:34:56.789+05:30'",
-          "ttz='24:00:00-15:59'"),
-      group("c_stamp", List.of(col("ts", "timestamp", Rule.TEMPORAL), col("tz", "timestamptz", Rule.INSTANT)),
-          "ts='infinity'", "ts='-infinity'", "ts='2026-11-25 10:15:30.123456'", "ts='2026-11-25 10:15:00'",
-          "ts='0044-03-15 12:00:00 BC'", "ts='10000-01-01 00:00:00'", "ts='1900-01-01 00:00:00'",
-          "tz='infinity'", "tz='-infinity'", "tz='2026-11-25 10:15:30.123456+02'", "tz='1900-01-01 00:00:00+00'",
-          "tz='1800-06-01 12:00:00+00'", "tz='0044-03-15 12:00:00+00 BC'", "tz='10000-01-01 00:00:00+00'"),
-      group("c_interval", List.of(col("iv", "interval", Rule.JSON)),
-          "iv='1 year 2 months 3 days 04:05:06.789'", "iv='-1 mons +2 days -03:00:00'", "iv='0'",
-          "iv='-178000000 years'"),
-      group("c_misc", List.of(col("u", "uuid", Rule.JSON), col("j", "json", Rule.JSON), col("jb", "jsonb", Rule.JSON)),
-          "u='a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'", "j='{\"a\": 1, \"a\": 2, \"b\": [1, 2.50]}'",
-          "jb='{\"big\": 9007199254740993, \"neg\": -9223372036854775809, \"f\": 1.10, \"s\": \"\\u2028\"}'",
-          "jb='[]'", "jb='\"just a string\"'"),
-      group("c_array", List.of(col("ai", "int[]", Rule.JSON), col("at", "text[]", Rule.JSON),
-              col("a2", "int[][]", Rule.JSON), col("an", "numeric[]", Rule.JSON), col("au", "uuid[]", Rule.JSON),
-              col("ab", "boolean[]", Rule.JSON), col("af", "double precision[]", Rule.JSON),
-              col("aj", "jsonb[]", Rule.JSON), col("a3", "text[][][]", Rule.JSON)),
-          "ai='{1,NULL,3}'", "ai='{}'", "at=ARRAY['a,b', 'c\"d', NULL, 'NULL', '', 'x y', 'back\\slash', '{}']",
-          "a2='{{1,2},{3,NULL}}'", "an='{1.50,NaN}'", "au='{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11,NULL}'",
-          "ab='{t,f,NULL}'", "af='{NaN,Infinity,-Infinity,0.1}'",
-          "aj=ARRAY['{\"a\": [1, 9007199254740993]}'::jsonb, NULL, '\"s\"'::jsonb]",
-          "a3=ARRAY[[['a', 'b,c'], ['{', NULL]], [['}', '\"'], ['', 'NULL']]]"),
-      group("c_user", List.of(col("e", "mood", Rule.JSON), col("dm", "posint", Rule.JSON),
-              col("cp", "pair", Rule.TEXT), col("r", "int4range", Rule.JSON), col("dr", "daterange", Rule.JSON)),
-          "e='happy'", "dm=5", "cp=ROW(1, 'x, \"y\"')", "r='[1,10)'", "r='empty'", "dr='[2026-01-01,infinity)'"),
-      group("c_net", List.of(col("ip", "inet", Rule.JSON), col("cn", "cidr", Rule.JSON), col("mac", "macaddr", Rule.JSON)),
-          "ip='192.168.0.1/24'", "ip='::1'", "cn='10.0.0.0/8'", "mac='08:00:2b:01:02:03'"),
-      group("c_other", List.of(col("m", "money", Rule.JSON), col("bt", "bit(4)", Rule.JSON),
-              col("vb", "varbit", Rule.JSON), col("x", "xml", Rule.JSON), col("tv", "tsvector", Rule.JSON)),
-          "m='-12.34'", "bt=B'1010'", "vb=B'101'", "x='<a b=\"1\">t &amp; u</a>'", "tv='a fat:2 cat'"));
+  static final List<Group> GROUPS = PostgresTypeCorpus.GROUPS;
 
   private final List<String> databases = new ArrayList<>();
 
@@ -188,9 +130,7 @@ class PostgresTypeCorpusTest {
     setup.addAll(TYPES);
     StringBuilder tables = new StringBuilder();
     for (Group g : groups) {
-      StringBuilder ddl = new StringBuilder("CREATE TABLE " + g.table() + " (id int PRIMARY KEY");
-      g.columns().forEach(c -> ddl.append(", ").append(c.name()).append(' ').append(c.type()));
-      setup.add(ddl.append(')').toString());
+      setup.add(g.createTable());
       tables.append(tables.length() == 0 ? "" : ", ").append(g.table());
     }
     setup.add("CREATE PUBLICATION pub FOR TABLE " + tables);
@@ -254,7 +194,7 @@ class PostgresTypeCorpusTest {
                 change.document().get(col.name()), relay.get(col.name()));
             if (problem != null) {
               differences.add("MISMATCH " + label + ": column " + col.name() + " (" + col.type() + ", rule "
-                  + col.rule() + "): " + problem);
+                  + rule(col) + "): " + problem);
             }
           }
         }
@@ -272,7 +212,7 @@ class PostgresTypeCorpusTest {
       return value == null && relay != null && relay.isNull() ? null
           : "the server says null, the change has " + value + " / " + relay;
     }
-    switch (col.rule()) {
+    switch (rule(col)) {
       case JSON:
         return relay.equals(oracle) ? null : "relay " + relay + ", to_jsonb " + oracle;
       case TEXT:
@@ -322,7 +262,7 @@ class PostgresTypeCorpusTest {
             : "document " + value + ", relay " + relay + ", to_jsonb " + oracle;
       }
       default:
-        throw new IllegalStateException(col.rule().name());
+        throw new IllegalStateException(rule(col).name());
     }
   }
 
