@@ -68,7 +68,7 @@ class PostgresServiceMessagesTest {
         events.addAll(cursor.poll(Duration.ofMillis(200)));
       }
       assertThat(events).extracting(e -> e.operation() + " " + e.key())
-          .containsExactly(Operation.MESSAGE + " audit:1", Operation.INSERT + " 1");
+          .containsExactly(Operation.MESSAGE + " audit:1", Operation.INSERT + " public.orders[\"1\"]");
     }
 
     assertThatThrownBy(() -> ConfigLoader.parse("""
