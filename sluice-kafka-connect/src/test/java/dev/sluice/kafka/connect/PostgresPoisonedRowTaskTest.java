@@ -94,9 +94,9 @@ class PostgresPoisonedRowTaskTest {
           "INSERT INTO items VALUES ('k3', 3, '{}')");
       List<SourceRecord> records = pollUntil(task, 5, r -> isChange(r) || isParked(r));
       assertThat(records).filteredOn(PostgresPoisonedRowTaskTest::isChange).extracting(SourceRecord::key)
-          .containsExactly("k0", "k2", "k3");
+          .containsExactly(key("k0"), key("k2"), key("k3"));
       List<SourceRecord> parked = records.stream().filter(PostgresPoisonedRowTaskTest::isParked).toList();
-      assertThat(parked).extracting(SourceRecord::key).containsExactly("k1", "k1");
+      assertThat(parked).extracting(SourceRecord::key).containsExactly(key("k1"), key("k1"));
       assertThat(((Struct) parked.get(0).value()).getString("reason")).contains("public.items").contains("column doc")
           .contains("type jsonb").contains("{\"n\": 1000");
       assertThat(((Struct) parked.get(0).value()).getString("raw")).as("the row's texts are kept").contains("k1");
@@ -136,5 +136,10 @@ class PostgresPoisonedRowTaskTest {
         st.execute(s);
       }
     }
+  }
+
+  /** A row's key: its table and its primary key (ADR 0093). */
+  private static String key(String id) {
+    return "public.items[\"" + id + "\"]";
   }
 }
