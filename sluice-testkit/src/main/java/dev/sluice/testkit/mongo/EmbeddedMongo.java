@@ -35,9 +35,11 @@ public final class EmbeddedMongo implements AutoCloseable {
    * fail point's {@code blockConnection}, a {@code waitForFailPoint} or {@link #stall} holds every
    * connection sharing that thread: with this many, a connection has a thread of its own until
    * this many connections were opened to one server, as on a real server, where a held command
-   * holds only its own connection.
+   * holds only its own connection. Not more: netty opens every loop's selector (a file descriptor
+   * and its buffers) when the server starts, whether or not a connection ever uses it; 1,024 per
+   * server filled a test JVM's heap once a few servers were alive at a time.
    */
-  private static final int WORKER_THREADS = 1024;
+  private static final int WORKER_THREADS = 64;
 
   private MongoServer server;
   /** Servers replaced by {@link #startServer()}; shut down with this one. */

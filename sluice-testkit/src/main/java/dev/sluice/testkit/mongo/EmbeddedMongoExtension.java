@@ -25,8 +25,13 @@ public final class EmbeddedMongoExtension implements BeforeAllCallback, AfterAll
 
   @Override
   public void afterAll(ExtensionContext context) {
-    if (mongo != null) {
-      mongo.close();
+    InMemoryMongo closing = mongo;
+    // The extension lives in a static field for as long as its test class stays loaded (the whole
+    // test JVM): keeping the closed server would keep every document it ever held. A full module
+    // run filled the heap that way.
+    mongo = null;
+    if (closing != null) {
+      closing.close();
     }
   }
 

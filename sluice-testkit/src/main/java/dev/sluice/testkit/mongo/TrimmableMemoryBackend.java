@@ -19,7 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 /** The memory backend with the test kit's {@link FaithfulOplog} and {@link FaithfulDatabase}. */
 final class TrimmableMemoryBackend extends MemoryBackend {
 
-  private FaithfulOplog oplog;
+  private volatile FaithfulOplog oplog;
   /** Open multi-document transactions, applied at commit as one oplog entry. */
   private final Transactions transactions = new Transactions();
   /** Namespaces whose collection has changeStreamPreAndPostImages enabled. */
@@ -472,6 +472,16 @@ final class TrimmableMemoryBackend extends MemoryBackend {
         (MongoCollection<Document>) resolveDatabase("local").resolveCollection("oplog.rs", true);
     oplog = new FaithfulOplog(this, entries, getCursorRegistry(), withImages);
     return oplog;
+  }
+
+  /**
+   * Drops the databases (as the stock backend does) and the oplog with its images, so that a closed
+   * server that a test class still references holds no data.
+   */
+  @Override
+  public void close() {
+    super.close();
+    oplog = null;
   }
 
   FaithfulOplog oplog() {
