@@ -137,8 +137,29 @@ final class Assignment {
       Set<Integer> heldByAnyone = heldPartitions();
       update(List.copyOf(live), heldByAnyone, now);
     } catch (RuntimeException e) {
-      log.warn("Membership refresh for {} failed; keeping quota {}: {}", owner, quota, e.toString());
+      if (leaving || interrupted(e)) {
+        // The listener is closing: its scheduler interrupted this refresh. Nothing failed.
+        log.debug("Membership refresh for {} ended by the listener closing: {}", owner, e.toString());
+      } else {
+        log.warn("Membership refresh for {} failed; keeping quota {}: {}", owner, quota, e.toString());
+      }
     }
+  }
+
+  /** Set when the listener leaves the group (it is closing). */
+  private volatile boolean leaving;
+
+  /** Whether {@code e} is this thread being interrupted (the store's client says so in its own words). */
+  private static boolean interrupted(Throwable e) {
+    if (Thread.currentThread().isInterrupted()) {
+      return true;
+    }
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof InterruptedException || t.getClass().getSimpleName().contains("Interrupted")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private synchronized void update(List<String> live, Set<Integer> heldByAnyone, long now) {
@@ -322,6 +343,7 @@ final class Assignment {
 
   /** Leaves the group: deletes the membership record so peers rebalance at once. */
   void leave() {
+    leaving = true;
     LeaseKeeper m = membership;
     if (m == null) {
       return;
