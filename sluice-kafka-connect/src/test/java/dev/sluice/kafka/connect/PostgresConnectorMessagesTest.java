@@ -121,32 +121,7 @@ class PostgresConnectorMessagesTest {
     Map<String, String> config = new HashMap<>(base);
     config.put(SluiceSourceConfig.TASK_UNITS, units);
     config.put(SluiceSourceConfig.TASK_INDEX, "0");
-    SluiceSourceTask task = new SluiceSourceTask();
-    task.initialize(new SourceTaskContext() {
-      @Override
-      public Map<String, String> configs() {
-        return config;
-      }
-
-      @Override
-      public OffsetStorageReader offsetStorageReader() {
-        return new OffsetStorageReader() {
-          @Override
-          public <T> Map<String, Object> offset(Map<String, T> partition) {
-            return null;
-          }
-
-          @Override
-          public <T> Map<Map<String, T>, Map<String, Object>> offsets(Collection<Map<String, T>> partitions) {
-            Map<Map<String, T>, Map<String, Object>> out = new HashMap<>();
-            partitions.forEach(p -> out.put(p, null));
-            return out;
-          }
-        };
-      }
-    });
-    task.start(config);
-    return task;
+    return StandaloneTask.start(config, Map.of());
   }
 
 }

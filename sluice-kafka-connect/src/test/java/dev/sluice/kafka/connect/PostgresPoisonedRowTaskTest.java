@@ -62,29 +62,7 @@ class PostgresPoisonedRowTaskTest {
     config.put(SluiceSourceConfig.UNDECODABLE_POLICY, "park");
     config.put(SluiceSourceConfig.TASK_UNITS, "0/1@public.items");
     config.put(SluiceSourceConfig.TASK_INDEX, "0");
-    SluiceSourceTask task = new SluiceSourceTask();
-    task.initialize(new SourceTaskContext() {
-      @Override
-      public Map<String, String> configs() {
-        return config;
-      }
-
-      @Override
-      public OffsetStorageReader offsetStorageReader() {
-        return new OffsetStorageReader() {
-          @Override
-          public <T> Map<String, Object> offset(Map<String, T> partition) {
-            return null;
-          }
-
-          @Override
-          public <T> Map<Map<String, T>, Map<String, Object>> offsets(Collection<Map<String, T>> partitions) {
-            return new HashMap<>();
-          }
-        };
-      }
-    });
-    task.start(config);
+    SluiceSourceTask task = StandaloneTask.start(config, Map.of());
     try {
       pollUntil(task, 1); // the start point is pinned by a heartbeat first
       sql("INSERT INTO items VALUES ('k0', 0, '{}')",

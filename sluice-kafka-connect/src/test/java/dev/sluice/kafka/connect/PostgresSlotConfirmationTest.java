@@ -156,34 +156,7 @@ class PostgresSlotConfirmationTest {
   }
 
   private static SluiceSourceTask start(Map<String, String> config, Map<Map<String, Object>, Map<String, Object>> store) {
-    SluiceSourceTask task = new SluiceSourceTask();
-    task.initialize(new SourceTaskContext() {
-      @Override
-      public Map<String, String> configs() {
-        return config;
-      }
-
-      @Override
-      public OffsetStorageReader offsetStorageReader() {
-        return new OffsetStorageReader() {
-          @Override
-          public <T> Map<String, Object> offset(Map<String, T> partition) {
-            return store.get(new HashMap<String, Object>(partition));
-          }
-
-          @Override
-          public <T> Map<Map<String, T>, Map<String, Object>> offsets(Collection<Map<String, T>> partitions) {
-            Map<Map<String, T>, Map<String, Object>> out = new HashMap<>();
-            for (Map<String, T> p : partitions) {
-              out.put(p, store.get(new HashMap<String, Object>(p)));
-            }
-            return out;
-          }
-        };
-      }
-    });
-    task.start(config);
-    return task;
+    return StandaloneTask.start(config, store);
   }
 
   @SuppressWarnings("unchecked")
