@@ -60,13 +60,28 @@ class SnapshotBootstrapTest {
     return MONGO.client().getDatabase(db);
   }
 
+  /**
+   * Loads the collection before the test starts. The documents are load, not what is tested, so
+   * they go through a writer of the test's own whose reads may wait 120 s: under a full build a
+   * 10,000-document insert outlasted the shared client's 10 s, the driver retried it, and the test
+   * kit, which does not deduplicate retried writes as a real server does (ADR 0057), refused the
+   * retry's documents as duplicates.
+   */
   private void insert(MongoCollection<Document> orders, int from, int to) {
-    List<Document> batch = new ArrayList<>();
-    for (int i = from; i < to; i++) {
-      batch.add(new Document("_id", i).append("changeNo", i).append("version", 1L));
-      if (batch.size() == 10_000 || i == to - 1) {
-        orders.insertMany(batch, new InsertManyOptions().ordered(false));
-        batch.clear();
+    try (com.mongodb.client.MongoClient writer = com.mongodb.client.MongoClients.create(
+        com.mongodb.MongoClientSettings.builder()
+            .applyConnectionString(new com.mongodb.ConnectionString(MONGO.connectionString()))
+            .applyToSocketSettings(b -> b.readTimeout(120, java.util.concurrent.TimeUnit.SECONDS))
+            .build())) {
+      MongoCollection<Document> target = writer.getDatabase(orders.getNamespace().getDatabaseName())
+          .getCollection(orders.getNamespace().getCollectionName());
+      List<Document> batch = new ArrayList<>();
+      for (int i = from; i < to; i++) {
+        batch.add(new Document("_id", i).append("changeNo", i).append("version", 1L));
+        if (batch.size() == 10_000 || i == to - 1) {
+          target.insertMany(batch, new InsertManyOptions().ordered(false));
+          batch.clear();
+        }
       }
     }
   }
