@@ -36,7 +36,9 @@ class PluginDirectoryIT {
   @Test
   void aWorkerWithoutTheConnectorOnItsClassPathRunsItFromThePluginDirectory() throws Exception {
     Path plugin = PLUGINS.resolve("sluice-kafka-connect");
-    assertThat(plugin.resolve("manifest.json")).exists();
+    assertThat(plugin.resolve("manifest.json")).content().contains("Apache License 2.0");
+    assertThat(plugin.resolve("doc").resolve("LICENSE")).content()
+        .contains("Apache License", "Version 2.0, January 2004");
     List<String> jars;
     try (Stream<Path> lib = Files.list(plugin.resolve("lib"))) {
       jars = lib.map(p -> p.getFileName().toString()).toList();
