@@ -1142,14 +1142,16 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /**
    * Ends the stream and closes its connection, never waiting long on a server that does not
    * answer: a connection found silent is closed at once; otherwise the end of the stream (which
-   * waits for the server's reply) may wait at most 2 s (or the replication timeout, if shorter)
-   * for each read (ADR 0106).
+   * waits for the server's reply) may wait at most 2 s (or the status interval, if shorter) for
+   * each read (ADR 0106).
    */
   private void closeStream() {
     if (stream != null) {
       try {
         if (!silent && connection != null && !connection.isClosed()) {
-          connection.setNetworkTimeout(null, (int) Math.min(2_000, feed.replicationTimeout.toMillis()));
+          // pgjdbc reads a replication connection with the status interval as its socket timeout
+          // (10 s by default): ending the stream waits no longer than 2 s for each read.
+          connection.setNetworkTimeout(null, (int) Math.min(2_000, feed.statusInterval.toMillis()));
           stream.close();
         }
       } catch (SQLException e) {

@@ -214,8 +214,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
      * or half-open (a network partition, a dead server, a walsender the server already ended).
      * The read that notices closes the connection and fails with a retryable FeedException; the
      * listener re-opens the partition at its last checkpoint (ADR 0106). Also the socket timeout of
-     * the replication connection's own statements (opening the stream), and, with at most 2 s, of
-     * ending the stream on close.
+     * opening the replication connection and its stream.
      */
     public Builder replicationTimeout(Duration timeout) {
       this.replicationTimeout = timeout;

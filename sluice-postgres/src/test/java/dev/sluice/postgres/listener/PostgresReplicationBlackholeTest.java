@@ -8,7 +8,9 @@ import dev.sluice.feed.FeedCursor;
 import dev.sluice.feed.FeedException;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.StartPoint;
+import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.testkit.net.FaultProxies;
+import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -82,13 +84,16 @@ class PostgresReplicationBlackholeTest {
 
   /**
    * A cursor whose replication connection is blackholed closes within 2 s (the bound of ending
-   * the stream), not the connection's socket timeout: the server's reply to the end of the stream
-   * never comes. A listener closed then hands its partition over within its bound too.
+   * the stream), not pgjdbc's read timeout of a replication connection, its status interval (10 s
+   * by default, used here): the server's reply to the end of the stream never comes. A listener
+   * closed then hands its partition over within its bound too.
    */
   @Test
   void closingWhileTheReplicationConnectionIsBlackholedCompletesWithinItsBound() throws Exception {
     rig = new ReplicationFaultRig(proxies, "pgblackclose");
-    FeedCursor<Map<String, Object>> cursor = rig.feed.open(PartitionSpec.single(), StartPoint.latest());
+    PostgresChangeFeed defaults = PostgresChangeFeed.builder(EmbeddedPostgresServer.shared().jdbcUrl(rig.db),
+        EmbeddedPostgresServer.USER, null, "pub").table("public.kv").replicationUrl(rig.replicationUrl).build();
+    FeedCursor<Map<String, Object>> cursor = defaults.open(PartitionSpec.single(), StartPoint.latest());
     ListenerOnPostgresTest.sql(rig.ds, "INSERT INTO kv VALUES (100, 1)");
     await().atMost(Duration.ofSeconds(10)).until(() -> !cursor.poll(Duration.ofMillis(100)).isEmpty());
     assertThat(rig.proxy.connectionsAccepted()).as("the cursor streams through the proxy").isPositive();

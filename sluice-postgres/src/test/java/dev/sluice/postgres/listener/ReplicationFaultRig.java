@@ -57,6 +57,8 @@ final class ReplicationFaultRig implements AutoCloseable {
   final String db;
   final DataSource ds;
   final FaultProxy proxy;
+  /** The URL of the replication connections: through the proxy, wal_sender_timeout 2 s. */
+  final String replicationUrl;
   final PostgresChangeFeed feed;
   final String slot;
   final LeaseStore leases;
@@ -76,7 +78,7 @@ final class ReplicationFaultRig implements AutoCloseable {
     ds = simple(url);
     sql(ds, "CREATE TABLE kv (k int PRIMARY KEY, v int NOT NULL)", "CREATE PUBLICATION pub FOR TABLE kv");
     proxy = proxies.to("pg-replication", "127.0.0.1", pg.port());
-    String replicationUrl = "jdbc:postgresql://" + proxy.address() + "/" + db + "?user=" + EmbeddedPostgresServer.USER
+    replicationUrl = "jdbc:postgresql://" + proxy.address() + "/" + db + "?user=" + EmbeddedPostgresServer.USER
         + "&options=-c%20wal_sender_timeout%3D2s";
     feed = PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.kv")
         .statusInterval(STATUS_INTERVAL).replicationTimeout(REPLICATION_TIMEOUT).replicationUrl(replicationUrl)
