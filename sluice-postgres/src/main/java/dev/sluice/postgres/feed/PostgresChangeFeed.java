@@ -161,7 +161,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     private String slotPrefix = "sluice";
     private int batchSize = 500;
     private Duration statusInterval = Duration.ofSeconds(10);
-    private Duration replicationTimeout = Duration.ofSeconds(30);
+    private Duration replicationTimeout;
     private String replicationUrl;
     private boolean failover;
     private List<String> messagePrefixes = List.of();
@@ -209,7 +209,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
 
     /**
      * How long the replication connection may go without a byte from the server before the feed
-     * gives it up (default 30 s; more than the status interval): the feed asks the server for a
+     * gives it up (default 30 s, or three status intervals if that is longer; set, it must be
+     * longer than the status interval): the feed asks the server for a
      * reply every {@link #statusInterval}, so a connection that stays silent this long is cut off
      * or half-open (a network partition, a dead server, a walsender the server already ended).
      * The read that notices closes the connection and fails with a retryable FeedException; the
@@ -299,7 +300,10 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       ConfigurationException.require(!statusInterval.isNegative() && !statusInterval.isZero()
           && statusInterval.compareTo(Duration.ofMinutes(1)) < 0, "statusInterval", statusInterval,
           "must be positive and below a minute (the server's default wal_sender_timeout)");
-      ConfigurationException.requireNonNull(replicationTimeout, "replicationTimeout");
+      if (replicationTimeout == null) {
+        Duration three = statusInterval.multipliedBy(3);
+        replicationTimeout = three.compareTo(Duration.ofSeconds(30)) > 0 ? three : Duration.ofSeconds(30);
+      }
       ConfigurationException.require(replicationTimeout.compareTo(statusInterval) > 0, "replicationTimeout",
           replicationTimeout, "must be longer than the status interval (" + statusInterval + "), at which the"
               + " server is asked for a reply");
