@@ -10,6 +10,7 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.testkit.net.FaultProxies;
+import dev.sluice.testkit.net.FaultProxy;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.time.Duration;
 import java.util.Map;
@@ -73,6 +74,42 @@ class PostgresReplicationBlackholeTest {
       return now != null && !now.equals(walsender);
     });
     rig.writeAndSampleFor(Duration.ofMillis(500));
+    rig.awaitAllDelivered(Duration.ofSeconds(15));
+    rig.sample();
+
+    assertThat(rig.proxy.connectionsAccepted()).as("reconnected through the proxy").isGreaterThan(accepted);
+    rig.assertNothingLostAndOrderKept();
+    assertThat(rig.confirmedPastCheckpoint).as("slot confirmed past the checkpoint (%d samples)", rig.samples)
+        .isEmpty();
+  }
+
+  /**
+   * The feed's status updates held (a one-way partition the other way round): the server's
+   * messages still arrive, so the feed hears the connection; its acknowledgements never reach the
+   * server, which ends the walsender after wal_sender_timeout (2 s). The feed notices within
+   * wal_sender_timeout plus its replication timeout, and resumes losing nothing; the slot's
+   * confirmed position stays at or below the checkpoint throughout.
+   */
+  @Test
+  void aReplicationConnectionWhoseStatusUpdatesAreHeldIsReopenedOnceTheServerEndsIt() throws Exception {
+    rig = new ReplicationFaultRig(proxies, "pgupheld");
+    rig.start();
+    rig.writeAndSampleFor(Duration.ofMillis(500));
+    Integer walsender = rig.walsender();
+    long accepted = rig.proxy.connectionsAccepted();
+
+    long faultStart = System.nanoTime();
+    rig.proxy.oneWay(FaultProxy.Direction.DOWNSTREAM, Duration.ofSeconds(5));
+    rig.writeAndSampleFor(Duration.ofSeconds(3));
+    await().atMost(Duration.ofSeconds(3)).until(() -> rig.firstFailureSince(faultStart) != null);
+    long detectedMillis = TimeUnit.NANOSECONDS.toMillis(rig.firstFailureSince(faultStart).atNanos() - faultStart);
+    System.out.printf("status updates held: noticed after %d ms (wal_sender_timeout 2000 ms + replicationTimeout"
+        + " %d ms)%n", detectedMillis, REPLICATION_TIMEOUT.toMillis());
+    assertThat(detectedMillis).as("noticed within wal_sender_timeout, the replication timeout and a read")
+        .isLessThanOrEqualTo(2_000 + REPLICATION_TIMEOUT.toMillis() + 1_000);
+    assertThat(rig.alive(walsender)).as("the server ended the walsender that heard nothing").isFalse();
+
+    rig.writeAndSampleFor(Duration.ofSeconds(1)); // the fault ends in the meantime
     rig.awaitAllDelivered(Duration.ofSeconds(15));
     rig.sample();
 
