@@ -94,9 +94,15 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private FeedException failure;
   /** Held while the stream is used: by poll, acknowledge and close, and by the keep-alive. */
   private final java.util.concurrent.locks.ReentrantLock streamLock = new java.util.concurrent.locks.ReentrantLock();
-  /** When the stream was last read or told our status (System.nanoTime). */
-  private volatile long lastContact = System.nanoTime();
+  /** When the server was last told our status and asked for a reply (System.nanoTime). */
+  private volatile long lastProbe = System.nanoTime();
   private java.util.concurrent.ScheduledFuture<?> keepAlive;
+  /** The replication connection's token for {@link ReplicationSockets}. */
+  private String token;
+  /** When bytes last arrived on the replication connection (System.nanoTime); null: not known. */
+  private java.util.concurrent.atomic.AtomicLong heard;
+  /** Whether the replication connection was found silent: closed without ending the stream. */
+  private boolean silent;
 
   PgFeedCursor(PostgresChangeFeed feed, PartitionSpec partition, String slot) {
     this.feed = feed;
@@ -151,7 +157,17 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   }
 
   private void startStream(long lsn) throws SQLException {
-    connection = feed.connect(true);
+    token = java.util.UUID.randomUUID().toString();
+    heard = ReplicationSockets.register(token);
+    silent = false;
+    connection = feed.connectForReplication(token);
+    if (heard.get() == ReplicationSockets.NO_SOCKET) {
+      // The URL named a socket factory of its own, which wins over the feed's: silence cannot be told.
+      log.warn("PostgreSQL feed '{}': the replication URL sets its own socketFactory, so the feed cannot tell"
+          + " when the server last sent anything: a cut-off replication connection of slot {} is noticed only"
+          + " when the operating system gives it up (replicationTimeout does not apply)", feed.stream(), slot);
+      heard = null;
+    }
     var builder = connection.unwrap(PGConnection.class).getReplicationAPI()
         .replicationStream()
         .logical()
@@ -170,7 +186,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         // slot past the engine's checkpoint; the slot moves only through acknowledge (ADR 0063).
         .withAutomaticFlush(false)
         .start();
-    lastContact = System.nanoTime();
+    lastProbe = System.nanoTime();
     keepAlive = feed.keepAlive(this::keepAlive, feed.statusInterval.toNanos());
   }
 
@@ -280,7 +296,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     try {
       return read(maxWait);
     } finally {
-      lastContact = System.nanoTime();
       streamLock.unlock();
     }
   }
@@ -292,13 +307,13 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
    * waits for a read in progress.
    */
   private void keepAlive() {
-    if (System.nanoTime() - lastContact < feed.statusInterval.toNanos() || !streamLock.tryLock()) {
+    if (System.nanoTime() - lastProbe < feed.statusInterval.toNanos() || !streamLock.tryLock()) {
       return;
     }
     try {
       if (stream != null && !stream.isClosed()) {
         stream.forceUpdateStatus();
-        lastContact = System.nanoTime();
+        lastProbe = System.nanoTime();
       }
     } catch (SQLException e) {
       log.debug("PostgreSQL feed '{}': keep-alive of slot {} failed (the next read reports it): {}",
@@ -328,6 +343,24 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         return out;
       }
       if (message == null) {
+        // Everything the server sent has been read: a connection silent past the replication
+        // timeout although asked for a reply every status interval is cut off (ADR 0106).
+        FeedException dead = silence();
+        if (dead == null) {
+          try {
+            probeIfDue();
+          } catch (SQLException e) {
+            dead = translate(e, "tell slot " + slot + " its status");
+          }
+        }
+        if (dead != null) {
+          failure = dead;
+          close();
+          if (out.isEmpty()) {
+            throw failure;
+          }
+          return out;
+        }
         caughtUp = true;
         idleAdvance();
         long remaining = deadline - System.nanoTime();
@@ -365,6 +398,42 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         return out;
       }
     }
+  }
+
+  /**
+   * Tells the server our status and asks it for a reply once the last ask is a status interval old
+   * (pgjdbc's own periodic status asks for none): the server answers at once, so a live
+   * connection is never silent much longer than a status interval.
+   */
+  private void probeIfDue() throws SQLException {
+    if (System.nanoTime() - lastProbe >= feed.statusInterval.toNanos()) {
+      stream.forceUpdateStatus();
+      lastProbe = System.nanoTime();
+    }
+  }
+
+  /**
+   * The failure of a replication connection from which nothing arrived for longer than the
+   * replication timeout, or null: it is closed without the goodbye a half-open connection would
+   * never answer, and the engine re-opens the partition at its last checkpoint.
+   */
+  private FeedException silence() {
+    if (heard == null) {
+      return null;
+    }
+    long quietNanos = System.nanoTime() - heard.get();
+    if (quietNanos <= feed.replicationTimeout.toNanos()) {
+      return null;
+    }
+    silent = true;
+    String reason = "PostgreSQL feed '" + feed.stream() + "': nothing arrived on the replication connection of"
+        + " slot " + slot + " for " + TimeUnit.NANOSECONDS.toMillis(quietNanos) + " ms although the server was"
+        + " asked for a reply every " + feed.statusInterval.toMillis() + " ms (replicationTimeout "
+        + feed.replicationTimeout.toMillis() + " ms): the connection is cut off or half-open (a network"
+        + " partition, a server that is gone, a walsender the server ended); closing it to read again from the"
+        + " last checkpoint";
+    log.warn(reason);
+    return new FeedException(reason, null, true);
   }
 
   /** The next chunk of the snapshot; at its end the stream starts where the slot did. */
@@ -1035,7 +1104,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       stream.setFlushedLSN(lsn);
       stream.setAppliedLSN(lsn);
       stream.forceUpdateStatus();
-      lastContact = System.nanoTime();
+      lastProbe = System.nanoTime();
     } catch (SQLException e) {
       log.debug("PostgreSQL feed '{}': status update to slot {} failed (sent again with the next): {}",
           feed.stream(), slot, e.toString());
@@ -1070,14 +1139,29 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
+  /**
+   * Ends the stream and closes its connection, never waiting long on a server that does not
+   * answer: a connection found silent is closed at once; otherwise the end of the stream (which
+   * waits for the server's reply) may wait at most 2 s (or the status interval, if shorter) for
+   * each read (ADR 0106).
+   */
   private void closeStream() {
     if (stream != null) {
       try {
-        stream.close();
+        if (!silent && connection != null && !connection.isClosed()) {
+          // pgjdbc reads a replication connection with the status interval as its socket timeout
+          // (10 s by default): ending the stream waits no longer than 2 s for each read.
+          connection.setNetworkTimeout(null, (int) Math.min(2_000, feed.statusInterval.toMillis()));
+          stream.close();
+        }
       } catch (SQLException e) {
         log.debug("closing the replication stream of {}: {}", slot, e.toString());
       }
       stream = null;
+    }
+    if (token != null) {
+      ReplicationSockets.unregister(token);
+      token = null;
     }
     if (connection != null) {
       try {

@@ -48,6 +48,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}\\.[A-Za-z_][A-Za-z0-9_$]{0,62}");
 
   final String url;
+  /** The URL of replication connections: {@link #url} unless set apart (ADR 0107). */
+  final String replicationUrl;
   final String user;
   final String password;
   final String publication;
@@ -56,6 +58,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   final String slotPrefix;
   final int batchSize;
   final Duration statusInterval;
+  /** How long the replication connection may stay silent, asked every status interval, before it is given up (ADR 0106). */
+  final Duration replicationTimeout;
   final boolean failover;
   /** Prefixes of the logical-decoding messages delivered; empty: none asked for (ADR 0096). */
   final List<String> messagePrefixes;
@@ -64,6 +68,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
 
   private PostgresChangeFeed(Builder b) {
     this.url = b.url;
+    this.replicationUrl = b.replicationUrl != null ? b.replicationUrl : b.url;
     this.user = b.user;
     this.password = b.password;
     this.publication = b.publication;
@@ -72,6 +77,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.slotPrefix = b.slotPrefix;
     this.batchSize = b.batchSize;
     this.statusInterval = b.statusInterval;
+    this.replicationTimeout = b.replicationTimeout;
     this.failover = b.failover;
     this.messagePrefixes = b.messagePrefixes;
     this.rows = b.rows;
@@ -82,6 +88,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
 
   private PostgresChangeFeed(PostgresChangeFeed base, String group) {
     this.url = base.url;
+    this.replicationUrl = base.replicationUrl;
     this.user = base.user;
     this.password = base.password;
     this.publication = base.publication;
@@ -90,6 +97,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.slotPrefix = base.slotPrefix;
     this.batchSize = base.batchSize;
     this.statusInterval = base.statusInterval;
+    this.replicationTimeout = base.replicationTimeout;
     this.failover = base.failover;
     this.messagePrefixes = base.messagePrefixes;
     this.rows = base.rows;
@@ -153,6 +161,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     private String slotPrefix = "sluice";
     private int batchSize = 500;
     private Duration statusInterval = Duration.ofSeconds(10);
+    private Duration replicationTimeout;
+    private String replicationUrl;
     private boolean failover;
     private List<String> messagePrefixes = List.of();
     private boolean rows = true;
@@ -188,9 +198,39 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       return this;
     }
 
-    /** How often the feed tells the server it is alive and how far it confirmed (default 10 s). */
+    /**
+     * How often the feed tells the server it is alive and how far it confirmed, and asks it for a
+     * reply (default 10 s).
+     */
     public Builder statusInterval(Duration interval) {
       this.statusInterval = interval;
+      return this;
+    }
+
+    /**
+     * How long the replication connection may go without a byte from the server before the feed
+     * gives it up (default 30 s, or three status intervals if that is longer; set, it must be
+     * longer than the status interval): the feed asks the server for a
+     * reply every {@link #statusInterval}, so a connection that stays silent this long is cut off
+     * or half-open (a network partition, a dead server, a walsender the server already ended).
+     * The read that notices closes the connection and fails with a retryable FeedException; the
+     * listener re-opens the partition at its last checkpoint (ADR 0106). Also the socket timeout of
+     * opening the replication connection and its stream.
+     */
+    public Builder replicationTimeout(Duration timeout) {
+      this.replicationTimeout = timeout;
+      return this;
+    }
+
+    /**
+     * The JDBC URL of the replication connections (default: the feed's URL), for a network path of
+     * their own: the other connections (catalog, snapshot, slot management) through a pooler that
+     * does not pass replication connections (PgBouncer), the replication connection straight to
+     * the server. It must name the same database on the same server; per-connection settings such
+     * as {@code options=-c wal_sender_timeout=30s} go here too (ADR 0107).
+     */
+    public Builder replicationUrl(String jdbcUrl) {
+      this.replicationUrl = jdbcUrl;
       return this;
     }
 
@@ -260,6 +300,24 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       ConfigurationException.require(!statusInterval.isNegative() && !statusInterval.isZero()
           && statusInterval.compareTo(Duration.ofMinutes(1)) < 0, "statusInterval", statusInterval,
           "must be positive and below a minute (the server's default wal_sender_timeout)");
+      if (replicationTimeout == null) {
+        Duration three = statusInterval.multipliedBy(3);
+        replicationTimeout = three.compareTo(Duration.ofSeconds(30)) > 0 ? three : Duration.ofSeconds(30);
+      }
+      ConfigurationException.require(replicationTimeout.compareTo(statusInterval) > 0, "replicationTimeout",
+          replicationTimeout, "must be longer than the status interval (" + statusInterval + "), at which the"
+              + " server is asked for a reply");
+      if (replicationUrl != null) {
+        Properties main = org.postgresql.Driver.parseURL(url, null);
+        Properties replication = replicationUrl.startsWith("jdbc:postgresql:")
+            ? org.postgresql.Driver.parseURL(replicationUrl, null) : null;
+        ConfigurationException.require(replication != null, "replicationUrl", replicationUrl,
+            "must be a PostgreSQL JDBC URL (jdbc:postgresql://host:5432/database)");
+        String db = main.getProperty(PGProperty.PG_DBNAME.getName(), "");
+        ConfigurationException.require(db.equals(replication.getProperty(PGProperty.PG_DBNAME.getName(), "")),
+            "replicationUrl", replicationUrl, "must name the feed's database, " + db + " (a slot belongs to one"
+                + " database)");
+      }
       return new PostgresChangeFeed(this);
     }
   }
@@ -488,7 +546,11 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     }
   }
 
-  /** A new connection; for replication ({@code replication=database}) when asked. */
+  /**
+   * A new connection; for replication ({@code replication=database}, to {@link #replicationUrl})
+   * when asked: the one that creates a slot with a snapshot (a stream's is {@link
+   * #connectForReplication}).
+   */
   Connection connect(boolean replication) throws SQLException {
     Properties p = properties(60, "sluice " + stream);
     if (replication) {
@@ -496,7 +558,22 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
       PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
       PGProperty.PREFER_QUERY_MODE.set(p, "simple");
     }
-    return withOutputSettings(DriverManager.getConnection(url, p));
+    return withOutputSettings(DriverManager.getConnection(replication ? replicationUrl : url, p));
+  }
+
+  /**
+   * A new replication connection ({@code replication=database}) to {@link #replicationUrl}, its
+   * sockets made by {@link ReplicationSockets} with {@code token}, so that the time bytes last
+   * arrived is known; its socket timeout is the replication timeout (ADR 0106).
+   */
+  Connection connectForReplication(String token) throws SQLException {
+    Properties p = properties((int) Math.max(1, (replicationTimeout.toMillis() + 999) / 1000), "sluice " + stream);
+    PGProperty.REPLICATION.set(p, "database");
+    PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
+    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
+    PGProperty.SOCKET_FACTORY.set(p, ReplicationSockets.class.getName());
+    PGProperty.SOCKET_FACTORY_ARG.set(p, token);
+    return withOutputSettings(DriverManager.getConnection(replicationUrl, p));
   }
 
   /**

@@ -47,6 +47,17 @@ class PostgresFeedBadInputTest {
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("batchSize");
     assertThatThrownBy(() -> builder().statusInterval(Duration.ofMinutes(2)).build())
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("statusInterval");
+    assertThatThrownBy(() -> builder().statusInterval(Duration.ofSeconds(5)).replicationTimeout(Duration.ofSeconds(5))
+        .build()).isInstanceOf(ConfigurationException.class).hasMessageContaining("replicationTimeout")
+        .hasMessageContaining("PT5S");
+    assertThatThrownBy(() -> builder().replicationUrl("jdbc:postgresql://localhost:1/otherdb").build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("replicationUrl")
+        .hasMessageContaining("otherdb").hasMessageContaining(db);
+    assertThatThrownBy(() -> builder().replicationUrl("jdbc:mysql://localhost/" + db).build())
+        .isInstanceOf(ConfigurationException.class).hasMessageContaining("replicationUrl")
+        .hasMessageContaining("jdbc:postgresql");
+    // A status interval of 50 s (below the server's default wal_sender_timeout) gets three of them.
+    builder().statusInterval(Duration.ofSeconds(50)).build();
   }
 
   @Test
