@@ -149,7 +149,7 @@ public final class SqlLeaseStore implements LeaseStore {
      * How long the store waits for the database to answer one request on a connection (the JDBC
      * network timeout, {@code Connection.setNetworkTimeout}, set for the call and restored
      * after); default 10 s. Calls made for a lease (acquire, renew, commit, release) wait at most
-     * a third of that lease when that is shorter, so a renewal stuck on a connection nobody
+     * a third of that lease (but at least one second) when that is shorter, so a renewal stuck on a connection nobody
      * answers fails in time for the next one to try a fresh connection before the holder's local
      * deadline (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md). A driver that times
      * out a request closes its connection. A shorter timeout the connection already has is kept.
@@ -233,10 +233,19 @@ public final class SqlLeaseStore implements LeaseStore {
     return lease;
   }
 
-  /** The network timeout of a call for a lease of {@code duration}: a third of it at most (ADR 0101). */
+  /**
+   * The network timeout of a call for a lease of {@code duration}: a third of it, but at least
+   * {@value #MIN_LEASE_BOUND_MILLIS} ms, and at most the operation timeout (ADR 0101).
+   */
   private long boundFor(Duration duration) {
-    return Math.min(operationTimeoutMillis, Math.max(1, duration.toMillis() / 3));
+    return Math.min(operationTimeoutMillis, Math.max(MIN_LEASE_BOUND_MILLIS, duration.toMillis() / 3));
   }
+
+  /**
+   * The least bound of a lease's call: below it an ordinary hiccup (a GC pause, a busy server)
+   * would break pooled connections, and a very short timed lock could not be taken at all.
+   */
+  static final long MIN_LEASE_BOUND_MILLIS = 1_000;
 
   /** As {@link #boundFor(Duration)} for a lease this store granted or renewed, else the operation timeout. */
   private long boundFor(String name) {

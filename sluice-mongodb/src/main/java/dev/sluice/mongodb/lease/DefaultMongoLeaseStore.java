@@ -141,7 +141,9 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
 
   /**
    * The lease collection bounded for a call on behalf of a lease of {@code durationMillis}: a
-   * third of the lease, or the operation timeout if that is shorter
+   * third of the lease, but at least {@value #MIN_LEASE_BOUND_MILLIS} ms (below that an ordinary
+   * hiccup would fail calls and close connections, and a very short timed lock could not be
+   * taken), or the operation timeout if that is shorter
    * (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md). Renewals come at most every third
    * of the lease, so a call stuck on a connection nobody answers (a blackhole, a half-open
    * socket) fails while the next renewal can still get through on a fresh connection before the
@@ -149,9 +151,12 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
    * longer than one renewal interval. The driver closes a connection whose read timed out.
    */
   private MongoCollection<BsonDocument> forLease(long durationMillis) {
-    long bound = Math.min(operationTimeoutMillis, Math.max(1, durationMillis / 3));
+    long bound = Math.min(operationTimeoutMillis, Math.max(MIN_LEASE_BOUND_MILLIS, durationMillis / 3));
     return leases.withTimeout(bound, TimeUnit.MILLISECONDS);
   }
+
+  /** The least bound of a lease's call ({@link #forLease(long)}). */
+  static final long MIN_LEASE_BOUND_MILLIS = 1_000;
 
   /** As {@link #forLease(long)} for a lease granted or renewed by this store, else unchanged. */
   private MongoCollection<BsonDocument> forLease(String name) {
