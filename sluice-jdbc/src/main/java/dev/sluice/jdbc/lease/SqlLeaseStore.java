@@ -149,10 +149,10 @@ public final class SqlLeaseStore implements LeaseStore {
      * How long the store waits for the database to answer one request on a connection (the JDBC
      * network timeout, {@code Connection.setNetworkTimeout}, set for the call and restored
      * after); default 10 s. Calls made for a lease (acquire, renew, commit, release) wait at most
-     * a third of that lease (but at least one second) when that is shorter, so a renewal stuck on a connection nobody
-     * answers fails in time for the next one to try a fresh connection before the holder's local
-     * deadline (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md). A driver that times
-     * out a request closes its connection. A shorter timeout the connection already has is kept.
+     * a third of that lease (but at least one second) when that is shorter, so a renewal stuck
+     * on a connection nobody answers fails in time for the next one to try a fresh connection
+     * before the holder's local deadline (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md).
+     * A driver that times out a request closes its connection. A shorter timeout the connection already has is kept.
      * Obtaining the connection is bounded by the DataSource (a pool's connection timeout, the
      * driver's connect and login timeouts): configure those as well.
      */
@@ -253,10 +253,6 @@ public final class SqlLeaseStore implements LeaseStore {
     return duration == null ? operationTimeoutMillis : boundFor(Duration.ofMillis(duration));
   }
 
-  /** The network timeout of a call for a lease of {@code duration}, in milliseconds. For tests. */
-  long boundOf(Duration duration) {
-    return boundFor(duration);
-  }
 
   /** The upsert; empty if someone else holds the lease or won the statement's race. */
   private Optional<Lease> upsertAcquire(Connection c, SqlDialect d, String name, String owner,

@@ -147,8 +147,8 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
    * (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md). Renewals come at most every third
    * of the lease, so a call stuck on a connection nobody answers (a blackhole, a half-open
    * socket) fails while the next renewal can still get through on a fresh connection before the
-   * local deadline, and it holds the keeper's thread, which renews other leases too, for no
-   * longer than one renewal interval. The driver closes a connection whose read timed out.
+   * local deadline, and it holds the keeper's thread, which renews other leases too, no longer
+   * than that bound. The driver closes a connection whose read timed out.
    */
   private MongoCollection<BsonDocument> forLease(long durationMillis) {
     long bound = Math.min(operationTimeoutMillis, Math.max(MIN_LEASE_BOUND_MILLIS, durationMillis / 3));
@@ -162,11 +162,6 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   private MongoCollection<BsonDocument> forLease(String name) {
     Long duration = durations.get(name);
     return duration == null ? leases : forLease(duration);
-  }
-
-  /** The bound of a call on behalf of a lease of {@code duration}, in milliseconds. For tests. */
-  long boundFor(Duration duration) {
-    return forLease(duration.toMillis()).getTimeout(TimeUnit.MILLISECONDS);
   }
 
   private Lease granted(Lease lease, Duration duration) {
