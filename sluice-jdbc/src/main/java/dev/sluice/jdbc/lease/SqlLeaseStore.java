@@ -148,7 +148,7 @@ public final class SqlLeaseStore implements LeaseStore {
     /**
      * How long the store waits for the database to answer one request on a connection (the JDBC
      * network timeout, {@code Connection.setNetworkTimeout}, set for the call and restored
-     * after); default 10 s. Calls made for a lease (acquire, renew, commit, release) wait at most
+     * after); default 10 s. Calls made for a held lease (renew, commit, release) wait at most
      * a third of that lease (but at least one second) when that is shorter, so a renewal stuck
      * on a connection nobody answers fails in time for the next one to try a fresh connection
      * before the holder's local deadline (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md).
@@ -221,7 +221,8 @@ public final class SqlLeaseStore implements LeaseStore {
     requireName(name);
     ConfigurationException.requireNonNull(owner, "owner");
     requireDuration(duration);
-    long bound = boundFor(duration);
+    // An acquisition holds nothing yet: the operation timeout, not a third of the lease (ADR 0101).
+    long bound = operationTimeoutMillis;
     Boolean upsert = upsertReturning;
     if (upsert == null) {
       upsert = query("tryAcquire", name, bound, (c, d) -> upsertReturning);

@@ -140,7 +140,9 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   }
 
   /**
-   * The lease collection bounded for a call on behalf of a lease of {@code durationMillis}: a
+   * The lease collection bounded for a call on behalf of a lease of {@code durationMillis} that
+   * this process holds (renew, commit, release; an acquisition, which holds nothing yet, keeps the
+   * operation timeout): a
    * third of the lease, but at least {@value #MIN_LEASE_BOUND_MILLIS} ms (below that an ordinary
    * hiccup would fail calls and close connections, and a very short timed lock could not be
    * taken), or the operation timeout if that is shorter
@@ -188,9 +190,8 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     requireName(name);
     requireOwner(owner);
     requireDuration(duration);
-    MongoCollection<BsonDocument> leases = forLease(duration.toMillis());
     try {
-      Optional<Lease> free = tryAcquireFree(leases, name, owner, duration);
+      Optional<Lease> free = tryAcquireFree(name, owner, duration);
       if (free.isPresent()) {
         return free.map(l -> granted(l, duration));
       }
@@ -261,8 +262,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
    * its own. Needs an estimate of the shard's clock for the informational fields (the first call
    * of a store has none and takes the two-write path). Empty if the record is anything else.
    */
-  private Optional<Lease> tryAcquireFree(MongoCollection<BsonDocument> leases, String name,
-      String owner, Duration duration) {
+  private Optional<Lease> tryAcquireFree(String name, String owner, Duration duration) {
     Instant estimate = estimatedStoreNow(Long.MAX_VALUE);
     if (estimate == null) {
       return Optional.empty();

@@ -127,7 +127,7 @@ public interface MongoLeaseStore extends LeaseStore {
      * replica set without a reachable majority, never blocks a renewal, a worker or
      * {@code close()} forever.
      *
-     * <p>Calls made for a lease (acquire, renew, commit, release) are bounded by a third of that
+     * <p>Calls made for a held lease (renew, commit, release) are bounded by a third of that
      * lease's duration (but at least one second) when that is shorter: a renewal stuck on a connection nobody answers then
      * fails in time for the next one to try on a fresh connection before the holder's local
      * deadline (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md).

@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.net;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.mongodb.ConnectionString;
@@ -15,6 +16,7 @@ import com.mongodb.connection.ClusterConnectionMode;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.listener.BootstrapPolicy;
@@ -23,6 +25,7 @@ import dev.sluice.listener.Fence;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.listener.PartitionState;
+import dev.sluice.listener.StaleFenceException;
 import dev.sluice.lock.Lock;
 import dev.sluice.lock.LockProvider;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
@@ -225,6 +228,16 @@ class LeaseStorePartitionTest {
       assertThat(spans.get(holderEpoch)[1]).as("holder's last write of key %s before the peer's first", key.get("_id"))
           .isLessThan(spans.get(peersLease.epoch())[0]);
     }
+
+    // Whatever the cut-off holder still sends once the network heals is refused: a fenced write
+    // of its epoch by the target, a checkpoint commit by the store.
+    Fence stale = holderSide.fence.get();
+    assertThat(stale.epoch()).isEqualTo(holderEpoch);
+    assertThatThrownBy(() -> FencedWrites.updateOne(truth, "k0", Updates.set("late", true), stale))
+        .isInstanceOf(StaleFenceException.class);
+    assertThatThrownBy(() -> direct.commit(new Lease(lease, holder.owner(), holderEpoch, Instant.now(), null),
+        new Position("late", null))).isInstanceOf(LeaseLostException.class);
+    assertThat(direct.read(lease).orElseThrow().checkpoint()).isNotEqualTo(new Position("late", null));
   }
 
   private static Set<Integer> handledSeqs(MongoCollection<Document> truth) {
@@ -246,6 +259,7 @@ class LeaseStorePartitionTest {
     final AtomicLong lostAt = new AtomicLong();
     final AtomicReference<Lease> acquired = new AtomicReference<>();
     final AtomicLong acquiredAt = new AtomicLong();
+    final AtomicReference<Fence> fence = new AtomicReference<>();
 
     Recorder(List<Call> calls) {
       this.calls = calls;
@@ -276,6 +290,7 @@ class LeaseStorePartitionTest {
       long at = System.nanoTime();
       int seq = change.document().getInt32("seq").getValue();
       calls.add(new Call(fence.owner(), fence.epoch(), seq, at));
+      this.fence.set(fence);
       FencedWrites.updateOne(truth, change.document().getString("k").getValue(),
           Updates.push("handled", new Document("seq", seq).append("owner", fence.owner())
               .append("epoch", fence.epoch()).append("at", at)), fence);
