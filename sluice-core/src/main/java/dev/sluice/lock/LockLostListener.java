@@ -8,7 +8,7 @@ public interface LockLostListener {
 
   /**
    * Called once when {@code lock} is lost: on the provider's extension thread when an extension
-   * was rejected, on a {@code sluice-lease-lost-N} thread at the local deadline when no extension
+   * was rejected, on a {@code sluice-lease-lost} thread at the local deadline when no extension
    * got through in time (the store unreachable or silent; docs/adr/0100), or on the caller's
    * thread when {@link Lock#isHeld()} finds the deadline passed first. Must not block for long:
    * on the extension thread it delays the extension of the provider's other locks.

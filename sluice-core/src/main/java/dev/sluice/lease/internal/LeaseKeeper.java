@@ -9,14 +9,12 @@ import dev.sluice.lease.LeaseStoreException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,7 +48,12 @@ public final class LeaseKeeper {
    */
   private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
 
-  /** Runs the loss listeners of losses the watchdog found; a thread per notice, gone when idle. */
+  /**
+   * Runs the loss listeners of losses the watchdog found, in turn, on one thread for the process:
+   * the number of threads stays fixed however many leases are lost at once (a listener of 1,000
+   * partitions), and a slow listener delays other notices but never the watchdog, which has
+   * already marked their leases lost.
+   */
   private static final ExecutorService NOTICES = notices();
 
   private static ScheduledThreadPoolExecutor watchdog() {
@@ -64,13 +67,11 @@ public final class LeaseKeeper {
   }
 
   private static ExecutorService notices() {
-    AtomicInteger n = new AtomicInteger();
-    return new ThreadPoolExecutor(0, Integer.MAX_VALUE, 30, TimeUnit.SECONDS,
-        new SynchronousQueue<>(), r -> {
-          Thread t = new Thread(r, "sluice-lease-lost-" + n.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
+    return Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "sluice-lease-lost");
+      t.setDaemon(true);
+      return t;
+    });
   }
 
   /** Told once, on a scheduler or caller thread, when the lease is lost. */
@@ -227,7 +228,7 @@ public final class LeaseKeeper {
 
   /**
    * Marks the lease lost (once): from here {@link #isValid()} is false. Tells the loss listener on
-   * the calling thread, or with {@code elsewhere} on a {@link #NOTICES} thread (the watchdog's
+   * the calling thread, or with {@code elsewhere} on the {@link #NOTICES} thread (the watchdog's
    * thread must stay free for other leases' deadlines).
    */
   private void markLost(String reason, SluiceException cause, boolean elsewhere) {
@@ -264,7 +265,7 @@ public final class LeaseKeeper {
     try {
       NOTICES.execute(tell);
     } catch (RejectedExecutionException e) {
-      tell.run(); // cannot happen with an unbounded pool that is never shut down; never drop a loss
+      tell.run(); // cannot happen: the executor is never shut down; never drop a loss
     }
   }
 

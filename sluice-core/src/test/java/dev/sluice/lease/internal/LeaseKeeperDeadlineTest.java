@@ -77,7 +77,7 @@ class LeaseKeeperDeadlineTest {
     Loss loss = losses.get(0);
     assertThat(loss.atNanos() - keeper.deadlineNanos())
         .as("reported at the local deadline, never before it").isGreaterThanOrEqualTo(0);
-    assertThat(loss.thread()).startsWith("sluice-lease-lost-");
+    assertThat(loss.thread()).isEqualTo("sluice-lease-lost");
     assertThat(loss.cause()).isInstanceOf(LeaseLostException.class)
         .hasMessageContaining("not renewed before it ran out");
     assertThat(keeper.isValid()).isFalse();
