@@ -7,8 +7,12 @@ import dev.sluice.SluiceException;
 public interface LockLostListener {
 
   /**
-   * Called once, on the provider's extension thread, when {@code lock} is lost. Must not block
-   * for long: it delays the extension of the provider's other locks.
+   * Called once when {@code lock} is lost: on the provider's extension thread when an extension
+   * was rejected, on a {@code sluice-lease-lost} thread at the local deadline when no extension
+   * got through in time (the store unreachable or silent; docs/adr/0100), or on the caller's
+   * thread when {@link Lock#isHeld()} finds the deadline passed first. Must not block for long:
+   * on the extension thread it delays the extension of the provider's other locks, on the
+   * {@code sluice-lease-lost} thread the loss notices of the process's other leases.
    *
    * @param lock the lost lock; {@link Lock#isHeld()} is already false
    * @param cause why: a {@link dev.sluice.lease.LeaseLostException} (someone else took it over or

@@ -8,8 +8,12 @@ import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.LeaseStoreException;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,9 +30,49 @@ import org.slf4j.LoggerFactory;
  * before the store could give the lease to anyone else (docs/adr/0002-clocks.md). A renewal that
  * returns after the local deadline is a loss even though the store accepted it: the lease may have
  * been someone else's in between.
+ *
+ * <p>The loss is reported <em>at</em> the local deadline, not when someone next asks: from
+ * {@link #start()} a watchdog on {@link #WATCHDOG}, one daemon thread for the process that never
+ * calls a store, marks the lease lost the moment the deadline passes, even while a renewal is still
+ * waiting on a socket nobody answers (docs/adr/0100-loss-at-the-local-deadline.md). The loss
+ * listener then runs on a thread of its own ({@link #NOTICES}), so a slow listener cannot delay
+ * another lease's watchdog.
  */
 public final class LeaseKeeper {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseKeeper.class);
+
+  /**
+   * Marks leases lost at their local deadlines. One thread for every keeper of the process: its
+   * tasks only compare the deadline with the ticker and set the keeper's state, so they never
+   * wait for a store, and a renewal blocked on the network cannot hold it.
+   */
+  private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
+
+  /**
+   * Runs the loss listeners of losses the watchdog found, in turn, on one thread for the process:
+   * the number of threads stays fixed however many leases are lost at once (a listener of 1,000
+   * partitions), and a slow listener delays other notices but never the watchdog, which has
+   * already marked their leases lost.
+   */
+  private static final ExecutorService NOTICES = notices();
+
+  private static ScheduledThreadPoolExecutor watchdog() {
+    ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, "sluice-lease-deadline");
+      t.setDaemon(true);
+      return t;
+    });
+    pool.setRemoveOnCancelPolicy(true); // most watches are cancelled or moved by a renewal
+    return pool;
+  }
+
+  private static ExecutorService notices() {
+    return Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "sluice-lease-lost");
+      t.setDaemon(true);
+      return t;
+    });
+  }
 
   /** Told once, on a scheduler or caller thread, when the lease is lost. */
   @FunctionalInterface
@@ -49,6 +93,8 @@ public final class LeaseKeeper {
   private volatile SluiceException lostCause;
   private volatile boolean retired;
   private ScheduledFuture<?> renewal;
+  /** The watchdog's task for the current deadline; guarded by {@code this}. */
+  private ScheduledFuture<?> watch;
 
   public LeaseKeeper(LeaseStore store, Lease lease, long requestStartNanos, Duration duration,
       Duration renewEvery, ScheduledExecutorService scheduler, Ticker ticker, LossListener onLost) {
@@ -70,6 +116,40 @@ public final class LeaseKeeper {
     }
     long every = renewEvery.toNanos();
     renewal = scheduler.scheduleWithFixedDelay(this::renewOnce, every, every, TimeUnit.NANOSECONDS);
+    watchDeadline();
+  }
+
+  /** Schedules the watchdog for the current deadline. Caller holds {@code this}. */
+  private void watchDeadline() {
+    if (retired || lostReason != null) {
+      return;
+    }
+    long delay = Math.max(0, deadlineNanos - ticker.nanos());
+    watch = WATCHDOG.schedule(this::deadlineReached, delay, TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * The watchdog's task: marks the lease lost if its deadline passed, else (a renewal or commit
+   * moved it meanwhile) watches the new one. Never calls the store.
+   */
+  private void deadlineReached() {
+    synchronized (this) {
+      if (retired || lostReason != null) {
+        return;
+      }
+      if (ticker.nanos() - deadlineNanos < 0) {
+        watchDeadline();
+        return;
+      }
+    }
+    markLost("not renewed before it ran out: the local deadline passed while renewals had not"
+        + " got through (store unreachable or slow, or process paused, for longer than the lease"
+        + " of " + duration + ")", null, true);
+  }
+
+  /** The local deadline on the ticker, as last computed. For status and tests. */
+  public long deadlineNanos() {
+    return deadlineNanos;
   }
 
   /** One renewal attempt; what the scheduler runs. Package-private for tests. */
@@ -143,6 +223,15 @@ public final class LeaseKeeper {
   }
 
   private void markLost(String reason, SluiceException cause) {
+    markLost(reason, cause, false);
+  }
+
+  /**
+   * Marks the lease lost (once): from here {@link #isValid()} is false. Tells the loss listener on
+   * the calling thread, or with {@code elsewhere} on the {@link #NOTICES} thread (the watchdog's
+   * thread must stay free for other leases' deadlines).
+   */
+  private void markLost(String reason, SluiceException cause, boolean elsewhere) {
     Lease current;
     SluiceException reported;
     synchronized (this) {
@@ -157,12 +246,26 @@ public final class LeaseKeeper {
       if (renewal != null) {
         renewal.cancel(false);
       }
+      if (watch != null) {
+        watch.cancel(false);
+      }
     }
     LOG.warn("Lease '{}' epoch {} lost: {}", current.name(), current.epoch(), reason);
+    Runnable tell = () -> {
+      try {
+        onLost.onLost(current, reported);
+      } catch (Throwable t) {
+        LOG.error("Reporting the loss of lease '{}' failed", current.name(), t);
+      }
+    };
+    if (!elsewhere) {
+      tell.run();
+      return;
+    }
     try {
-      onLost.onLost(current, reported);
-    } catch (Throwable t) {
-      LOG.error("Reporting the loss of lease '{}' failed", current.name(), t);
+      NOTICES.execute(tell);
+    } catch (RejectedExecutionException e) {
+      tell.run(); // cannot happen: the executor is never shut down; never drop a loss
     }
   }
 
@@ -228,6 +331,9 @@ public final class LeaseKeeper {
     retired = true;
     if (renewal != null) {
       renewal.cancel(false);
+    }
+    if (watch != null) {
+      watch.cancel(false);
     }
     return lostReason;
   }

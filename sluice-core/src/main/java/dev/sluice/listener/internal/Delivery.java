@@ -83,6 +83,12 @@ final class Delivery<D> {
       }
     }
     while (true) {
+      // The last look before the handler: the callers checked before the parked-key lookup and
+      // the back-off, which may have taken long enough for the local deadline to pass
+      // (docs/adr/0100-loss-at-the-local-deadline.md).
+      if (!tenure.keeper().isValid()) {
+        return Step.LOST;
+      }
       long start = System.nanoTime();
       Throwable failure;
       try {

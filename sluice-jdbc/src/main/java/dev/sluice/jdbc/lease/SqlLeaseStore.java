@@ -11,6 +11,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -18,7 +19,10 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
@@ -70,6 +74,13 @@ public final class SqlLeaseStore implements LeaseStore {
   private final DataSource dataSource;
   private final String table;
   private final boolean createTable;
+  /** {@link Builder#operationTimeout}: the network timeout of calls not made for a lease. */
+  private final long operationTimeoutMillis;
+  /**
+   * The duration of each lease this store granted or renewed, by name, so that a commit or a
+   * release is bounded like the renewals of its lease ({@link #boundFor(String)}).
+   */
+  private final Map<String, Long> durations = new ConcurrentHashMap<>();
   private final boolean readThenWriteAcquire;
   private volatile SqlDialect dialect;
   private volatile boolean tableReady;
@@ -86,7 +97,11 @@ public final class SqlLeaseStore implements LeaseStore {
     this.createTable = b.createTable;
     this.readThenWriteAcquire = b.readThenWriteAcquire;
     this.dialect = b.dialect == null ? null : b.dialect.sql;
+    this.operationTimeoutMillis = b.operationTimeout.toMillis();
   }
+
+  /** Default of {@link Builder#operationTimeout}. */
+  public static final Duration DEFAULT_OPERATION_TIMEOUT = Duration.ofSeconds(10);
 
   /** Starts configuring a store over {@code dataSource} (pooled, please). */
   public static Builder builder(DataSource dataSource) {
@@ -100,6 +115,7 @@ public final class SqlLeaseStore implements LeaseStore {
     private Dialect dialect;
     private boolean createTable = true;
     private boolean readThenWriteAcquire;
+    private Duration operationTimeout = DEFAULT_OPERATION_TIMEOUT;
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -126,6 +142,26 @@ public final class SqlLeaseStore implements LeaseStore {
      */
     public Builder createTable(boolean createTable) {
       this.createTable = createTable;
+      return this;
+    }
+
+    /**
+     * How long the store waits for the database to answer one request on a connection (the JDBC
+     * network timeout, {@code Connection.setNetworkTimeout}, set for the call and restored
+     * after); default 10 s. Calls made for a held lease (renew, commit, release) wait at most
+     * a third of that lease (but at least one second) when that is shorter, so a renewal stuck
+     * on a connection nobody answers fails in time for the next one to try a fresh connection
+     * before the holder's local deadline (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md).
+     * A driver that times out a request closes its connection. A shorter timeout the connection already has is kept.
+     * Obtaining the connection is bounded by the DataSource (a pool's connection timeout, the
+     * driver's connect and login timeouts): configure those as well.
+     */
+    public Builder operationTimeout(Duration timeout) {
+      ConfigurationException.requireNonNull(timeout, "operationTimeout");
+      ConfigurationException.require(!timeout.isNegative() && timeout.toMillis() >= 1
+          && timeout.toMillis() <= Integer.MAX_VALUE, "operationTimeout", timeout,
+          "must be at least 1 ms and at most " + Integer.MAX_VALUE + " ms");
+      this.operationTimeout = timeout;
       return this;
     }
 
@@ -185,15 +221,39 @@ public final class SqlLeaseStore implements LeaseStore {
     requireName(name);
     ConfigurationException.requireNonNull(owner, "owner");
     requireDuration(duration);
+    // An acquisition holds nothing yet: the operation timeout, not a third of the lease (ADR 0101).
+    long bound = operationTimeoutMillis;
     Boolean upsert = upsertReturning;
     if (upsert == null) {
-      upsert = query("tryAcquire", name, (c, d) -> upsertReturning);
+      upsert = query("tryAcquire", name, bound, (c, d) -> upsertReturning);
     }
-    if (readThenWriteAcquire || !upsert) {
-      return readThenWriteAcquire(name, owner, duration);
-    }
-    return query("tryAcquire", name, (c, d) -> upsertAcquire(c, d, name, owner, duration));
+    Optional<Lease> lease = readThenWriteAcquire || !upsert
+        ? readThenWriteAcquire(name, owner, duration, bound)
+        : query("tryAcquire", name, bound, (c, d) -> upsertAcquire(c, d, name, owner, duration));
+    lease.ifPresent(l -> durations.put(name, duration.toMillis()));
+    return lease;
   }
+
+  /**
+   * The network timeout of a call for a lease of {@code duration}: a third of it, but at least
+   * {@value #MIN_LEASE_BOUND_MILLIS} ms, and at most the operation timeout (ADR 0101).
+   */
+  private long boundFor(Duration duration) {
+    return Math.min(operationTimeoutMillis, Math.max(MIN_LEASE_BOUND_MILLIS, duration.toMillis() / 3));
+  }
+
+  /**
+   * The least bound of a lease's call: below it an ordinary hiccup (a GC pause, a busy server)
+   * would break pooled connections, and a very short timed lock could not be taken at all.
+   */
+  static final long MIN_LEASE_BOUND_MILLIS = 1_000;
+
+  /** As {@link #boundFor(Duration)} for a lease this store granted or renewed, else the operation timeout. */
+  private long boundFor(String name) {
+    Long duration = durations.get(name);
+    return duration == null ? operationTimeoutMillis : boundFor(Duration.ofMillis(duration));
+  }
+
 
   /** The upsert; empty if someone else holds the lease or won the statement's race. */
   private Optional<Lease> upsertAcquire(Connection c, SqlDialect d, String name, String owner,
@@ -236,9 +296,10 @@ public final class SqlLeaseStore implements LeaseStore {
     }
   }
 
-  private Optional<Lease> readThenWriteAcquire(String name, String owner, Duration duration) {
+  private Optional<Lease> readThenWriteAcquire(String name, String owner, Duration duration,
+      long bound) {
     try {
-      return Optional.of(casTransaction("tryAcquire", name, (c, d) -> {
+      return Optional.of(casTransaction("tryAcquire", name, bound, (c, d) -> {
         Row row = select(c, d, name);
         Instant expiresAt = expiry(row.now(), duration);
         // Epochs are seeded from the database's clock in microseconds, so that a row deleted
@@ -277,7 +338,7 @@ public final class SqlLeaseStore implements LeaseStore {
   @Override
   public Lease renew(Lease lease, Duration duration) {
     requireDuration(duration);
-    return fencedWrite("renew", lease, (c, d) -> {
+    Lease renewed = fencedWrite("renew", lease, boundFor(duration), (c, d) -> {
       Row row = selectMatching(c, d, lease);
       Instant expiresAt = expiry(row.now(), duration);
       casUpdate(c, "expires_at = ?", row, ps -> {
@@ -286,6 +347,8 @@ public final class SqlLeaseStore implements LeaseStore {
       });
       return new Lease(lease.name(), lease.owner(), lease.epoch(), expiresAt, row.checkpoint());
     });
+    durations.put(lease.name(), duration.toMillis());
+    return renewed;
   }
 
   @Override
@@ -293,7 +356,8 @@ public final class SqlLeaseStore implements LeaseStore {
     ConfigurationException.requireNonNull(checkpoint, "checkpoint");
     Position stored = new Position(checkpoint.token(),
         checkpoint.time() == null ? null : checkpoint.time().truncatedTo(ChronoUnit.MICROS));
-    return fencedWrite("commit", lease, (c, d) -> {
+    ConfigurationException.requireNonNull(lease, "lease");
+    return fencedWrite("commit", lease, boundFor(lease.name()), (c, d) -> {
       Row row = selectMatching(c, d, lease);
       casUpdate(c, "checkpoint = ?, checkpoint_time = ?", row, ps -> {
         ps.setString(1, stored.token());
@@ -311,7 +375,7 @@ public final class SqlLeaseStore implements LeaseStore {
   @Override
   public boolean release(Lease lease) {
     ConfigurationException.requireNonNull(lease, "lease");
-    return query("release", lease.name(), (c, d) -> {
+    boolean released = query("release", lease.name(), boundFor(lease.name()), (c, d) -> {
       try (PreparedStatement ps = c.prepareStatement(notifying(d, "UPDATE " + table + " SET owner = NULL,"
           + " expires_at = NULL, version = version + 1 WHERE name = ? AND owner = ? AND epoch = ?"))) {
         ps.setString(1, lease.name());
@@ -320,6 +384,9 @@ public final class SqlLeaseStore implements LeaseStore {
         return changedAndCommitted(c, d, ps, 4) == 1;
       }
     });
+    // Another holder of the name in this process (rare) falls back to the operation timeout.
+    durations.remove(lease.name());
+    return released;
   }
 
   /**
@@ -570,11 +637,11 @@ public final class SqlLeaseStore implements LeaseStore {
   }
 
   /** Renew/commit/release: retried while only the CAS (not owner or epoch) failed. */
-  private <T> T fencedWrite(String op, Lease lease, CasTx<T> body) {
+  private <T> T fencedWrite(String op, Lease lease, long bound, CasTx<T> body) {
     ConfigurationException.requireNonNull(lease, "lease");
     for (int attempt = 1; ; attempt++) {
       try {
-        return casTransaction(op, lease.name(), body);
+        return casTransaction(op, lease.name(), bound, body);
       } catch (CasFailed e) {
         if (attempt >= FENCED_WRITE_ATTEMPTS) {
           throw new LeaseStoreException("SqlLeaseStore " + op + " of '" + lease.name()
@@ -593,53 +660,107 @@ public final class SqlLeaseStore implements LeaseStore {
    * Runs {@code body} in a REPEATABLE READ transaction and commits. A null result, a failed CAS,
    * a lost insert race, a serialization failure or a failed commit roll back and throw CasFailed.
    */
-  private <T> T casTransaction(String op, String name, CasTx<T> body) throws CasFailed {
+  private <T> T casTransaction(String op, String name, long bound, CasTx<T> body) throws CasFailed {
     try (Connection c = dataSource.getConnection()) {
-      SqlDialect d = ready(c);
-      boolean autoCommit = c.getAutoCommit();
-      int isolation = c.getTransactionIsolation();
-      c.setAutoCommit(false);
-      c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+      int previousTimeout = limit(c, bound);
       try {
-        d.guard(c);
-        T result = body.run(c, d);
-        if (result == null) {
-          throw new CasFailed();
-        }
-        try {
-          c.commit();
-        } catch (SQLException e) {
-          // Seed 002: a commit that fails because someone else changed the row first is a lost
-          // race. Any other failure (connection lost, permission) is reported as such.
-          if (d.isConcurrentUpdate(e) || d.isDuplicateKey(e)) {
-            throw new CasFailed();
-          }
-          throw e;
-        }
-        return result;
-      } catch (CasFailed | RuntimeException e) {
-        rollbackQuietly(c);
-        throw e;
-      } catch (SQLException e) {
-        rollbackQuietly(c);
-        if (d.isDuplicateKey(e) || d.isConcurrentUpdate(e)) {
-          throw new CasFailed();
-        }
-        throw e;
+        return casTransaction(c, body);
       } finally {
-        restore(c, autoCommit, isolation);
+        unlimit(c, previousTimeout);
       }
     } catch (SQLException e) {
       throw failure(op, name, e);
     }
   }
 
+  private <T> T casTransaction(Connection c, CasTx<T> body) throws CasFailed, SQLException {
+    SqlDialect d = ready(c);
+    boolean autoCommit = c.getAutoCommit();
+    int isolation = c.getTransactionIsolation();
+    c.setAutoCommit(false);
+    c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+    try {
+      d.guard(c);
+      T result = body.run(c, d);
+      if (result == null) {
+        throw new CasFailed();
+      }
+      try {
+        c.commit();
+      } catch (SQLException e) {
+        // Seed 002: a commit that fails because someone else changed the row first is a lost
+        // race. Any other failure (connection lost, permission) is reported as such.
+        if (d.isConcurrentUpdate(e) || d.isDuplicateKey(e)) {
+          throw new CasFailed();
+        }
+        throw e;
+      }
+      return result;
+    } catch (CasFailed | RuntimeException e) {
+      rollbackQuietly(c);
+      throw e;
+    } catch (SQLException e) {
+      rollbackQuietly(c);
+      if (d.isDuplicateKey(e) || d.isConcurrentUpdate(e)) {
+        throw new CasFailed();
+      }
+      throw e;
+    } finally {
+      restore(c, autoCommit, isolation);
+    }
+  }
+
   private <T> T query(String op, String name, Tx<T> body) {
+    return query(op, name, operationTimeoutMillis, body);
+  }
+
+  /** {@code body} on a connection whose requests wait at most {@code bound} ms for an answer. */
+  private <T> T query(String op, String name, long bound, Tx<T> body) {
     try (Connection c = dataSource.getConnection()) {
-      SqlDialect d = ready(c);
-      return body.run(c, d);
+      int previousTimeout = limit(c, bound);
+      try {
+        SqlDialect d = ready(c);
+        return body.run(c, d);
+      } finally {
+        unlimit(c, previousTimeout);
+      }
     } catch (SQLException e) {
       throw failure(op, name, e);
+    }
+  }
+
+  /** Runs {@code setNetworkTimeout}'s work, if any, on the calling thread. */
+  private static final Executor DIRECT = Runnable::run;
+
+  /**
+   * Sets the connection's network timeout to {@code boundMillis}, unless it already has a shorter
+   * one; returns the one to restore. A driver without network timeouts is left as it is.
+   */
+  private static int limit(Connection c, long boundMillis) throws SQLException {
+    int previous;
+    try {
+      previous = c.getNetworkTimeout();
+    } catch (SQLFeatureNotSupportedException e) {
+      return -1;
+    }
+    int bound = (int) Math.min(Integer.MAX_VALUE, boundMillis);
+    if (previous == 0 || previous > bound) {
+      c.setNetworkTimeout(DIRECT, bound);
+    }
+    return previous;
+  }
+
+  /** Gives the connection its own network timeout back (the pool's connection outlives the call). */
+  private static void unlimit(Connection c, int previous) {
+    if (previous < 0) {
+      return;
+    }
+    try {
+      if (!c.isClosed() && c.getNetworkTimeout() != previous) {
+        c.setNetworkTimeout(DIRECT, previous);
+      }
+    } catch (SQLException | RuntimeException e) {
+      // A connection that timed out is closed; the pool discards it.
     }
   }
 

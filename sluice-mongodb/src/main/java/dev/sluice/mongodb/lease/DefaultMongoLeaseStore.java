@@ -32,8 +32,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiPredicate;
 import java.util.regex.Pattern;
@@ -88,13 +90,21 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
 
   private final MongoDatabase database;
   private final MongoCollection<BsonDocument> leases;
+  /** {@link MongoLeaseStore.Builder#operationTimeout}: the bound of calls not made for a lease. */
+  private final long operationTimeoutMillis;
+  /**
+   * The duration of each lease this store granted or renewed, by name, so that a commit or a
+   * release is bounded like the renewals of its lease ({@link #forLease}). Removed on release.
+   */
+  private final Map<String, Long> durations = new ConcurrentHashMap<>();
   /** The last stamp of the shard's clock this store received, and when (monotonic): {@link #storeNow}. */
   private Instant lastStamp;
   private long lastStampNanos;
 
-  DefaultMongoLeaseStore(
-      MongoDatabase database, String collection, WriteConcern writeConcern, Duration idle) {
+  DefaultMongoLeaseStore(MongoDatabase database, String collection, WriteConcern writeConcern,
+      Duration idle, Duration operationTimeout) {
     this.database = database;
+    this.operationTimeoutMillis = operationTimeout.toMillis();
     this.leases = MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class), writeConcern);
     try {
       dropUnsafeLegacyTtlIndex();
@@ -129,6 +139,38 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     }
   }
 
+  /**
+   * The lease collection bounded for a call on behalf of a lease of {@code durationMillis} that
+   * this process holds (renew, commit, release; an acquisition, which holds nothing yet, keeps the
+   * operation timeout): a
+   * third of the lease, but at least {@value #MIN_LEASE_BOUND_MILLIS} ms (below that an ordinary
+   * hiccup would fail calls and close connections, and a very short timed lock could not be
+   * taken), or the operation timeout if that is shorter
+   * (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md). Renewals come at most every third
+   * of the lease, so a call stuck on a connection nobody answers (a blackhole, a half-open
+   * socket) fails while the next renewal can still get through on a fresh connection before the
+   * local deadline, and it holds the keeper's thread, which renews other leases too, no longer
+   * than that bound. The driver closes a connection whose read timed out.
+   */
+  private MongoCollection<BsonDocument> forLease(long durationMillis) {
+    long bound = Math.min(operationTimeoutMillis, Math.max(MIN_LEASE_BOUND_MILLIS, durationMillis / 3));
+    return leases.withTimeout(bound, TimeUnit.MILLISECONDS);
+  }
+
+  /** The least bound of a lease's call ({@link #forLease(long)}). */
+  static final long MIN_LEASE_BOUND_MILLIS = 1_000;
+
+  /** As {@link #forLease(long)} for a lease granted or renewed by this store, else unchanged. */
+  private MongoCollection<BsonDocument> forLease(String name) {
+    Long duration = durations.get(name);
+    return duration == null ? leases : forLease(duration);
+  }
+
+  private Lease granted(Lease lease, Duration duration) {
+    durations.put(lease.name(), duration.toMillis());
+    return lease;
+  }
+
   @Override
   public String collectionName() {
     return leases.getNamespace().getCollectionName();
@@ -151,7 +193,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     try {
       Optional<Lease> free = tryAcquireFree(name, owner, duration);
       if (free.isPresent()) {
-        return free;
+        return free.map(l -> granted(l, duration));
       }
       BsonDocument seen;
       try {
@@ -204,7 +246,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
         return Optional.empty(); // renewed, released, granted or deleted since the stamp
       }
       stamped(taken, RENEWED_AT);
-      return Optional.of(toLease(taken));
+      return Optional.of(granted(toLease(taken), duration));
     } catch (MongoException e) {
       if (MongoErrors.isDuplicateKey(e)) {
         return Optional.empty();
@@ -259,7 +301,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     Instant estimatedExpiry = (estimate != null ? estimate : lease.expiresAt()).plus(duration);
     BsonDocument renewed;
     try {
-      renewed = leases.findOneAndUpdate(
+      renewed = forLease(duration.toMillis()).findOneAndUpdate(
           heldBy(lease),
           Updates.combine(
               Updates.currentDate(RENEWED_AT),
@@ -276,7 +318,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     if (renewed == null) {
       throw lost(lease, "renewal matched no document with this owner and epoch");
     }
-    return lease.withExpiresAt(stamped(renewed, RENEWED_AT).plus(duration));
+    return granted(lease.withExpiresAt(stamped(renewed, RENEWED_AT).plus(duration)), duration);
   }
 
   @Override
@@ -306,6 +348,8 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
                 Updates.set(OWNER, BsonNull.VALUE),
                 Updates.unset(EXPIRES_AT),
                 Updates.currentDate(IDLE_SINCE)));
+    // Another holder of the name in this process (rare) falls back to the operation timeout.
+    durations.remove(lease.name());
     return result.getMatchedCount() > 0;
   }
 
@@ -462,7 +506,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
 
   private UpdateResult update(Lease lease, String action, Bson update) {
     try {
-      return leases.updateOne(heldBy(lease), update);
+      return forLease(lease.name()).updateOne(heldBy(lease), update);
     } catch (MongoException e) {
       throw MongoLeaseFailures.failure(action, lease.name(), e);
     }

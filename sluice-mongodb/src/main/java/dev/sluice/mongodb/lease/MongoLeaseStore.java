@@ -125,7 +125,12 @@ public interface MongoLeaseStore extends LeaseStore {
      * retries included (the driver's client-side operation timeout); default 10 s. A call that
      * does not finish in time fails as unavailable, so a store that stops answering, or a
      * replica set without a reachable majority, never blocks a renewal, a worker or
-     * {@code close()} forever. Keep it below the lease duration.
+     * {@code close()} forever.
+     *
+     * <p>Calls made for a held lease (renew, commit, release) are bounded by a third of that
+     * lease's duration (but at least one second) when that is shorter: a renewal stuck on a connection nobody answers then
+     * fails in time for the next one to try on a fresh connection before the holder's local
+     * deadline (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md).
      */
     public Builder operationTimeout(Duration timeout) {
       ConfigurationException.requireNonNull(timeout, "operationTimeout");
@@ -144,7 +149,7 @@ public interface MongoLeaseStore extends LeaseStore {
      */
     public MongoLeaseStore build() {
       return new DefaultMongoLeaseStore(database.withTimeout(operationTimeout.toMillis(), TimeUnit.MILLISECONDS),
-          collection, writeConcern, expireUnusedAfter);
+          collection, writeConcern, expireUnusedAfter, operationTimeout);
     }
   }
 }
