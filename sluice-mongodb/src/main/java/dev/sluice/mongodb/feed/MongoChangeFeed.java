@@ -67,14 +67,14 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
   /** Default of {@link Builder#serverAwait}. */
   Duration DEFAULT_SERVER_AWAIT = Duration.ofMillis(DEFAULT_SERVER_AWAIT_MILLIS);
 
+  /** Default of {@link Builder#operationTimeout}, in seconds. */
+  long DEFAULT_OPERATION_TIMEOUT_SECONDS = 10;
+
   /**
    * Default of {@link Builder#operationTimeout} when the client and database carry no
    * {@code timeoutMS} of their own (docs/adr/0102).
    */
-  Duration DEFAULT_OPERATION_TIMEOUT = Duration.ofSeconds(10);
-
-  /** {@link #DEFAULT_OPERATION_TIMEOUT} in seconds, for documentation. */
-  long DEFAULT_OPERATION_TIMEOUT_SECONDS = 10;
+  Duration DEFAULT_OPERATION_TIMEOUT = Duration.ofSeconds(DEFAULT_OPERATION_TIMEOUT_SECONDS);
 
   /** Starts a builder for the change stream of {@code database.collection}. */
   static Builder builder(MongoClient client, String database, String collection) {

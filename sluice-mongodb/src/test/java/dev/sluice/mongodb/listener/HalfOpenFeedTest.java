@@ -47,7 +47,7 @@ class HalfOpenFeedTest {
   /** The feed's bound, short so the test is: every read fails within it (docs/adr/0102). */
   private static final Duration BOUND = Duration.ofSeconds(2);
   /** What a loaded build machine may add to a bound before the status shows it. */
-  private static final Duration SLACK = Duration.ofSeconds(2);
+  private static final Duration SLACK = Duration.ofSeconds(3);
 
   @RegisterExtension
   static final EmbeddedMongoExtension MONGO = new EmbeddedMongoExtension();
