@@ -72,6 +72,23 @@ class EveryStoreCallIsBoundedTest {
     }
   }
 
+  /**
+   * Issue 34 section 2.2: the check a fenced-write target, a view or a sequenced value makes at
+   * start (ADR 0060: can it take upserts by {@code _id}?) is an {@code explain} on the
+   * application's handle; on a handle without a timeout it waited for ever for a server that does
+   * not answer. It now gives up within the default bound and leaves the decision to the first write.
+   */
+  @Test
+  void theShardKeyCheckAtStartEndsWithinTheDefaultBound() {
+    try (EmbeddedMongo server = EmbeddedMongo.start(); MongoClient client = driverDefaults(server)) {
+      MongoDatabase db = client.getDatabase("shop");
+      server.stall(true);
+      assertTimeoutPreemptively(MongoReads.DEFAULT_TIMEOUT.plusSeconds(10),
+          () -> FencedWrites.requireTarget(db, "stock"),
+          "the shard-key check at start waited for a server that does not answer");
+    }
+  }
+
   private static MongoClient driverDefaults(EmbeddedMongo server) {
     return MongoClients.create(MongoClientSettings.builder()
         .applyConnectionString(new ConnectionString(server.connectionString())).build());

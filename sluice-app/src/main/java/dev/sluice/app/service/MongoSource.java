@@ -36,6 +36,11 @@ final class MongoSource implements Source<BsonDocument> {
         : MongoClients.create(config.uri());
   }
 
+  /** The source's client (tests: sessions it holds when it closes). */
+  MongoClient client() {
+    return client;
+  }
+
   private MongoDatabase database() {
     return client.getDatabase(config.database());
   }
@@ -108,8 +113,33 @@ final class MongoSource implements Source<BsonDocument> {
     }
   }
 
+  /**
+   * How long {@link #close()} waits for the driver's client to close. The client ends its server
+   * sessions on close ({@code endSessions}), which takes a connection and a reply: on a server that
+   * keeps connections open and never answers, and that the driver's monitor has not yet seen fail,
+   * that waits for a connection to open and for the socket read timeout, not for {@code timeoutMS}
+   * (38 s measured with the service's 30 s read timeout; for ever with the driver's defaults).
+   */
+  static final Duration CLOSE_BOUND = Duration.ofSeconds(5);
+
+  /**
+   * Closes the client, waiting at most {@link #CLOSE_BOUND} (docs/adr/0103): past it the close goes
+   * on on a daemon thread, which ends once the driver's own bound passes (the socket read timeout
+   * of the service's client) and never keeps the process alive.
+   */
   @Override
   public void close() {
-    client.close();
+    Thread closing = new Thread(client::close, "sluice-close-mongodb");
+    closing.setDaemon(true);
+    closing.start();
+    try {
+      closing.join(CLOSE_BOUND.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (closing.isAlive()) {
+      org.slf4j.LoggerFactory.getLogger(MongoSource.class).warn("The MongoDB client did not close within {} (the"
+          + " server does not answer its endSessions?); left to close on a daemon thread", CLOSE_BOUND);
+    }
   }
 }

@@ -125,6 +125,30 @@ public final class SluiceService implements AutoCloseable {
     }
   }
 
+  private void stopListeners() {
+    long deadline = System.nanoTime() + closeBound().toNanos();
+    List<Thread> stopping = new ArrayList<>();
+    for (Listener<?> l : listeners) {
+      Thread t = new Thread(l::close, "sluice-close-" + l.owner());
+      t.setDaemon(true);
+      t.start();
+      stopping.add(t);
+    }
+    for (int i = 0; i < stopping.size(); i++) {
+      Thread t = stopping.get(i);
+      try {
+        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      if (t.isAlive()) {
+        log.warn("Listener {} did not stop within {} (a server that does not answer?); closing its connections"
+            + " under it: a lease it did not release expires on the store, and what it did not commit is"
+            + " delivered again by the next owner", listeners.get(i).owner(), closeBound());
+      }
+    }
+  }
+
   /** JVM and process meters (memory, GC, threads, classes, CPU, uptime, file descriptors). */
   private void bindProcessMeters() {
     new JvmMemoryMetrics().bindTo(meters);
@@ -175,13 +199,32 @@ public final class SluiceService implements AutoCloseable {
     return wiring.leaseStore().list("");
   }
 
-  /** Stops the listeners (committing and releasing), then closes the sinks and the source's connections. */
+  /**
+   * How long {@link #close()} waits for its listeners to stop (commit, release, leave the group):
+   * twice the longest lease duration of its listeners, as long as a listener waits for a handler
+   * call in progress. Past it, a lease that was not released expires on the store by itself
+   * (docs/adr/0103).
+   */
+  java.time.Duration closeBound() {
+    return listeners.stream().map(l -> l.config().leaseDuration()).max(java.time.Duration::compareTo)
+        .orElse(java.time.Duration.ZERO).multipliedBy(2);
+  }
+
+  /**
+   * Stops the listeners (committing and releasing), then closes the sinks and the source's
+   * connections. Bounded while a server does not answer (docs/adr/0103): the listeners stop side by
+   * side and are waited for at most {@link #closeBound()}; a listener still stopping then (a call
+   * to a blackholed server in flight) is left to finish on its own daemon thread while the sinks
+   * and the clients close under it, so its remaining calls fail at once or within their own
+   * bound, and the leases it did not release expire on the store. Nothing committed is lost: a
+   * change whose checkpoint was not committed is delivered again by the next owner.
+   */
   @Override
   public void close() {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
-    listeners.forEach(Listener::close);
+    stopListeners();
     if (http != null) {
       http.close();
     }

@@ -75,7 +75,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   static final Duration SHARED_STALL = Duration.ofSeconds(5);
 
   static DefaultMongoChangeFeed create(MongoChangeFeed.Builder b) {
-    return new DefaultMongoChangeFeed(CursorSettings.of(b), new DriverStreamSource(b), b.client.getDatabase(b.database),
+    return new DefaultMongoChangeFeed(CursorSettings.of(b), new DriverStreamSource(b), b.boundedDatabase(b.database),
         b.snapshotRequests, b.snapshotRequestInterval, null, null);
   }
 

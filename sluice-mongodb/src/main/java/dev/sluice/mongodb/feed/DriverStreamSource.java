@@ -60,12 +60,17 @@ final class DriverStreamSource implements StreamSource {
   /** Until the server showed it has none: snapshot chunks are read at one cluster time. */
   private volatile boolean snapshotReads = true;
   private final MongoDatabase db;
+  private final MongoDatabase local;
 
   /** Copies what it needs: changing the builder later does not change this source. */
   DriverStreamSource(MongoChangeFeed.Builder settings) {
     this.client = settings.client;
     this.database = settings.database;
-    this.db = settings.client.getDatabase(settings.database);
+    // Every call of the feed through this handle or its collections is bounded (docs/adr/0102):
+    // the driver's defaults have no socket read timeout, and a half-open connection would hold a
+    // partition's read, a snapshot round trip or a hello for ever.
+    this.db = settings.boundedDatabase(settings.database);
+    this.local = settings.boundedDatabase("local");
     this.collection = settings.collection;
     this.batchSize = settings.batchSize;
     this.fullDocument = settings.fullDocument;
@@ -87,8 +92,7 @@ final class DriverStreamSource implements StreamSource {
   @Override
   public MongoChangeStreamCursor<RawBsonDocument> open(StreamStart start, boolean imagesWhenAvailable) {
     ChangeStreamIterable<BsonDocument> stream =
-        client
-            .getDatabase(database)
+        db
             .getCollection(collection, BsonDocument.class)
             .watch(pipeline, BsonDocument.class)
             .batchSize(batchSize)
@@ -146,7 +150,7 @@ final class DriverStreamSource implements StreamSource {
   }
 
   private MongoCollection<BsonDocument> oplog() {
-    return MongoReads.primary(client.getDatabase("local").getCollection("oplog.rs", BsonDocument.class));
+    return MongoReads.primary(local.getCollection("oplog.rs", BsonDocument.class));
   }
 
   @Override

@@ -67,6 +67,15 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
   /** Default of {@link Builder#serverAwait}. */
   Duration DEFAULT_SERVER_AWAIT = Duration.ofMillis(DEFAULT_SERVER_AWAIT_MILLIS);
 
+  /** Default of {@link Builder#operationTimeout}, in seconds. */
+  long DEFAULT_OPERATION_TIMEOUT_SECONDS = 10;
+
+  /**
+   * Default of {@link Builder#operationTimeout} when the client and database carry no
+   * {@code timeoutMS} of their own (docs/adr/0102).
+   */
+  Duration DEFAULT_OPERATION_TIMEOUT = Duration.ofSeconds(DEFAULT_OPERATION_TIMEOUT_SECONDS);
+
   /** Starts a builder for the change stream of {@code database.collection}. */
   static Builder builder(MongoClient client, String database, String collection) {
     return new Builder(client, database, collection);
@@ -181,6 +190,8 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
     int snapshotChunkSize = DEFAULT_SNAPSHOT_CHUNK_SIZE;
     String snapshotRequests = DEFAULT_SNAPSHOT_REQUESTS;
     Duration snapshotRequestInterval = DEFAULT_SNAPSHOT_REQUEST_INTERVAL;
+    /** Null: the client's or database's {@code timeoutMS}, else {@link #DEFAULT_OPERATION_TIMEOUT}. */
+    Duration operationTimeout;
 
     private Builder(MongoClient client, String database, String collection) {
       this.client = ConfigurationException.requireNonNull(client, "client");
@@ -374,7 +385,46 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
       return this;
     }
 
+    /**
+     * The bound of each call the feed makes to the server (docs/adr/0102): each read of the change
+     * stream (one {@code getMore}, or the {@code aggregate} that opens it, server selection and
+     * connecting included), each round trip of a snapshot chunk, each {@code hello} or oplog read.
+     * It is the driver's client-side operation timeout ({@code timeoutMS}), so a server that keeps
+     * the connection open and stops answering (a half-open connection, a partition that drops
+     * packets) fails the call with {@code MongoOperationTimeoutException} after this long instead
+     * of holding the partition's thread for ever: the partition is then {@code RETRYING} and opens
+     * the stream again at its checkpoint on a fresh connection. Default: the {@code timeoutMS} of
+     * the client or database, else {@value #DEFAULT_OPERATION_TIMEOUT_SECONDS} s. Must be longer
+     * than {@link #serverAwait}, which an idle read waits on the server.
+     */
+    public Builder operationTimeout(Duration timeout) {
+      ConfigurationException.requireNonNull(timeout, "operationTimeout");
+      ConfigurationException.require(timeout.toMillis() >= 1 && timeout.compareTo(Duration.ofHours(1)) <= 0,
+          "operationTimeout", timeout, "must be between 1 ms and 1 hour");
+      this.operationTimeout = timeout;
+      return this;
+    }
+
+    /**
+     * The stream's database with the feed's bound: {@link #operationTimeout} if set, else the
+     * client's or database's own {@code timeoutMS} (0, no bound, if the application asked for
+     * it), else {@link #DEFAULT_OPERATION_TIMEOUT}.
+     */
+    com.mongodb.client.MongoDatabase boundedDatabase(String name) {
+      com.mongodb.client.MongoDatabase db = client.getDatabase(name);
+      Long own = db.getTimeout(java.util.concurrent.TimeUnit.MILLISECONDS);
+      long millis = operationTimeout != null ? operationTimeout.toMillis()
+          : own != null ? own : DEFAULT_OPERATION_TIMEOUT.toMillis();
+      return own != null && own == millis ? db : db.withTimeout(millis, java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
     public MongoChangeFeed build() {
+      Long timeout = boundedDatabase(database).getTimeout(java.util.concurrent.TimeUnit.MILLISECONDS);
+      // The driver refuses a change stream whose maxAwaitTimeMS is not below its timeoutMS; said here,
+      // naming both settings, instead of at the first read.
+      ConfigurationException.require(timeout == 0 || serverAwait.toMillis() < timeout, "serverAwait", serverAwait,
+          "must be shorter than the feed's operation timeout " + Duration.ofMillis(timeout)
+              + " (operationTimeout, or the client's timeoutMS)");
       return DefaultMongoChangeFeed.create(this);
     }
   }

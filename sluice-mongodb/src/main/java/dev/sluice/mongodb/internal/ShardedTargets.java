@@ -56,8 +56,13 @@ public final class ShardedTargets {
                 new BsonDocument("_id", new BsonString("sluice shard-key probe")))
             .append("u", new BsonDocument("$set", new BsonDocument("sluiceProbe", new BsonInt32(1))))
             .append("upsert", BsonBoolean.TRUE))));
+    // Bounded as every store call is (MongoReads): an application's handle without timeoutMS would
+    // otherwise hold the start of a listener for ever on a server that does not answer.
+    MongoDatabase bounded = database.getTimeout(java.util.concurrent.TimeUnit.MILLISECONDS) == null
+        ? database.withTimeout(MongoReads.DEFAULT_TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+        : database;
     try {
-      database.runCommand(new BsonDocument("explain", probe).append("verbosity", new BsonString("queryPlanner")));
+      bounded.runCommand(new BsonDocument("explain", probe).append("verbosity", new BsonString("queryPlanner")));
     } catch (MongoServerException e) {
       if (e.getCode() == SHARD_KEY_NOT_FOUND) {
         throw refused(new MongoNamespace(database.getName(), collection), e.getMessage());
