@@ -1,6 +1,7 @@
 package dev.sluice.testkit.kafka;
 
 import dev.sluice.SluiceException;
+import dev.sluice.testkit.net.FaultProxy;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
@@ -37,23 +38,52 @@ import org.apache.kafka.server.common.MetadataVersion;
  * that {@link #stopBroker()} and {@link #startBroker()} simulate an outage that clients recover
  * from. Data is kept on disk across a broker restart. Always {@link #close()} it: its threads are
  * not daemons.
+ *
+ * <p>{@link #startBehindProxy} starts one whose broker advertises a {@link FaultProxy} in front of
+ * it, so that every connection of every client (and the broker's own connections to itself, such
+ * as the transaction coordinator's markers) goes through the proxy a test can break.
  */
 public final class EmbeddedKafka implements AutoCloseable {
   private final KafkaClusterTestKit cluster;
   private final int port;
   private final int brokerId;
+  private final FaultProxy proxy;
 
-  private EmbeddedKafka(KafkaClusterTestKit cluster, int port, int brokerId) {
+  private EmbeddedKafka(KafkaClusterTestKit cluster, int port, int brokerId, FaultProxy proxy) {
     this.cluster = cluster;
     this.port = port;
     this.brokerId = brokerId;
+    this.proxy = proxy;
   }
 
   /** Formats and starts a one-broker cluster (about 2-3 s). */
   public static EmbeddedKafka start() {
+    return start(null);
+  }
+
+  /**
+   * Formats and starts a one-broker cluster behind a {@link FaultProxy} (closed with the cluster,
+   * after {@code proxyLifetime} at the latest): the broker listens on a port of its own and
+   * advertises the proxy's, so a client that bootstraps through the proxy is sent back to it by
+   * every metadata answer, and never reaches the broker around it. {@link #bootstrapServers()} is
+   * the proxy's address.
+   */
+  public static EmbeddedKafka startBehindProxy(Duration proxyLifetime) {
+    return start(proxyLifetime);
+  }
+
+  private static EmbeddedKafka start(Duration proxyLifetime) {
     int port = freePort();
     KafkaClusterTestKit cluster = null;
+    FaultProxy proxy = null;
     try {
+      Map<String, String> listener = Map.of("listeners", "EXTERNAL://localhost:" + port);
+      if (proxyLifetime != null) {
+        proxy = FaultProxy.to("kafka", "127.0.0.1", port, 0, proxyLifetime);
+        // The listener on 127.0.0.1 (the proxy's target), the advertised address the proxy's.
+        listener = Map.of("listeners", "EXTERNAL://127.0.0.1:" + port,
+            "advertised.listeners", "EXTERNAL://" + proxy.address());
+      }
       TestKitNodes nodes =
           new TestKitNodes.Builder()
               .setCombined(false)
@@ -69,7 +99,7 @@ public final class EmbeddedKafka implements AutoCloseable {
               .setNumControllerNodes(1)
               .setBootstrapMetadataVersion(MetadataVersion.latestProduction())
               .setPerServerProperties(
-                  Map.of(brokerId, Map.of("listeners", "EXTERNAL://localhost:" + port)))
+                  Map.of(brokerId, listener))
               .build();
       cluster =
           new KafkaClusterTestKit.Builder(nodes)
@@ -82,15 +112,31 @@ public final class EmbeddedKafka implements AutoCloseable {
       cluster.format();
       cluster.startup();
       cluster.waitForReadyBrokers();
-      return new EmbeddedKafka(cluster, port, brokerId);
+      return new EmbeddedKafka(cluster, port, brokerId, proxy);
     } catch (Exception e) {
       closeQuietly(cluster);
+      if (proxy != null) {
+        proxy.close();
+      }
       throw new SluiceException("Cannot start the embedded Kafka cluster: " + e, e);
     }
   }
 
+  /** Where clients connect: the broker, or the proxy in front of it ({@link #startBehindProxy}). */
   public String bootstrapServers() {
-    return "localhost:" + port;
+    return proxy != null ? proxy.address() : "localhost:" + port;
+  }
+
+  /**
+   * The proxy every connection to the broker goes through.
+   *
+   * @throws IllegalStateException if this cluster was not started {@link #startBehindProxy behind one}
+   */
+  public FaultProxy proxy() {
+    if (proxy == null) {
+      throw new IllegalStateException("This embedded Kafka was not started behind a fault proxy (startBehindProxy)");
+    }
+    return proxy;
   }
 
   /** Creates a topic with replication factor 1 and waits until it exists. */
@@ -222,9 +268,25 @@ public final class EmbeddedKafka implements AutoCloseable {
   @Override
   public void close() {
     try {
+      if (proxy != null) {
+        // A broker shutting down behind a fault stays in its controlled shutdown until it ends.
+        passQuietly(proxy);
+      }
       cluster.close();
     } catch (Exception e) {
       throw new SluiceException("Cannot stop the embedded Kafka cluster: " + e, e);
+    } finally {
+      if (proxy != null) {
+        proxy.close();
+      }
+    }
+  }
+
+  private static void passQuietly(FaultProxy proxy) {
+    try {
+      proxy.pass();
+    } catch (IllegalStateException closed) {
+      // its lifetime ended: nothing passes, nothing is held either
     }
   }
 
