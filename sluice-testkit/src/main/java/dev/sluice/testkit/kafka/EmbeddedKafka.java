@@ -48,12 +48,14 @@ public final class EmbeddedKafka implements AutoCloseable {
   private final int port;
   private final int brokerId;
   private final FaultProxy proxy;
+  private final int directPort;
 
-  private EmbeddedKafka(KafkaClusterTestKit cluster, int port, int brokerId, FaultProxy proxy) {
+  private EmbeddedKafka(KafkaClusterTestKit cluster, int port, int brokerId, FaultProxy proxy, int directPort) {
     this.cluster = cluster;
     this.port = port;
     this.brokerId = brokerId;
     this.proxy = proxy;
+    this.directPort = directPort;
   }
 
   /** Formats and starts a one-broker cluster (about 2-3 s). */
@@ -66,7 +68,8 @@ public final class EmbeddedKafka implements AutoCloseable {
    * after {@code proxyLifetime} at the latest): the broker listens on a port of its own and
    * advertises the proxy's, so a client that bootstraps through the proxy is sent back to it by
    * every metadata answer, and never reaches the broker around it. {@link #bootstrapServers()} is
-   * the proxy's address.
+   * the proxy's address. A second listener, {@link #directBootstrapServers()}, advertises itself:
+   * the test's own reads of the log (what a consumer would see) while the proxy is broken.
    */
   public static EmbeddedKafka startBehindProxy(Duration proxyLifetime) {
     return start(proxyLifetime);
@@ -78,11 +81,16 @@ public final class EmbeddedKafka implements AutoCloseable {
     FaultProxy proxy = null;
     try {
       Map<String, String> listener = Map.of("listeners", "EXTERNAL://localhost:" + port);
+      int directPort = -1;
       if (proxyLifetime != null) {
         proxy = FaultProxy.to("kafka", "127.0.0.1", port, 0, proxyLifetime);
-        // The listener on 127.0.0.1 (the proxy's target), the advertised address the proxy's.
-        listener = Map.of("listeners", "EXTERNAL://127.0.0.1:" + port,
-            "advertised.listeners", "EXTERNAL://" + proxy.address());
+        directPort = freePort();
+        // The listener on 127.0.0.1 (the proxy's target), its advertised address the proxy's;
+        // a second listener, DIRECT, for the test's own view of the log around the proxy.
+        listener = Map.of(
+            "listeners", "EXTERNAL://127.0.0.1:" + port + ",DIRECT://127.0.0.1:" + directPort,
+            "advertised.listeners", "EXTERNAL://" + proxy.address() + ",DIRECT://127.0.0.1:" + directPort,
+            "listener.security.protocol.map", "EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT,DIRECT:PLAINTEXT");
       }
       TestKitNodes nodes =
           new TestKitNodes.Builder()
@@ -112,7 +120,7 @@ public final class EmbeddedKafka implements AutoCloseable {
       cluster.format();
       cluster.startup();
       cluster.waitForReadyBrokers();
-      return new EmbeddedKafka(cluster, port, brokerId, proxy);
+      return new EmbeddedKafka(cluster, port, brokerId, proxy, directPort);
     } catch (Exception e) {
       closeQuietly(cluster);
       if (proxy != null) {
@@ -125,6 +133,20 @@ public final class EmbeddedKafka implements AutoCloseable {
   /** Where clients connect: the broker, or the proxy in front of it ({@link #startBehindProxy}). */
   public String bootstrapServers() {
     return proxy != null ? proxy.address() : "localhost:" + port;
+  }
+
+  /**
+   * The broker's second listener, reached around the proxy (a client that bootstraps here is sent
+   * back here by the metadata answers): for the test's own view of the log, never for the client
+   * under test.
+   *
+   * @throws IllegalStateException if this cluster was not started {@link #startBehindProxy behind a proxy}
+   */
+  public String directBootstrapServers() {
+    if (proxy == null) {
+      throw new IllegalStateException("This embedded Kafka has no second listener: not started behind a fault proxy");
+    }
+    return "127.0.0.1:" + directPort;
   }
 
   /**

@@ -6,14 +6,20 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.sluice.testkit.net.FaultProxy;
 import dev.sluice.testkit.net.FaultProxy.Direction;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
@@ -21,7 +27,8 @@ import org.junit.jupiter.api.Test;
  * The embedded broker started behind a fault proxy advertises the proxy's address: a producer that
  * bootstrapped through the proxy and then learned the partition leader from the metadata still
  * sends through it (a broker advertising its own address would be reached around the proxy after
- * the first metadata answer, and a blackhole would not stop the produce).
+ * the first metadata answer, and a blackhole would not stop the produce). The second listener
+ * answers the test around the blackhole.
  */
 class EmbeddedKafkaBehindProxyTest {
 
@@ -48,6 +55,7 @@ class EmbeddedKafkaBehindProxyTest {
             .as("a produce while the proxy is blackholed is not acknowledged")
             .isInstanceOf(TimeoutException.class);
         assertThat(proxy.bytesForwarded(Direction.UPSTREAM)).isEqualTo(up);
+        assertThat(readDirect(kafka)).as("the second listener answers around the blackhole").containsExactly("before");
 
         proxy.pass();
         assertThat(held.get(20, TimeUnit.SECONDS).offset()).isEqualTo(1);
@@ -58,5 +66,23 @@ class EmbeddedKafkaBehindProxyTest {
           .extracting(r -> new String(r.value()))
           .containsExactly("before", "held");
     }
+  }
+
+  private static List<String> readDirect(EmbeddedKafka kafka) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.directBootstrapServers());
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+    List<String> out = new ArrayList<>();
+    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+      List<TopicPartition> parts = List.of(new TopicPartition("t", 0));
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      long end = c.endOffsets(parts).get(parts.get(0));
+      while (c.position(parts.get(0)) < end) {
+        c.poll(Duration.ofMillis(100)).forEach(r -> out.add(r.value()));
+      }
+    }
+    return out;
   }
 }
