@@ -141,8 +141,8 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
         lane.published++;
       } catch (IOException | RuntimeException | TimeoutException e) {
         // An outage is not the change's fault: fail the flush so delivery pauses, do not park.
-        // A connection that did not answer in time is dropped at once, so no later call waits
-        // on it again.
+        // The connection failed or did not answer in time (opening a channel, confirm.select):
+        // it is dropped at once, so no later call waits on it again.
         abandonConnection();
         lane.failure = new SinkException(
             "AMQP publish of message " + m.id() + " of change " + event + " to exchange '" + exchange
