@@ -37,6 +37,12 @@ import java.util.function.Function;
  *
  * <p>Thread-safe: each partition ({@link dev.sluice.listener.Fence#lease()}) gets its own channel
  * on one shared connection; the sink reconnects on the next change after a failed flush.
+ *
+ * <p>Bounded when the broker does not answer (a half-open connection, ADR 0105): {@code flush}
+ * fails within the flush timeout; {@code handle} waits at most the flush timeout per step of
+ * (re)connecting (TCP connect, handshake, opening a channel, {@code confirm.select}); {@code close}
+ * returns within the flush timeout. A flush that fails because the broker did not answer drops the
+ * shared connection, so every partition's next flush fails and is delivered again.
  */
 public interface AmqpSink<D> extends Handler<D>, AutoCloseable {
 
@@ -103,7 +109,10 @@ public interface AmqpSink<D> extends Handler<D>, AutoCloseable {
       return this;
     }
 
-    /** How long {@code flush} waits for publisher confirms before failing. Default 30 s. */
+    /**
+     * How long {@code flush} waits for publisher confirms before failing; also the bound of every
+     * other wait on the broker (connect, handshake, channel calls, close). Default 30 s.
+     */
     public Builder<D> flushTimeout(Duration flushTimeout) {
       ConfigurationException.requireNonNull(flushTimeout, "flushTimeout");
       ConfigurationException.require(

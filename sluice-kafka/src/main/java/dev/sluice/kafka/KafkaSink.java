@@ -46,8 +46,6 @@ public interface KafkaSink<D> extends Handler<D>, AutoCloseable {
     return false;
   }
 
-
-  /** Closes the producer, waiting up to the flush timeout for records in flight. */
   /**
    * Publishes the change's messages asynchronously.
    *
@@ -68,6 +66,11 @@ public interface KafkaSink<D> extends Handler<D>, AutoCloseable {
   @Override
   void flush(dev.sluice.listener.Fence fence);
 
+  /**
+   * Closes the producer, waiting up to the flush timeout for records in flight (then dropping
+   * them: they were not acknowledged, so no checkpoint covers them). Returns within the flush
+   * timeout even when the broker does not answer.
+   */
   @Override
   void close();
 

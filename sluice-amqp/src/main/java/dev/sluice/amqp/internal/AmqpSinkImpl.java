@@ -85,7 +85,14 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
     this.factory = factory.clone();
     this.factory.setAutomaticRecoveryEnabled(false);
     this.factory.setTopologyRecoveryEnabled(false);
-    this.factory.setConnectionTimeout((int) Math.min(Integer.MAX_VALUE, flushTimeout.toMillis()));
+    // Every wait on the broker bounded by the flush timeout (ADR 0105): the TCP connect, the
+    // handshake (default 10 s), and each channel RPC, among them opening a channel, confirm.select
+    // and the close a channel's abort still waits for (default 10 minutes: a blackholed broker
+    // held a failed flush, and close, that long).
+    int bound = (int) Math.max(1, Math.min(Integer.MAX_VALUE, flushTimeout.toMillis()));
+    this.factory.setConnectionTimeout(bound);
+    this.factory.setHandshakeTimeout(bound);
+    this.factory.setChannelRpcTimeout(bound);
     this.exchange = exchange;
     this.encoder = encoder;
     this.routingKey = routingKey;
@@ -134,6 +141,9 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
         lane.published++;
       } catch (IOException | RuntimeException | TimeoutException e) {
         // An outage is not the change's fault: fail the flush so delivery pauses, do not park.
+        // The connection failed or did not answer in time (opening a channel, confirm.select):
+        // it is dropped at once, so no later call waits on it again.
+        abandonConnection();
         lane.failure = new SinkException(
             "AMQP publish of message " + m.id() + " of change " + event + " to exchange '" + exchange
                 + "' failed: " + e, e);
@@ -148,6 +158,7 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
       return;
     }
     SinkException failure = lane.failure;
+    boolean connectionSuspect = failure != null;
     int published = lane.published;
     if (failure == null && lane.channel != null && published > 0) {
       Channel channel = lane.channel;
@@ -165,12 +176,15 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
           failure = nacked(lane, published);
         }
       } catch (TimeoutException e) {
+        connectionSuspect = true;
         failure = new SinkException(
             "AMQP broker did not confirm " + published + " messages within " + flushTimeout, e);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
+        connectionSuspect = true;
         failure = new SinkException("Interrupted while waiting for AMQP confirms", e);
       } catch (IOException | RuntimeException e) {
+        connectionSuspect = true;
         failure = new SinkException("AMQP channel failed while waiting for confirms: " + e, e);
       }
       // A returned message explains a failure better than the nack itself (Qpid nacks
@@ -189,6 +203,12 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
     lane.published = 0;
     if (failure != null) {
       LOG.warn("AMQP flush failed for {}: {}", fence.lease(), failure.getMessage());
+      if (connectionSuspect) {
+        // Not a refusal by a broker that answers (nack, return): the broker did not answer in
+        // time or the connection failed. Drop the connection without waiting for it, so that
+        // closing this lane's channel, and the other lanes' calls, do not wait on it either.
+        abandonConnection();
+      }
       lane.reset();
       throw failure;
     }
@@ -202,6 +222,22 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
             + (ids.size() > 10 ? ", ..." : "");
     return new SinkException(
         "AMQP broker negatively acknowledged (nack) " + which + " to exchange '" + exchange + "'");
+  }
+
+  /**
+   * Closes the shared connection at once: the close frame is sent, its answer not awaited (the
+   * broker did not answer in time already). Every lane's channel closes with it; their next flush
+   * fails and the listener delivers again from the checkpoint.
+   */
+  private void abandonConnection() {
+    Connection c;
+    synchronized (connectionLock) {
+      c = connection;
+      connection = null;
+    }
+    if (c != null) {
+      c.abort(1);
+    }
   }
 
   private Connection connection() throws IOException, TimeoutException {
@@ -221,14 +257,19 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
 
   @Override
   public void close() {
-    closed = true;
-    lanes.values().forEach(Lane::reset);
+    Connection c;
     synchronized (connectionLock) {
-      if (connection != null) {
-        connection.abort((int) Math.min(Integer.MAX_VALUE, flushTimeout.toMillis()));
-        connection = null;
-      }
+      closed = true;
+      c = connection;
+      connection = null;
     }
+    // The connection first, waiting up to the flush timeout for the broker's answer: then the
+    // channels are closed already and closing them waits for nothing (each would otherwise wait
+    // up to the flush timeout for a broker that does not answer).
+    if (c != null) {
+      c.abort((int) Math.max(1, Math.min(Integer.MAX_VALUE, flushTimeout.toMillis())));
+    }
+    lanes.values().forEach(Lane::reset);
   }
 
   private record Returned(String messageId, String routingKey, int replyCode, String replyText) {}

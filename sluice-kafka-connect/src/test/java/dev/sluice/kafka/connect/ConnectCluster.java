@@ -72,7 +72,14 @@ final class ConnectCluster implements AutoCloseable {
 
   /** Starts a worker in this JVM; returns its REST URL. */
   String startWorker() {
-    Connect<?> c = new ConnectDistributed().startConnect(workerProps());
+    return startWorker(Map.of());
+  }
+
+  /** Starts a worker in this JVM with {@code extra} worker properties; returns its REST URL. */
+  String startWorker(Map<String, String> extra) {
+    Map<String, String> props = workerProps();
+    props.putAll(extra);
+    Connect<?> c = new ConnectDistributed().startConnect(props);
     inProcess.add(c);
     String url = c.rest().advertisedUrl().toString();
     urls.add(url);

@@ -267,6 +267,21 @@ final class KeyedWrites {
     }
   }
 
+  /**
+   * What a read_committed reader sees at any moment: per key, 1..n for some n no higher than was
+   * written, each once (no duplicate, no gap, nothing the source has not written).
+   */
+  void assertNothingSkippedNorDuplicated(Map<String, List<Integer>> read) {
+    read.forEach((key, seqs) -> {
+      int k = Integer.parseInt(key.substring(1));
+      for (int i = 0; i < seqs.size(); i++) {
+        assertThat(seqs.get(i)).as("key %s, record %d of %s", key, i, seqs).isEqualTo(i + 1);
+      }
+      // next only grows, and was read after the topic: a bound for what the topic held then
+      assertThat(seqs.size()).as("key %s: not more than written", key).isLessThanOrEqualTo(next[k]);
+    });
+  }
+
   /** Whether every key's last written seq is in {@code read}. */
   boolean complete(Map<String, List<Integer>> read) {
     for (int k = 0; k < keys; k++) {

@@ -4,6 +4,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.sluice.SluiceException;
+import dev.sluice.testkit.net.FaultProxy;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -66,6 +67,23 @@ public final class EmbeddedAmqpBroker implements AutoCloseable {
     f.setVirtualHost("default");
     f.setAutomaticRecoveryEnabled(false);
     return f;
+  }
+
+  /**
+   * A client connection factory that connects through {@code proxy} (a {@link FaultProxy} to
+   * {@link #port()}): AMQP 0-9-1 has no advertised address, so every connection made with it goes
+   * through the proxy.
+   */
+  public ConnectionFactory connectionFactory(FaultProxy proxy) {
+    ConnectionFactory f = connectionFactory();
+    f.setHost(proxy.host());
+    f.setPort(proxy.port());
+    return f;
+  }
+
+  /** {@link #uri()} through {@code proxy}. */
+  public String uri(FaultProxy proxy) {
+    return "amqp://" + USER + ":" + PASSWORD + "@" + proxy.address() + "/default";
   }
 
   /** Declares a durable topic exchange and a durable queue bound to it with {@code bindingKey}. */

@@ -1,6 +1,7 @@
 package dev.sluice.testkit.kafka;
 
 import dev.sluice.SluiceException;
+import dev.sluice.testkit.net.FaultProxy;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
@@ -37,23 +38,60 @@ import org.apache.kafka.server.common.MetadataVersion;
  * that {@link #stopBroker()} and {@link #startBroker()} simulate an outage that clients recover
  * from. Data is kept on disk across a broker restart. Always {@link #close()} it: its threads are
  * not daemons.
+ *
+ * <p>{@link #startBehindProxy} starts one whose broker advertises a {@link FaultProxy} in front of
+ * it, so that every connection of every client (and the broker's own connections to itself, such
+ * as the transaction coordinator's markers) goes through the proxy a test can break.
  */
 public final class EmbeddedKafka implements AutoCloseable {
   private final KafkaClusterTestKit cluster;
   private final int port;
   private final int brokerId;
+  private final FaultProxy proxy;
+  private final int directPort;
 
-  private EmbeddedKafka(KafkaClusterTestKit cluster, int port, int brokerId) {
+  private EmbeddedKafka(KafkaClusterTestKit cluster, int port, int brokerId, FaultProxy proxy, int directPort) {
     this.cluster = cluster;
     this.port = port;
     this.brokerId = brokerId;
+    this.proxy = proxy;
+    this.directPort = directPort;
   }
 
   /** Formats and starts a one-broker cluster (about 2-3 s). */
   public static EmbeddedKafka start() {
+    return start(null);
+  }
+
+  /**
+   * Formats and starts a one-broker cluster behind a {@link FaultProxy} (closed with the cluster,
+   * after {@code proxyLifetime} at the latest): the broker listens on a port of its own and
+   * advertises the proxy's, so a client that bootstraps through the proxy is sent back to it by
+   * every metadata answer, and never reaches the broker around it. {@link #bootstrapServers()} is
+   * the proxy's address. A second listener, {@link #directBootstrapServers()}, advertises itself:
+   * the test's own reads of the log (what a consumer would see) while the proxy is broken.
+   */
+  public static EmbeddedKafka startBehindProxy(Duration proxyLifetime) {
+    return start(proxyLifetime);
+  }
+
+  private static EmbeddedKafka start(Duration proxyLifetime) {
     int port = freePort();
     KafkaClusterTestKit cluster = null;
+    FaultProxy proxy = null;
     try {
+      Map<String, String> listener = Map.of("listeners", "EXTERNAL://localhost:" + port);
+      int directPort = -1;
+      if (proxyLifetime != null) {
+        proxy = FaultProxy.to("kafka", "127.0.0.1", port, 0, proxyLifetime);
+        directPort = freePort();
+        // The listener on 127.0.0.1 (the proxy's target), its advertised address the proxy's;
+        // a second listener, DIRECT, for the test's own view of the log around the proxy.
+        listener = Map.of(
+            "listeners", "EXTERNAL://127.0.0.1:" + port + ",DIRECT://127.0.0.1:" + directPort,
+            "advertised.listeners", "EXTERNAL://" + proxy.address() + ",DIRECT://127.0.0.1:" + directPort,
+            "listener.security.protocol.map", "EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT,DIRECT:PLAINTEXT");
+      }
       TestKitNodes nodes =
           new TestKitNodes.Builder()
               .setCombined(false)
@@ -69,7 +107,7 @@ public final class EmbeddedKafka implements AutoCloseable {
               .setNumControllerNodes(1)
               .setBootstrapMetadataVersion(MetadataVersion.latestProduction())
               .setPerServerProperties(
-                  Map.of(brokerId, Map.of("listeners", "EXTERNAL://localhost:" + port)))
+                  Map.of(brokerId, listener))
               .build();
       cluster =
           new KafkaClusterTestKit.Builder(nodes)
@@ -82,15 +120,45 @@ public final class EmbeddedKafka implements AutoCloseable {
       cluster.format();
       cluster.startup();
       cluster.waitForReadyBrokers();
-      return new EmbeddedKafka(cluster, port, brokerId);
+      return new EmbeddedKafka(cluster, port, brokerId, proxy, directPort);
     } catch (Exception e) {
       closeQuietly(cluster);
+      if (proxy != null) {
+        proxy.close();
+      }
       throw new SluiceException("Cannot start the embedded Kafka cluster: " + e, e);
     }
   }
 
+  /** Where clients connect: the broker, or the proxy in front of it ({@link #startBehindProxy}). */
   public String bootstrapServers() {
-    return "localhost:" + port;
+    return proxy != null ? proxy.address() : "localhost:" + port;
+  }
+
+  /**
+   * The broker's second listener, reached around the proxy (a client that bootstraps here is sent
+   * back here by the metadata answers): for the test's own view of the log, never for the client
+   * under test.
+   *
+   * @throws IllegalStateException if this cluster was not started {@link #startBehindProxy behind a proxy}
+   */
+  public String directBootstrapServers() {
+    if (proxy == null) {
+      throw new IllegalStateException("This embedded Kafka has no second listener: not started behind a fault proxy");
+    }
+    return "127.0.0.1:" + directPort;
+  }
+
+  /**
+   * The proxy every connection to the broker goes through.
+   *
+   * @throws IllegalStateException if this cluster was not started {@link #startBehindProxy behind one}
+   */
+  public FaultProxy proxy() {
+    if (proxy == null) {
+      throw new IllegalStateException("This embedded Kafka was not started behind a fault proxy (startBehindProxy)");
+    }
+    return proxy;
   }
 
   /** Creates a topic with replication factor 1 and waits until it exists. */
@@ -222,9 +290,25 @@ public final class EmbeddedKafka implements AutoCloseable {
   @Override
   public void close() {
     try {
+      if (proxy != null) {
+        // A broker shutting down behind a fault stays in its controlled shutdown until it ends.
+        passQuietly(proxy);
+      }
       cluster.close();
     } catch (Exception e) {
       throw new SluiceException("Cannot stop the embedded Kafka cluster: " + e, e);
+    } finally {
+      if (proxy != null) {
+        proxy.close();
+      }
+    }
+  }
+
+  private static void passQuietly(FaultProxy proxy) {
+    try {
+      proxy.pass();
+    } catch (IllegalStateException closed) {
+      // its lifetime ended: nothing passes, nothing is held either
     }
   }
 
