@@ -61,7 +61,13 @@ public interface LockProvider extends AutoCloseable {
    */
   Optional<TimedLock> tryAcquireFor(String name, Duration atMostFor, Duration atLeastFor);
 
-  /** Releases every lock this provider still holds and stops extending them. Idempotent. */
+  /**
+   * Releases every lock this provider still holds and stops extending them. Idempotent. The locks
+   * are released side by side, each store call within its bound (a third of its lease, at least
+   * 1 s, at most the store's operation timeout; docs/adr/0101), so close returns within one such
+   * bound even when the store does not answer, and never later than the provider's lease
+   * duration: a lock whose release has not got through by then expires on the store.
+   */
   @Override
   void close();
 

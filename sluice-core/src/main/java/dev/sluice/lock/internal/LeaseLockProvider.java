@@ -13,6 +13,7 @@ import dev.sluice.lock.LockTimeoutException;
 import dev.sluice.lock.TimedLock;
 import dev.sluice.Ticker;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -287,15 +288,34 @@ public final class LeaseLockProvider implements LockProvider {
       return;
     }
     closed = true;
+    // The locks are released side by side: each release waits at most its own store call's bound
+    // (docs/adr/0101), so an unreachable store costs one bound, not one per lock held.
+    List<CompletableFuture<Void>> releases = new ArrayList<>();
     for (Lock lock : List.copyOf(held)) {
-      lock.close();
+      try {
+        releases.add(CompletableFuture.runAsync(lock::close, acquiring));
+      } catch (RejectedExecutionException e) {
+        lock.close();
+      }
     }
     extender.shutdownNow();
     // Attempts still waiting on the store end on their own; a lock they get is closed by
     // tryAcquire's check of `closed`.
     acquiring.shutdown();
+    long deadline = ticker.nanos() + leaseDuration.toNanos();
     try {
-      extender.awaitTermination(5, TimeUnit.SECONDS);
+      for (CompletableFuture<Void> release : releases) {
+        long left = deadline - ticker.nanos();
+        release.get(Math.max(0, left), TimeUnit.NANOSECONDS);
+      }
+      extender.awaitTermination(Math.max(0, deadline - ticker.nanos()), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      // Past the lease a release is pointless: the lease has run out on the store by then.
+      LOG.warn("Closing the lock provider: releases still waiting on the store after {}; their"
+          + " locks expire on the store", leaseDuration);
+    } catch (ExecutionException e) {
+      LOG.warn("Closing the lock provider: a release failed; that lock expires on the store",
+          e.getCause());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

@@ -355,6 +355,38 @@ class LeaseStorePartitionTest {
   }
 
   /**
+   * Closing a lock provider while its store does not answer ends within the provider's lease: its
+   * locks are released side by side, each release within its call's bound (1 s here). One after
+   * the other, five releases took five bounds, past the lease.
+   */
+  @Test
+  void closingAProviderWhileItsStoreIsBlackholedEndsWithinItsLease() {
+    MongoDatabase db = MONGO.freshDatabase();
+    FaultProxy proxy = proxyToTheStore();
+    LockProvider holder = LockProvider.on(MongoLeaseStore.builder(through(proxy)
+        .getDatabase(db.getName())).build()).leaseDuration(LEASE).build();
+    LockProvider peer = LockProvider.on(MongoLeaseStore.builder(db).build()).leaseDuration(LEASE).build();
+    closing.add(peer);
+    for (int i = 0; i < 5; i++) {
+      holder.tryAcquire("report-" + i).orElseThrow();
+    }
+    assertThat(proxy.connectionsAccepted()).as("the holder's store client goes through the proxy").isPositive();
+
+    proxy.blackhole(CUT);
+    long start = System.nanoTime();
+    holder.close();
+    long took = System.nanoTime() - start;
+    System.out.printf("closing a provider holding 5 locks on a blackholed store took %d ms%n",
+        TimeUnit.NANOSECONDS.toMillis(took));
+    assertThat(Duration.ofNanos(took)).isLessThan(LEASE.plusMillis(250));
+    for (int i = 0; i < 5; i++) {
+      String name = "report-" + i;
+      closing.add(await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50))
+          .until(() -> peer.tryAcquire(name), Optional::isPresent).orElseThrow());
+    }
+  }
+
+  /**
    * A lease-store call on a connection nobody answers fails within a third of the lease (the
    * store's default operation timeout is 10 s), and once the network passes again the next call
    * gets through on a fresh connection (ADR 0101).
