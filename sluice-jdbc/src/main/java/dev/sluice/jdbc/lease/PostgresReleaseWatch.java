@@ -25,8 +25,10 @@ import org.slf4j.LoggerFactory;
  */
 final class PostgresReleaseWatch implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PostgresReleaseWatch.class);
-  /** How long one wait for notifications blocks; bounds how long the thread outlives {@link #close}. */
+  /** How long one wait for notifications blocks; with the UNLISTEN bound, how long the thread outlives {@link #close}. */
   private static final int WAIT_MILLIS = 500;
+  /** How long the {@code UNLISTEN} before giving the connection back may wait for its answer. */
+  private static final int UNLISTEN_TIMEOUT_MILLIS = 1000;
 
   private final DataSource dataSource;
   private final String channel;
@@ -152,14 +154,25 @@ final class PostgresReleaseWatch implements AutoCloseable {
     }
   }
 
-  /** Back to the pool without the subscription, so the next borrower is not notified. */
+  /**
+   * Back to the pool without the subscription, so the next borrower is not notified. The
+   * {@code UNLISTEN} waits at most {@link #UNLISTEN_TIMEOUT_MILLIS} for its answer: on a connection
+   * nobody answers (a partition, a half-open socket) it would otherwise wait without bound, holding
+   * this thread and the connection after {@link #close}. pgjdbc closes a connection whose request
+   * timed out, and the pool then discards it; a healthy one goes back with its own timeout.
+   */
   private static void unlistenAndClose(Connection c) {
     if (c == null) {
       return;
     }
-    try (Statement s = c.createStatement()) {
-      s.execute("UNLISTEN *");
-    } catch (SQLException e) {
+    try {
+      int previous = c.getNetworkTimeout();
+      c.setNetworkTimeout(Runnable::run, UNLISTEN_TIMEOUT_MILLIS);
+      try (Statement s = c.createStatement()) {
+        s.execute("UNLISTEN *");
+      }
+      c.setNetworkTimeout(Runnable::run, previous);
+    } catch (SQLException | RuntimeException e) {
       // A broken connection: the pool discards it.
     }
     closeQuietly(c);
@@ -178,7 +191,8 @@ final class PostgresReleaseWatch implements AutoCloseable {
 
   /**
    * Stops the watch without waiting for it: the thread ends after its current wait (at most half
-   * a second) and gives its connection back to the pool. Not waiting matters: a closing listener
+   * a second) and its {@code UNLISTEN} (at most a second more, on a connection nobody answers), and
+   * gives its connection back to the pool. Not waiting matters: a closing listener
    * closes its watch before it releases its partitions, and peers wait for those releases.
    */
   @Override
