@@ -148,12 +148,16 @@ public final class LeaseLockProvider implements LockProvider {
 
   @Override
   public Lock acquire(String name, Duration maxWait) {
+    // The wait counts from the call, read before anything else: the checks below build strings
+    // (on the first call in a process, linking their concatenation too): a starved thread
+    // can spend part of the caller's maxWait on them, which used to come before the deadline.
+    long calledAt = ticker.nanos();
     ConfigurationException.requireNonNull(maxWait, "maxWait");
     ConfigurationException.require(!maxWait.isNegative(), "maxWait", maxWait,
         "must not be negative");
     String leaseName = leaseName(name);
     requireOpen();
-    long deadline = ticker.nanos() + maxWait.toNanos();
+    long deadline = calledAt + maxWait.toNanos();
     boolean answered = false;
     long backoff = initialBackoff.toMillis();
     while (true) {
