@@ -33,10 +33,11 @@ public interface LockProvider extends AutoCloseable {
 
   /**
    * Acquires {@code name}, waiting with exponential back-off and jitter while someone else holds
-   * it. Returns within {@code maxWait} (at least 100 ms) when the store does not answer at all:
-   * the store calls run on the provider's own threads, and a lock granted after the caller gave
-   * up is released at once. A store that answers slowly can add up to 100 ms for the last
-   * attempt and 1 s to read the holder for the exception.
+   * it. Returns within {@code maxWait} (at least 100 ms) of the call, on the provider's
+   * {@linkplain Builder#ticker ticker}, when the store does not answer at all: the store calls
+   * run on the provider's own threads, and a lock granted after the caller gave up is released at
+   * once (the calling thread must still get a processor to return). A store that answers slowly
+   * can add up to 100 ms for the last attempt and 1 s to read the holder for the exception.
    *
    * @throws LockTimeoutException if {@code maxWait} passed without acquiring it, or the store did
    *     not answer in time; names the lock, the wait and the current holder if known

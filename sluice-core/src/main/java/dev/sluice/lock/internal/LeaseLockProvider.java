@@ -149,12 +149,17 @@ public final class LeaseLockProvider implements LockProvider {
 
   @Override
   public Lock acquire(String name, Duration maxWait) {
+    // The wait counts from the call, so the clock is read before anything else: the checks below
+    // build their messages eagerly (on the first call in a process, linking the concatenation
+    // too), and a starved thread can spend part of the caller's maxWait on them, which was not
+    // counted when the deadline was taken after them.
+    long calledAt = ticker.nanos();
     ConfigurationException.requireNonNull(maxWait, "maxWait");
     ConfigurationException.require(!maxWait.isNegative(), "maxWait", maxWait,
         "must not be negative");
     String leaseName = leaseName(name);
     requireOpen();
-    long deadline = ticker.nanos() + maxWait.toNanos();
+    long deadline = calledAt + maxWait.toNanos();
     boolean answered = false;
     long backoff = initialBackoff.toMillis();
     while (true) {

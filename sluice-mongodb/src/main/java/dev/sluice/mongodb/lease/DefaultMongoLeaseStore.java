@@ -102,16 +102,19 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   private long lastStampNanos;
 
   DefaultMongoLeaseStore(MongoDatabase database, String collection, WriteConcern writeConcern,
-      Duration idle, Duration operationTimeout) {
+      Duration idle, Duration operationTimeout, Duration setupTimeout) {
     this.database = database;
     this.operationTimeoutMillis = operationTimeout.toMillis();
     this.leases = MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class), writeConcern);
+    // The set-up is usually the first call of a new client, which waits for the driver to find
+    // its server: not bounded by a short operation timeout (MongoLeaseStore.Builder#build).
+    MongoCollection<BsonDocument> setup = leases.withTimeout(setupTimeout.toMillis(), TimeUnit.MILLISECONDS);
     try {
-      dropUnsafeLegacyTtlIndex();
+      dropUnsafeLegacyTtlIndex(setup);
       if (idle != null) {
         // Only disposable records (never a checkpoint) and only counted from when they were
         // last held: a held lease or any record with a checkpoint can never be removed.
-        leases.createIndex(
+        setup.createIndex(
             Indexes.ascending(IDLE_SINCE),
             new IndexOptions()
                 .name(TTL_INDEX)
@@ -129,7 +132,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
    * held longer than the idle period without a renewal and any record's checkpoint. It is ours
    * and unsafe: drop it.
    */
-  private void dropUnsafeLegacyTtlIndex() {
+  private static void dropUnsafeLegacyTtlIndex(MongoCollection<BsonDocument> leases) {
     for (BsonDocument index : leases.listIndexes(BsonDocument.class)) {
       BsonValue key = index.get("key");
       if (index.containsKey("expireAfterSeconds") && key != null && key.isDocument()

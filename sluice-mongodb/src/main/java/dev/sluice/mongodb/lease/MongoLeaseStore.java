@@ -131,6 +131,9 @@ public interface MongoLeaseStore extends LeaseStore {
      * lease's duration (but at least one second) when that is shorter: a renewal stuck on a connection nobody answers then
      * fails in time for the next one to try on a fresh connection before the holder's local
      * deadline (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md).
+     *
+     * <p>The one-time set-up of {@link #build()} is not such a call: it waits at least
+     * {@link #DEFAULT_OPERATION_TIMEOUT} (see there).
      */
     public Builder operationTimeout(Duration timeout) {
       ConfigurationException.requireNonNull(timeout, "operationTimeout");
@@ -144,12 +147,23 @@ public interface MongoLeaseStore extends LeaseStore {
      * Builds the store, creates the TTL index if clean-up was asked for, drops an earlier
      * version's unsafe one and probes whether the server updates by pipeline (ADR 0011).
      *
+     * <p>This set-up talks to the server once, when the store is built, usually on a client the
+     * application has just created and that has not found its server yet (the driver's first
+     * call waits for its discovery: connecting, the handshake, TLS and authentication). It is
+     * bounded by {@link Builder#operationTimeout} or {@link #DEFAULT_OPERATION_TIMEOUT}, whichever
+     * is longer: a short operation timeout is meant to free the threads that renew held leases, and
+     * the set-up holds none; bounded by it, building a store with a timeout of 500 ms failed on a
+     * healthy server whenever discovery took longer (seen on a loaded machine, ADR 0010's
+     * amendment of 2026-11-27 on the set-up).
+     *
      * @throws dev.sluice.lease.LeaseStoreException if the indexes cannot be listed or changed, or
      *     the probe fails for another reason than a server without updates by pipeline
      */
     public MongoLeaseStore build() {
+      Duration setupTimeout = operationTimeout.compareTo(DEFAULT_OPERATION_TIMEOUT) >= 0
+          ? operationTimeout : DEFAULT_OPERATION_TIMEOUT;
       return new DefaultMongoLeaseStore(database.withTimeout(operationTimeout.toMillis(), TimeUnit.MILLISECONDS),
-          collection, writeConcern, expireUnusedAfter, operationTimeout);
+          collection, writeConcern, expireUnusedAfter, operationTimeout, setupTimeout);
     }
   }
 }
