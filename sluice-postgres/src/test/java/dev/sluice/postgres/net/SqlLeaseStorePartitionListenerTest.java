@@ -6,7 +6,6 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Position;
 import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.lease.Lease;
@@ -17,10 +16,11 @@ import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.Listener;
-import dev.sluice.listener.ListenerObserver;
 import dev.sluice.listener.PartitionState;
 import dev.sluice.listener.StaleFenceException;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
+import dev.sluice.testkit.lease.TakeoverRecorder;
+import dev.sluice.testkit.lease.TakeoverRecorder.Call;
 import dev.sluice.testkit.net.FaultProxies;
 import dev.sluice.testkit.net.FaultProxy;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
@@ -43,7 +43,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
@@ -71,8 +70,6 @@ class SqlLeaseStorePartitionListenerTest {
   final FaultProxies proxies = new FaultProxies();
 
   private static final Duration LEASE = Duration.ofSeconds(2);
-  /** ADR 0016: the local deadline is the request's start + lease - min(lease / 20, 500 ms). */
-  private static final long MARGIN_NANOS = Math.min(LEASE.toNanos() / 20, TimeUnit.MILLISECONDS.toNanos(500));
   /** Long enough for every assertion; the proxy ends it by itself if the test fails half-way. */
   private static final Duration CUT = Duration.ofSeconds(60);
 
@@ -104,9 +101,6 @@ class SqlLeaseStorePartitionListenerTest {
     return pool;
   }
 
-  /** One handler call as the handler saw it. */
-  private record Call(String owner, long epoch, int seq, long atNanos) {}
-
   @Test
   void aPartitionCutOffFromTheSqlLeaseStoreStopsBeforeThePeerTakesItOverAndNothingIsLost() throws Exception {
     EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
@@ -123,12 +117,12 @@ class SqlLeaseStorePartitionListenerTest {
     LeaseStore peerStore = SqlLeaseStore.builder(direct).build();
 
     List<Call> calls = new CopyOnWriteArrayList<>();
-    Recorder holderSide = new Recorder(calls, direct);
-    Recorder peerSide = new Recorder(calls, direct);
-    Listener<Map<String, Object>> holder = listener(holderStore, "holder", holderSide);
+    TakeoverRecorder holderSide = new TakeoverRecorder(calls);
+    TakeoverRecorder peerSide = new TakeoverRecorder(calls);
+    Listener<Map<String, Object>> holder = listener(holderStore, "holder", holderSide, direct);
     await().atMost(Duration.ofSeconds(20)).until(() -> holder.status().get(0).state() == PartitionState.ACTIVE
         && holder.status().get(0).committed() != null);
-    Listener<Map<String, Object>> peer = listener(peerStore, "peer", peerSide);
+    Listener<Map<String, Object>> peer = listener(peerStore, "peer", peerSide, direct);
 
     // Changes while both run; the holder handles them and commits every 5.
     AtomicInteger produced = new AtomicInteger();
@@ -148,9 +142,9 @@ class SqlLeaseStorePartitionListenerTest {
     }
     // Everything so far handled and committed: the last commit before the cut is then known
     // exactly (no commit can be on its way through the proxy at the cut).
-    await().atMost(Duration.ofSeconds(20)).until(() -> holderSide.committedSeq.get() == 19);
+    await().atMost(Duration.ofSeconds(20)).until(() -> holderSide.committedSeq() == 19);
     long holderEpoch = holder.status().get(0).epoch();
-    Position checkpointAtCut = holderSide.lastCommitted.get();
+    Position checkpointAtCut = holderSide.lastCommitted();
     assertThat(peer.status().get(0).epoch()).as("the peer is a standby").isZero();
     assertThat(proxy.connectionsAccepted()).as("the holder's lease store goes through the proxy").isPositive();
     long bytesBeforeCut = proxy.bytesForwarded(FaultProxy.Direction.UPSTREAM);
@@ -167,10 +161,10 @@ class SqlLeaseStorePartitionListenerTest {
       if (r.epoch() == holderEpoch) {
         holdersLast.set(r);
       }
-      return peerSide.acquired.get() != null;
+      return peerSide.acquired() != null;
     });
-    long peerAcquiredAt = peerSide.acquiredAt.get();
-    Lease peersLease = peerSide.acquired.get();
+    long peerAcquiredAt = peerSide.acquiredAt();
+    Lease peersLease = peerSide.acquired();
     int lastProduced = produced.get() + 10;
     await().atMost(Duration.ofSeconds(20)).until(() -> produced.get() >= lastProduced);
     producer.shutdownNow();
@@ -179,22 +173,15 @@ class SqlLeaseStorePartitionListenerTest {
     await().atMost(Duration.ofSeconds(20)).until(() -> handledSeqs(direct).size() == total);
 
     // The holder noticed at its local deadline, before the peer could take the lease.
-    assertThat(holderSide.lostAt.get()).as("the holder reported the loss").isNotZero();
-    assertThat(holderSide.lostStateAt.get()).as("the holder's partition went LOST").isNotZero();
-    assertThat(holderSide.lostAt.get() - cutAt).as("the holder's loss (ns) after the cut").isPositive();
-    assertThat(holderSide.lostAt.get() - peerAcquiredAt)
+    assertThat(holderSide.lostAt()).as("the holder reported the loss").isNotZero();
+    assertThat(holderSide.lostStateAt()).as("the holder's partition went LOST").isNotZero();
+    assertThat(holderSide.lostAt() - cutAt).as("the holder's loss (ns) after the cut").isPositive();
+    assertThat(holderSide.lostAt() - peerAcquiredAt)
         .as("the holder's loss (ns) is reported before the peer acquires").isNegative();
     assertThat(holder.status().get(0).recentLosses()).as("the holder's status counts the loss").isPositive();
     // No handler call of the holder after its local deadline: that deadline is at most the cut
     // plus the lease less the margin (every request that got through started before the cut).
-    long latestDeadline = cutAt + LEASE.toNanos() - MARGIN_NANOS;
-    List<Call> holderCalls = calls.stream().filter(c -> c.owner().equals(holder.owner())).toList();
-    assertThat(holderCalls).as("holder's calls").isNotEmpty()
-        .allSatisfy(c -> assertThat(c.atNanos() - latestDeadline)
-            .as("holder's handler call of seq %d, ns after its latest possible local deadline", c.seq())
-            .isNegative());
-    assertThat(holderCalls.stream().filter(c -> c.atNanos() > cutAt))
-        .as("the holder's handler kept getting changes after the cut").isNotEmpty();
+    TakeoverRecorder.assertNoHandlingPastTheDeadline(calls, holder.owner(), cutAt, LEASE);
 
     // The peer took over only once the lease had expired on the database's clock, with a new epoch.
     assertThat(peersLease.epoch()).isGreaterThan(holderEpoch);
@@ -205,9 +192,7 @@ class SqlLeaseStorePartitionListenerTest {
 
     // The peer resumed from the last committed checkpoint: its first change is the one after it.
     assertThat(peersLease.checkpoint()).isEqualTo(checkpointAtCut);
-    int peersFirst = calls.stream().filter(c -> c.owner().equals(peer.owner()))
-        .mapToInt(Call::seq).findFirst().orElseThrow();
-    assertThat(peersFirst).as("the peer's first change").isEqualTo(20);
+    assertThat(TakeoverRecorder.firstSeq(calls, peer.owner())).as("the peer's first change").isEqualTo(20);
 
     // Ground truth, written through fenced writes: nothing lost, and per key, every write of the
     // holder came before every write of the peer (never two owners handling one key at once).
@@ -225,17 +210,13 @@ class SqlLeaseStorePartitionListenerTest {
       }
     }
     assertThat(spans).hasSize(4);
-    spans.forEach((key, byEpoch) -> {
-      assertThat(byEpoch).as("owners of key %s", key).containsOnlyKeys(holderEpoch, peersLease.epoch());
-      assertThat(byEpoch.get(holderEpoch)[1]).as("holder's last write of key %s before the peer's first", key)
-          .isLessThan(byEpoch.get(peersLease.epoch())[0]);
-    });
+    TakeoverRecorder.assertOwnersNeverOverlap(spans, holderEpoch, peersLease.epoch());
 
     assertThat(proxy.bytesForwarded(FaultProxy.Direction.UPSTREAM))
         .as("nothing the holder's lease store sent during the cut reached the database").isEqualTo(bytesBeforeCut);
     System.out.printf("cut at 0 ms; holder lost at %d ms (local deadline at most %d ms); peer acquired at %d ms%n",
-        TimeUnit.NANOSECONDS.toMillis(holderSide.lostAt.get() - cutAt),
-        TimeUnit.NANOSECONDS.toMillis(latestDeadline - cutAt), TimeUnit.NANOSECONDS.toMillis(peerAcquiredAt - cutAt));
+        TimeUnit.NANOSECONDS.toMillis(holderSide.lostAt() - cutAt),
+        TimeUnit.NANOSECONDS.toMillis(TakeoverRecorder.latestLocalDeadline(cutAt, LEASE) - cutAt), TimeUnit.NANOSECONDS.toMillis(peerAcquiredAt - cutAt));
 
     // The network heals: the old holder reaches the lease store again, finds the partition held
     // and stays a standby; the peer handles what comes next.
@@ -251,12 +232,12 @@ class SqlLeaseStorePartitionListenerTest {
     assertThat(calls.stream().filter(c -> c.seq() >= total).map(Call::epoch))
         .as("epochs of the changes written after the heal").containsOnly(peersLease.epoch());
     assertThat(holder.status().get(0).state()).as("the old holder after the heal").isNotEqualTo(PartitionState.ACTIVE);
-    assertThat(holderSide.acquisitions.get()).as("the old holder's acquisitions").isEqualTo(1);
-    assertThat(peerSide.acquisitions.get()).as("the peer's acquisitions").isEqualTo(1);
+    assertThat(holderSide.acquisitions()).as("the old holder's acquisitions").isEqualTo(1);
+    assertThat(peerSide.acquisitions()).as("the peer's acquisitions").isEqualTo(1);
 
     // Whatever the cut-off holder still sends once the network heals is refused: a fenced write
     // of its epoch by the target, a checkpoint commit by the lease store.
-    Fence stale = holderSide.fence.get();
+    Fence stale = holderSide.fence();
     assertThat(stale.epoch()).isEqualTo(holderEpoch);
     assertThatThrownBy(() -> fencedWrite(direct, stale, 1_000_000, "k0", System.nanoTime()))
         .isInstanceOf(StaleFenceException.class);
@@ -315,65 +296,8 @@ class SqlLeaseStorePartitionListenerTest {
     }
   }
 
-  /** What one listener's observer and handler saw. */
-  private static final class Recorder implements ListenerObserver {
-    final List<Call> calls;
-    final DataSource truth;
-    final AtomicInteger lastHandledSeq = new AtomicInteger(-1);
-    final AtomicInteger committedSeq = new AtomicInteger(-1);
-    final AtomicReference<Position> lastCommitted = new AtomicReference<>();
-    final AtomicLong lostAt = new AtomicLong();
-    final AtomicLong lostStateAt = new AtomicLong();
-    final AtomicReference<Lease> acquired = new AtomicReference<>();
-    final AtomicLong acquiredAt = new AtomicLong();
-    final AtomicInteger acquisitions = new AtomicInteger();
-    final AtomicReference<Fence> fence = new AtomicReference<>();
-
-    Recorder(List<Call> calls, DataSource truth) {
-      this.calls = calls;
-      this.truth = truth;
-    }
-
-    @Override
-    public void acquired(Lease lease) {
-      long at = System.nanoTime();
-      acquisitions.incrementAndGet();
-      if (acquired.compareAndSet(null, lease)) {
-        acquiredAt.set(at);
-      }
-    }
-
-    @Override
-    public void lost(String lease, long epoch, String reason) {
-      lostAt.compareAndSet(0, System.nanoTime());
-    }
-
-    @Override
-    public void stateChanged(String lease, PartitionState from, PartitionState to) {
-      if (to == PartitionState.LOST) {
-        lostStateAt.compareAndSet(0, System.nanoTime());
-      }
-    }
-
-    @Override
-    public void committed(String lease, long epoch, Position position, int changes) {
-      // Each checkpoint waits for its flush and runs on the thread that handles: it covers every
-      // change handled so far.
-      committedSeq.set(lastHandledSeq.get());
-      lastCommitted.set(position);
-    }
-
-    void handled(ChangeEvent<Map<String, Object>> change, Fence fence) throws SQLException {
-      long at = System.nanoTime();
-      int seq = (Integer) change.document().get("seq");
-      calls.add(new Call(fence.owner(), fence.epoch(), seq, at));
-      this.fence.set(fence);
-      fencedWrite(truth, fence, seq, (String) change.document().get("k"), at);
-      lastHandledSeq.set(seq);
-    }
-  }
-
-  private Listener<Map<String, Object>> listener(LeaseStore store, String owner, Recorder recorder) {
+  private Listener<Map<String, Object>> listener(LeaseStore store, String owner,
+      TakeoverRecorder recorder, DataSource truth) {
     Listener<Map<String, Object>> listener = Listener.builder(
             PostgresChangeFeed.builder(EmbeddedPostgresServer.shared().jdbcUrl(database), EmbeddedPostgresServer.USER,
                 null, "pub").table("public.orders").build(),
@@ -386,7 +310,11 @@ class SqlLeaseStorePartitionListenerTest {
         .checkpoint(new CheckpointPolicy(5, Duration.ofMillis(200), Duration.ofHours(1), 0))
         .bootstrap(BootstrapPolicy.oldest())
         .observer(recorder)
-        .handler(recorder::handled)
+        .handler((change, fence) -> {
+          int seq = (Integer) change.document().get("seq");
+          recorder.handled(seq, fence,
+              at -> fencedWrite(truth, fence, seq, (String) change.document().get("k"), at));
+        })
         .build();
     closing.add(listener);
     return listener.start();
