@@ -450,9 +450,10 @@ public final class FaultProxy implements AutoCloseable {
           if (f.kind() == Kind.THROTTLE) {
             writeThrottled(out, chunk.data(), f.bytesPerSecond(), direction);
           } else {
+            // Counted before the write: a test that has seen the bytes arrive sees them counted.
+            bytes[direction.ordinal()].addAndGet(chunk.data().length);
             out.write(chunk.data());
             out.flush();
-            bytes[direction.ordinal()].addAndGet(chunk.data().length);
           }
         }
       } catch (IOException e) {
@@ -469,9 +470,9 @@ public final class FaultProxy implements AutoCloseable {
       for (int at = 0; at < data.length; at += slice) {
         int len = Math.min(slice, data.length - at);
         long started = System.nanoTime();
+        bytes[direction.ordinal()].addAndGet(len);
         out.write(data, at, len);
         out.flush();
-        bytes[direction.ordinal()].addAndGet(len);
         long due = started + len * 1_000_000_000L / perSecond;
         long wait = due - System.nanoTime();
         if (wait > 0) {
