@@ -27,7 +27,7 @@ public final class ChaosSoak {
     int minutes = args.length > 3 ? Integer.parseInt(args[3]) : 13;
     ChaosHarness.Settings settings = new ChaosHarness.Settings(seed, rounds, Duration.ofSeconds(2), 10, 16,
         perSecond, 3, 5, Duration.ofSeconds(120), Duration.ofSeconds(10), Duration.ofSeconds(30),
-        Path.of("target", "chaos-soak", Long.toString(seed)), Duration.ofMinutes(minutes));
+        Path.of("target", "chaos-soak", Long.toString(seed)), Duration.ofMinutes(minutes), true, true);
     ChaosReport report;
     try (ChaosHarness harness = new ChaosHarness(settings, System.out)) {
       report = harness.run();

@@ -25,7 +25,7 @@ class ChaosTest {
     // The end waits as long as the settling of a member paused twice may take (docs/adr/0008).
     return new ChaosHarness.Settings(seed, rounds, lease, 10, 16, 40, 3, 5,
         Duration.ofSeconds(60), Duration.ZERO, lease.multipliedBy(ChaosHarness.BALANCE_LEASES + 3),
-        Path.of("target", "chaos", Long.toString(seed)), Duration.ofMinutes(30));
+        Path.of("target", "chaos", Long.toString(seed)), Duration.ofMinutes(30), true, true);
   }
 
   @Test
@@ -41,12 +41,22 @@ class ChaosTest {
         + "; members' output in " + settings.outputDir().toAbsolutePath() + ")";
 
     assertThat(report.rounds()).as(seed + ": rounds run").isEqualTo(settings.rounds());
-    if (settings.rounds() >= 3) { // every three rounds kill, pause and add once each
-      assertThat(report.kills()).as(seed + ": rounds killed a member").isPositive();
-      assertThat(report.pauses()).as(seed + ": rounds paused a member").isPositive();
-      assertThat(report.joins()).as(seed + ": rounds added a member").isPositive();
+    if (settings.rounds() >= ChaosHarness.Action.values().length) { // each bag of six holds every kind once
+      for (ChaosHarness.Action kind : ChaosHarness.Action.values()) {
+        assertThat(report.roundsByKind().getOrDefault(kind, 0)).as(seed + ": rounds of kind " + kind).isPositive();
+      }
       assertThat(report.takeovers()).as(seed + ": takeovers happened").isPositive();
     }
+    for (ChaosHarness.Role role : ChaosHarness.Role.values()) {
+      ChaosReport.Traffic t = report.traffic().get(role);
+      assertThat(t.connections()).as(seed + ": connections through the " + role + " proxies").isPositive();
+      assertThat(t.bytesUp()).as(seed + ": bytes to the server through the " + role + " proxies").isPositive();
+      assertThat(t.bytesDown()).as(seed + ": bytes back through the " + role + " proxies").isPositive();
+    }
+    assertThat(report.latencyEpisodes()).as(seed + ": latency episodes").isPositive();
+    assertThat(report.resets()).as(seed + ": connection resets").isPositive();
+    assertThat(report.deadlines().begun()).as(seed + ": changes whose start the deadline watch checked")
+        .isGreaterThanOrEqualTo(report.written());
     assertThat(report.written()).as(seed + ": changes written").isGreaterThan(100);
     assertThat(report.failures()).as(seed + ": every check of the run").isEmpty();
   }
