@@ -44,16 +44,27 @@ import org.bson.Document;
  * A multi-process chaos run: listener JVMs ({@link ChaosNode}) of one group share {@value
  * #PARTITIONS} partitions of a collection that {@link ChaosWriter} fills with per-key sequence
  * numbers, while rounds chosen by a seeded {@link Random} SIGKILL a member, SIGSTOP one past its
- * lease and resume it, or add one. The ground truth the members write through fenced writes is
- * checked at the end, after the writer stopped and every member caught up.
+ * lease and resume it, add one, or cut one off from the lease store, the source or the sink. The
+ * ground truth the members write through fenced writes is checked at the end, after the writer
+ * stopped and every member caught up.
+ *
+ * <h2>Network</h2>
+ * Each member reaches the server through three {@link FaultProxy}s of its own, opened here in the
+ * harness JVM, one per {@link Role}: its lease store client, its change-stream client and its sink
+ * client (the ground-truth writes), each with {@code directConnection=true} so that the driver
+ * cannot discover a replica set's members and go round the proxy (docs/adr/0108). With {@link
+ * Settings#noise()}, every proxy has latency episodes (each chunk delayed by up to half the renew
+ * interval each way) and random connection resets for the whole run (docs/adr/0109).
  *
  * <h2>Rounds</h2>
- * Each round picks, from the seed (a shuffled bag of the three, so that every three rounds see
- * each once), one of: <b>kill</b> a random live member ({@link
+ * Each round picks, from the seed (a shuffled bag of the kinds, so that every three rounds, or six
+ * with {@link Settings#networkFaults()}, see each once), one of: <b>kill</b> a random live member ({@link
  * Process#destroyForcibly}, SIGKILL), then start a replacement if fewer than {@code minMembers}
  * are left; <b>pause</b> a random member with SIGSTOP until the store shows none of its leases
  * held any more (its partitions and its membership expired on the database's clock, so the pause
- * is provably past the lease), then SIGCONT; <b>add</b> a member (only below {@code maxMembers}).
+ * is provably past the lease), then SIGCONT; <b>add</b> a member (only below {@code maxMembers});
+ * <b>partition</b> a member that holds a partition from the lease store, the source or the sink:
+ * its proxy of that role blackholes for one to two leases, and the round lasts until it healed.
  * A round ends when every key has applied a change written after the disruption began: every
  * partition is owned and moving again. No round waits for a fixed time.
  *
@@ -85,11 +96,19 @@ import org.bson.Document;
  *       replays at most what the previous owner handled since its last commit, at most one batch;
  *       a feed re-open inside a tenure and a retried handler call are the engine's other,
  *       documented, sources of redelivery, recorded by the members' observers.
+ *   <li><b>No two owners at once</b> ({@link ChaosReport#overlaps}): on the ground truth, no older
+ *       epoch of a partition handled a change after a newer one began, unless its owner was
+ *       SIGSTOPped across the takeover (counted apart; fencing's case).
+ *   <li><b>No handling past the local deadline</b> ({@link DeadlineWatch}, {@link
+ *       ChaosReport#deadlines}): no member began a change at or after the local deadline of the
+ *       lease it handled it under, unless stopped in between (counted apart); every change begun
+ *       was checked.
  *   <li><b>Final balance</b>: with M live members, each holds floor(N/M) or ceil(N/M) partitions
  *       and every partition is held (read from the lease records, judged on the store's clock),
  *       awaited for a bounded time after the members caught up.
  * </ul>
- * Reported without a pass mark: the longest stall of any partition (the longest time between two
+ * Reported without a pass mark: the longest time a partition had no owner on the store's clock
+ * ({@link Ownership}), the longest stall of any partition (the longest time between two
  * consecutive accepted writes of one partition, or from the first write to its first, while the
  * writer was writing) and, per join, the time from the new member's listener start to holding its
  * share floor(N/M).
@@ -604,8 +623,12 @@ public final class ChaosHarness implements AutoCloseable {
         Role role = Role.values()[noiseRandom.nextInt(Role.values().length)];
         synchronized (m) {
           if (!m.partitioned(role)) {
-            m.proxies.get(role).resetConnections();
+            FaultProxy proxy = m.proxies.get(role);
+            int open = proxy.openConnections();
+            proxy.resetConnections();
             resets.incrementAndGet();
+            out.printf("chaos: %s reset %d connection(s) of %s's %s proxy%n", java.time.LocalTime.now(), open, m.name,
+                role.name().toLowerCase(java.util.Locale.ROOT));
           }
         }
       }

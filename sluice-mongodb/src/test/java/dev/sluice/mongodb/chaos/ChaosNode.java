@@ -43,7 +43,14 @@ import org.bson.Document;
  * ChaosHarness#EVENTS} (the harness counts takeovers and re-reads from them) and prints {@code
  * READY}/{@code ACQUIRED}/{@code LOST} lines for people reading a failed run.
  *
- * <p>Arguments: connection string, database, node name, lease milliseconds, checkpoint batch.
+ * <p>Each change is begun under the eye of a {@link DeadlineWatch} wrapped around its lease store:
+ * a change begun at or after the local deadline of its lease prints a {@code LATE} line, and a
+ * {@code DEADLINES} line every two seconds sums up (docs/adr/0108).
+ *
+ * <p>Arguments: the connection strings of its lease store, its source and its sink (each through
+ * its own fault proxy of the harness, with {@code directConnection=true}) and of the bookkeeping
+ * (the events, straight to the server), then database, node name, lease milliseconds, checkpoint
+ * batch.
  * The node exits when its standard input closes, so that a harness that dies leaves no orphans.
  */
 public final class ChaosNode {

@@ -9,9 +9,15 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The short chaos run of {@link ChaosHarness} in the build: three to five listener JVMs on four
- * partitions, a few rounds of SIGKILL, SIGSTOP past the lease and joins while 16 keys are written,
- * then the ground-truth checks (nothing lost, per-key order among accepted writes, duplicates
- * bounded by the checkpoint batch, final balance). {@code -Dchaos.seed=<n>} repeats a run's
+ * partitions, six rounds (one of each kind, in an order the seed shuffles) of SIGKILL, SIGSTOP past
+ * the lease, a join, and partitions of one member
+ * from the lease store, the source or the sink (a blackhole of one to two leases), with latency
+ * episodes of up to the renew interval and random connection resets on every proxy for the whole
+ * run, while 16 keys are written; then the ground-truth checks (nothing lost, per-key order among
+ * accepted writes, no two owners at once, no handling past the local lease deadline, duplicates
+ * bounded by the checkpoint batch, final balance). Each member's clients reach the server through
+ * fault proxies of its own with {@code directConnection=true} (docs/adr/0108); the test asserts
+ * that every role's proxies carried connections and bytes both ways. {@code -Dchaos.seed=<n>} repeats a run's
  * choices (the seed is printed and named in every failure), {@code -Dchaos.rounds=<n>} changes the
  * round count, {@code -Dsluice.mongodb.uri=mongodb://...} runs it on a real deployment. The long
  * version is {@code dev.sluice.benchmarks.chaos.ChaosSoak} in sluice-benchmarks.
@@ -20,7 +26,7 @@ class ChaosTest {
 
   static ChaosHarness.Settings shortRun() {
     long seed = Long.getLong("chaos.seed", ThreadLocalRandom.current().nextLong(1, 1_000_000));
-    int rounds = Integer.getInteger("chaos.rounds", 8);
+    int rounds = Integer.getInteger("chaos.rounds", ChaosHarness.Action.values().length);
     Duration lease = Duration.ofSeconds(2);
     // The end waits as long as the settling of a member paused twice may take (docs/adr/0008).
     return new ChaosHarness.Settings(seed, rounds, lease, 10, 16, 40, 3, 5,
