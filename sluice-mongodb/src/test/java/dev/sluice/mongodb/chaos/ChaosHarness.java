@@ -198,14 +198,7 @@ public final class ChaosHarness implements AutoCloseable {
 
   /** A round's kind. */
   public enum Action {
-    KILL("kill"), PAUSE("pause"), ADD("join"), PARTITION_STORE("cut from lease store"),
-    PARTITION_SOURCE("cut from source"), PARTITION_SINK("cut from sink");
-
-    final String label;
-
-    Action(String label) {
-      this.label = label;
-    }
+    KILL, PAUSE, ADD, PARTITION_STORE, PARTITION_SOURCE, PARTITION_SINK;
 
     boolean network() {
       return this == PARTITION_STORE || this == PARTITION_SOURCE || this == PARTITION_SINK;

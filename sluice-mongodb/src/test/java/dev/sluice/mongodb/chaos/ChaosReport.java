@@ -285,7 +285,7 @@ public record ChaosReport(
         .map(k -> Integer.toString(roundsByKind.getOrDefault(k, 0))).collect(Collectors.joining(" / "));
     String overlapCell = overlaps.count() + (overlaps.explainedByPause() == 0 ? ""
         : " (+" + overlaps.explainedByPause() + " of a SIGSTOPped owner, longest " + seconds(overlaps.longestExplained()) + ")");
-    String lateCell = deadlines.late() == 0 ? "0" : deadlines.late() + ", longest " + deadlines.longestLate().toMillis() + " ms";
+    String lateCell = deadlines.late() == 0 ? "0" : deadlines.late() + ", longest " + deadlines.longestLate().toNanos() / 1_000 + " µs past";
     lateCell += " of " + String.format(Locale.ROOT, "%,d", deadlines.begun()) + " changes (least left "
         + (deadlines.leastLeft() == null ? "-" : deadlines.leastLeft().toMillis() + " ms") + ")"
         + (deadlines.explainedByPause() == 0 ? "" : "; +" + deadlines.explainedByPause() + " after a SIGSTOP");
