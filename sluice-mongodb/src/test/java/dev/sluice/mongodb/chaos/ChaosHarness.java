@@ -587,12 +587,15 @@ public final class ChaosHarness implements AutoCloseable {
   }
 
   private static final Duration NOISE_TICK = Duration.ofMillis(500);
+  /** Every sixth tick (three seconds) one proxy resets: a cadence, so that even a short run has resets. */
+  private static final int RESET_EVERY_TICKS = 6;
+  private final java.util.concurrent.atomic.AtomicLong noiseTicks = new java.util.concurrent.atomic.AtomicLong();
 
   /**
    * One tick of the run-long noise (issue 34, 2.3): each proxy of each live member not under a
    * round's partition starts, with probability 0.15, an episode of 1-2 s in which every chunk in
    * each direction is delayed by a uniform 0 to half the renew interval (a request's round trip by
-   * up to the renew interval); and with probability 0.15 one proxy, chosen at random, resets every
+   * up to the renew interval); and every sixth tick one proxy, chosen at random, resets every
    * connection it holds. Episodes and not constant latency: the members handle each change with a
    * round trip to the sink, and a constant delay would cap a partition below the writer's rate.
    */
@@ -611,7 +614,7 @@ public final class ChaosHarness implements AutoCloseable {
           }
         }
       }
-      if (!live.isEmpty() && noiseRandom.nextDouble() < 0.15) {
+      if (!live.isEmpty() && noiseTicks.incrementAndGet() % RESET_EVERY_TICKS == 0) {
         Member m = live.get(noiseRandom.nextInt(live.size()));
         Role role = Role.values()[noiseRandom.nextInt(Role.values().length)];
         synchronized (m) {
