@@ -35,7 +35,7 @@ class ChaosTest {
   }
 
   @Test
-  void killsPausesAndJoinsLoseNothingKeepPerKeyOrderBoundDuplicatesAndEndBalanced() {
+  void killsPausesJoinsPartitionsLatencyAndResetsLoseNothingKeepOrderNeverTwoOwnersStopAtTheDeadlineAndEndBalanced() {
     ChaosHarness.Settings settings = shortRun();
     ChaosReport report;
     try (ChaosHarness harness = new ChaosHarness(settings, System.out)) {
