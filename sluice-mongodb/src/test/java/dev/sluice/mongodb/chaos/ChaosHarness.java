@@ -253,6 +253,8 @@ public final class ChaosHarness implements AutoCloseable {
   private final EmbeddedMongo embedded;
   private final String uri;
   private final MongoClient client;
+  /** The writer's own client: on the embedded server with a long read timeout (see the constructor). */
+  private final MongoClient writerClient;
   private final String databaseName;
   private final MongoDatabase db;
   private final LeaseStore leases;
@@ -321,7 +323,13 @@ public final class ChaosHarness implements AutoCloseable {
         }
       }
     }
-    writer = new ChaosWriter(db.getCollection(SOURCE), keys);
+    // The embedded server does not deduplicate a write the driver retries after a read timeout
+    // (docs/adr/0057), and the writer takes the duplicate-key refusal of such a retry as a failed
+    // write: a soak on an overloaded machine (seed 20261128, round 208) stopped so. A read timeout
+    // of 120 s instead of 10 s lets the first attempt answer; a real server deduplicates retries.
+    writerClient = embedded == null ? client : MongoClients.create(embedded.clientSettings()
+        .applyToSocketSettings(b -> b.readTimeout(120, TimeUnit.SECONDS)).build());
+    writer = new ChaosWriter(writerClient.getDatabase(databaseName).getCollection(SOURCE), keys);
     ServerAddress server = directTarget();
     serverHost = server.getHost();
     serverPort = server.getPort();
@@ -974,6 +982,9 @@ public final class ChaosHarness implements AutoCloseable {
     }
     if (embedded == null) {
       db.drop();
+    }
+    if (writerClient != client) {
+      writerClient.close();
     }
     client.close();
     if (embedded != null) {
