@@ -10,17 +10,18 @@ import org.junit.jupiter.api.Test;
 /**
  * The short chaos run of {@link ChaosHarness} in the build: three to five listener JVMs on four
  * partitions, six rounds (one of each kind, in an order the seed shuffles) of SIGKILL, SIGSTOP past
- * the lease, a join, and partitions of one member
- * from the lease store, the source or the sink (a blackhole of one to two leases), with latency
- * episodes of up to the renew interval and random connection resets on every proxy for the whole
- * run, while 16 keys are written; then the ground-truth checks (nothing lost, per-key order among
- * accepted writes, no two owners at once, no handling past the local lease deadline, duplicates
- * bounded by the checkpoint batch, final balance). Each member's clients reach the server through
- * fault proxies of its own with {@code directConnection=true} (docs/adr/0108); the test asserts
- * that every role's proxies carried connections and bytes both ways. {@code -Dchaos.seed=<n>} repeats a run's
- * choices (the seed is printed and named in every failure), {@code -Dchaos.rounds=<n>} changes the
- * round count, {@code -Dsluice.mongodb.uri=mongodb://...} runs it on a real deployment. The long
- * version is {@code dev.sluice.benchmarks.chaos.ChaosSoak} in sluice-benchmarks.
+ * the lease, a join, and partitions of one member from the lease store, the source or the sink (a
+ * blackhole of one to two leases), with latency episodes of up to the renew interval and connection
+ * resets on every proxy for the whole run, while 16 keys are written; then the ground-truth checks
+ * (nothing lost, per-key order among accepted writes, no two owners at once, no handling past the
+ * local lease deadline, duplicates bounded by the checkpoint batch, final balance). Each member's
+ * clients reach the server through fault proxies of its own with {@code directConnection=true}
+ * (docs/adr/0108); the test asserts that every role's proxies carried connections and bytes both
+ * ways. {@code -Dchaos.seed=<n>} repeats a run's choices (the seed is printed and named in every
+ * failure), {@code -Dchaos.rounds=<n>} changes the round count, {@code
+ * -Dsluice.mongodb.uri=mongodb://...} runs it on a real deployment whose primary is on this machine
+ * (a fault proxy forwards only to loopback). The long version is {@code
+ * dev.sluice.benchmarks.chaos.ChaosSoak} in sluice-benchmarks.
  */
 class ChaosTest {
 
