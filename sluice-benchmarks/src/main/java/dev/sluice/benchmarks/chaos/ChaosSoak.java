@@ -10,8 +10,10 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * The long chaos run: the harness of sluice-mongodb's {@code ChaosTest} (three to five listener
  * JVMs, four partitions, 16 keys written at a steady rate; rounds of SIGKILL, SIGSTOP past the
- * lease and joins) for many rounds, printing one Markdown table row with every figure. Exits with
- * status 1, after the table, if any check failed.
+ * lease, joins, and partitions of one member from the lease store, the source or the sink, with
+ * latency episodes and connection resets on every member's proxies throughout; docs/adr/0108 and
+ * 0109) for many rounds, printing one Markdown table row with every figure. Exits with status 1,
+ * after the table, if any check failed.
  *
  * <p>Arguments: {@code [rounds (100)] [seed (random)] [writes per second (16)]
  * [minutes (13): no round starts after this; the table shows the rounds actually run]}. With {@code
@@ -27,7 +29,7 @@ public final class ChaosSoak {
     int minutes = args.length > 3 ? Integer.parseInt(args[3]) : 13;
     ChaosHarness.Settings settings = new ChaosHarness.Settings(seed, rounds, Duration.ofSeconds(2), 10, 16,
         perSecond, 3, 5, Duration.ofSeconds(120), Duration.ofSeconds(10), Duration.ofSeconds(30),
-        Path.of("target", "chaos-soak", Long.toString(seed)), Duration.ofMinutes(minutes));
+        Path.of("target", "chaos-soak", Long.toString(seed)), Duration.ofMinutes(minutes), true, true);
     ChaosReport report;
     try (ChaosHarness harness = new ChaosHarness(settings, System.out)) {
       report = harness.run();
@@ -38,6 +40,10 @@ public final class ChaosSoak {
     System.out.println();
     System.out.println("joins (member, live members, share, time to share): " + report.joinTimes());
     System.out.println("deepest replay of one key: " + report.deepestReplay() + " change(s)");
+    System.out.println("through the members' proxies (connections, bytes up, bytes down): " + report.traffic());
+    System.out.println("owner overlaps: " + report.overlaps());
+    System.out.println("handling past the local deadline: " + report.deadlines());
+    System.out.println("longest ownerless time: " + report.ownerless());
     List<String> failures = report.failures();
     if (failures.isEmpty()) {
       System.out.println("chaos soak, seed " + seed + ": every check held");

@@ -1,5 +1,7 @@
 package dev.sluice.mongodb.chaos;
 
+import com.mongodb.ConnectionString;
+import com.mongodb.ServerAddress;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
@@ -12,6 +14,7 @@ import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.OwnerId;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
+import dev.sluice.testkit.net.FaultProxy;
 import dev.sluice.testkit.process.ChildJvm;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -41,16 +44,27 @@ import org.bson.Document;
  * A multi-process chaos run: listener JVMs ({@link ChaosNode}) of one group share {@value
  * #PARTITIONS} partitions of a collection that {@link ChaosWriter} fills with per-key sequence
  * numbers, while rounds chosen by a seeded {@link Random} SIGKILL a member, SIGSTOP one past its
- * lease and resume it, or add one. The ground truth the members write through fenced writes is
- * checked at the end, after the writer stopped and every member caught up.
+ * lease and resume it, add one, or cut one off from the lease store, the source or the sink. The
+ * ground truth the members write through fenced writes is checked at the end, after the writer
+ * stopped and every member caught up.
+ *
+ * <h2>Network</h2>
+ * Each member reaches the server through three {@link FaultProxy}s of its own, opened here in the
+ * harness JVM, one per {@link Role}: its lease store client, its change-stream client and its sink
+ * client (the ground-truth writes), each with {@code directConnection=true} so that the driver
+ * cannot discover a replica set's members and go round the proxy (docs/adr/0108). With {@link
+ * Settings#noise()}, every proxy has latency episodes (each chunk delayed by up to half the renew
+ * interval each way) and random connection resets for the whole run (docs/adr/0109).
  *
  * <h2>Rounds</h2>
- * Each round picks, from the seed (a shuffled bag of the three, so that every three rounds see
- * each once), one of: <b>kill</b> a random live member ({@link
+ * Each round picks, from the seed (a shuffled bag of the kinds, so that every three rounds, or six
+ * with {@link Settings#networkFaults()}, see each once), one of: <b>kill</b> a random live member ({@link
  * Process#destroyForcibly}, SIGKILL), then start a replacement if fewer than {@code minMembers}
  * are left; <b>pause</b> a random member with SIGSTOP until the store shows none of its leases
  * held any more (its partitions and its membership expired on the database's clock, so the pause
- * is provably past the lease), then SIGCONT; <b>add</b> a member (only below {@code maxMembers}).
+ * is provably past the lease), then SIGCONT; <b>add</b> a member (only below {@code maxMembers});
+ * <b>partition</b> a member that holds a partition from the lease store, the source or the sink:
+ * its proxy of that role blackholes for one to two leases, and the round lasts until it healed.
  * A round ends when every key has applied a change written after the disruption began: every
  * partition is owned and moving again. No round waits for a fixed time.
  *
@@ -82,11 +96,19 @@ import org.bson.Document;
  *       replays at most what the previous owner handled since its last commit, at most one batch;
  *       a feed re-open inside a tenure and a retried handler call are the engine's other,
  *       documented, sources of redelivery, recorded by the members' observers.
+ *   <li><b>No two owners at once</b> ({@link ChaosReport#overlaps}): on the ground truth, no older
+ *       epoch of a partition handled a change after a newer one began, unless its owner was
+ *       SIGSTOPped across the takeover (counted apart; fencing's case).
+ *   <li><b>No handling past the local deadline</b> ({@link DeadlineWatch}, {@link
+ *       ChaosReport#deadlines}): no member began a change at or after the local deadline of the
+ *       lease it handled it under, unless stopped in between (counted apart); every change begun
+ *       was checked.
  *   <li><b>Final balance</b>: with M live members, each holds floor(N/M) or ceil(N/M) partitions
  *       and every partition is held (read from the lease records, judged on the store's clock),
  *       awaited for a bounded time after the members caught up.
  * </ul>
- * Reported without a pass mark: the longest stall of any partition (the longest time between two
+ * Reported without a pass mark: the longest time a partition had no owner on the store's clock
+ * ({@link Ownership}), the longest stall of any partition (the longest time between two
  * consecutive accepted writes of one partition, or from the first write to its first, while the
  * writer was writing) and, per join, the time from the new member's listener start to holding its
  * share floor(N/M).
@@ -129,10 +151,14 @@ public final class ChaosHarness implements AutoCloseable {
    * @param outputDir where each member's output is written at the end
    * @param budget no round starts once this much time has passed since the first one (the report
    *     shows the rounds actually run)
+   * @param networkFaults whether rounds also partition a member from the lease store, the source
+   *     or the sink (each round's choice is then among six kinds)
+   * @param noise whether, for the whole run, every proxy has episodes of jittered latency (a
+   *     request's round trip delayed by up to the renew interval) and random connection resets
    */
   public record Settings(long seed, int rounds, Duration lease, int checkpointBatch, int keys, int writesPerSecond,
       int minMembers, int maxMembers, Duration roundTimeout, Duration joinWait, Duration balanceWait,
-      Path outputDir, Duration budget) {
+      Path outputDir, Duration budget, boolean networkFaults, boolean noise) {
     public Settings {
       require(rounds >= 0, "rounds", rounds, "must be >= 0");
       require(lease != null && lease.toMillis() >= 500, "lease", lease, "must be at least 500 ms");
@@ -161,21 +187,47 @@ public final class ChaosHarness implements AutoCloseable {
     /** Same settings with another seed. */
     public Settings withSeed(long s) {
       return new Settings(s, rounds, lease, checkpointBatch, keys, writesPerSecond, minMembers, maxMembers,
-          roundTimeout, joinWait, balanceWait, outputDir, budget);
+          roundTimeout, joinWait, balanceWait, outputDir, budget, networkFaults, noise);
+    }
+
+    /** The renew interval the members use: a quarter of the lease. */
+    public Duration renewInterval() {
+      return lease.dividedBy(4);
     }
   }
 
-  private enum Action { KILL, PAUSE, ADD }
+  /** A round's kind. */
+  public enum Action {
+    KILL, PAUSE, ADD, PARTITION_STORE, PARTITION_SOURCE, PARTITION_SINK;
+
+    boolean network() {
+      return this == PARTITION_STORE || this == PARTITION_SOURCE || this == PARTITION_SINK;
+    }
+  }
+
+  /** A member's connection roles, each through a fault proxy of its own. */
+  public enum Role { STORE, SOURCE, SINK }
 
   private static final class Member {
     final String name;
     final ChildJvm jvm;
+    final Map<Role, FaultProxy> proxies;
+    /** Per role, until when (System.nanoTime) a round's partition holds: the noise leaves it alone. */
+    final Map<Role, Long> partitionedUntil = new java.util.EnumMap<>(Role.class);
+    /** Wall-clock [SIGSTOP, SIGCONT] of each pause. */
+    final List<long[]> pauses = new java.util.concurrent.CopyOnWriteArrayList<>();
     volatile boolean alive = true;
     long readyNanos;
 
-    Member(String name, ChildJvm jvm) {
+    Member(String name, ChildJvm jvm, Map<Role, FaultProxy> proxies) {
       this.name = name;
       this.jvm = jvm;
+      this.proxies = proxies;
+    }
+
+    synchronized boolean partitioned(Role role) {
+      Long until = partitionedUntil.get(role);
+      return until != null && System.nanoTime() - until < 0;
     }
   }
 
@@ -201,6 +253,8 @@ public final class ChaosHarness implements AutoCloseable {
   private final EmbeddedMongo embedded;
   private final String uri;
   private final MongoClient client;
+  /** The writer's own client: on the embedded server with a long read timeout (see the constructor). */
+  private final MongoClient writerClient;
   private final String databaseName;
   private final MongoDatabase db;
   private final LeaseStore leases;
@@ -214,8 +268,23 @@ public final class ChaosHarness implements AutoCloseable {
     t.setDaemon(true);
     return t;
   });
+  private final ScheduledExecutorService noiseThread = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "chaos-noise");
+    t.setDaemon(true);
+    return t;
+  });
   private final ChaosWriter writer;
   private final List<Action> bag = new ArrayList<>();
+  /** Where the members' proxies forward to: the one server (or the primary) they connect to directly. */
+  private final String serverHost;
+  private final int serverPort;
+  private final Random noiseRandom;
+  private final Ownership ownership;
+  private final Map<Action, Integer> roundsByKind = new java.util.EnumMap<>(Action.class);
+  /** Per role: connections accepted and bytes forwarded by the proxies of members already closed. */
+  private final Map<Role, long[]> closedTraffic = new java.util.EnumMap<>(Role.class);
+  private final java.util.concurrent.atomic.AtomicInteger latencyEpisodes = new java.util.concurrent.atomic.AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicInteger resets = new java.util.concurrent.atomic.AtomicInteger();
   private int nextMember = 1;
   private int kills;
   private int pauses;
@@ -254,7 +323,41 @@ public final class ChaosHarness implements AutoCloseable {
         }
       }
     }
-    writer = new ChaosWriter(db.getCollection(SOURCE), keys);
+    // The embedded server does not deduplicate a write the driver retries after a read timeout
+    // (docs/adr/0057), and the writer takes the duplicate-key refusal of such a retry as a failed
+    // write: a soak on an overloaded machine (seed 20261128, round 208) stopped so. A read timeout
+    // of 120 s instead of 10 s lets the first attempt answer; a real server deduplicates retries.
+    writerClient = embedded == null ? client : MongoClients.create(embedded.clientSettings()
+        .applyToSocketSettings(b -> b.readTimeout(120, TimeUnit.SECONDS)).build());
+    writer = new ChaosWriter(writerClient.getDatabase(databaseName).getCollection(SOURCE), keys);
+    ServerAddress server = directTarget();
+    serverHost = server.getHost();
+    serverPort = server.getPort();
+    noiseRandom = new Random(settings.seed() * 31 + 7);
+    ownership = new Ownership(PARTITIONS, settings.lease());
+    for (Role r : Role.values()) {
+      closedTraffic.put(r, new long[3]);
+    }
+  }
+
+  /**
+   * The one server the members' proxies forward to: the embedded server, or on a real deployment
+   * its primary (asked with {@code hello}), since each member client connects through its proxy
+   * with {@code directConnection=true} and must reach a server that takes writes and change
+   * streams. A fault proxy forwards only to loopback addresses: a deployment elsewhere cannot run
+   * this harness, and says so when the first proxy opens.
+   */
+  private ServerAddress directTarget() {
+    if (embedded != null) {
+      return new ConnectionString(uri).getHosts().stream().findFirst().map(ServerAddress::new)
+          .orElseThrow(() -> new IllegalStateException("the embedded server's connection string names no host: " + uri));
+    }
+    Document hello = client.getDatabase("admin").runCommand(new Document("hello", 1));
+    String primary = hello.getString("primary");
+    if (primary == null) {
+      primary = new ConnectionString(uri).getHosts().get(0);
+    }
+    return new ServerAddress(primary);
   }
 
   /** Keys {@code key-<i>} chosen so that each partition gets the same number of them. */
@@ -285,9 +388,11 @@ public final class ChaosHarness implements AutoCloseable {
   /** Runs the members, the writer and the rounds, waits for the end state and analyses it. */
   public ChaosReport run() {
     long started = System.nanoTime();
-    out.printf("chaos: seed %d, %d rounds, lease %s, checkpoint batch %d, %d keys, %d writes/s, database %s on %s%n",
+    out.printf("chaos: seed %d, %d rounds, lease %s, checkpoint batch %d, %d keys, %d writes/s, database %s on %s,"
+            + " members through fault proxies to %s:%d; network partitions %s, latency and resets %s%n",
         settings.seed(), settings.rounds(), settings.lease(), settings.checkpointBatch(), settings.keys(),
-        settings.writesPerSecond(), databaseName, embedded != null ? "the embedded server" : uri);
+        settings.writesPerSecond(), databaseName, embedded != null ? "the embedded server" : uri, serverHost,
+        serverPort, settings.networkFaults() ? "on" : "off", settings.noise() ? "on" : "off");
     try {
       List<Member> first = new ArrayList<>();
       for (int i = 0; i < settings.minMembers(); i++) {
@@ -296,6 +401,11 @@ public final class ChaosHarness implements AutoCloseable {
       first.forEach(this::awaitReady);
       awaitQuietly("every partition held by a live member", settings.roundTimeout(), this::allPartitionsHeld);
       monitor.scheduleWithFixedDelay(this::checkJoins, 100, 100, TimeUnit.MILLISECONDS);
+      monitor.scheduleWithFixedDelay(this::sampleOwnership, 0, 100, TimeUnit.MILLISECONDS);
+      if (settings.noise()) {
+        noiseThread.scheduleWithFixedDelay(this::noise, 0, NOISE_TICK.toMillis(), TimeUnit.MILLISECONDS);
+      }
+      ownership.counting(true);
       writer.start(settings.writesPerSecond());
       Map<String, Long> none = new HashMap<>();
       keys.forEach(k -> none.put(k, 0L));
@@ -313,6 +423,7 @@ public final class ChaosHarness implements AutoCloseable {
       }
 
       writer.stop();
+      ownership.counting(false);
       Map<String, Long> written = writer.written();
       out.printf("chaos: writer stopped after %,d changes; waiting for every member to catch up%n", writer.total());
       await("every written change applied", settings.roundTimeout(), () -> caughtUp(written));
@@ -330,6 +441,7 @@ public final class ChaosHarness implements AutoCloseable {
     Map<String, Long> before = writer.written();
     List<Member> alive = alive();
     Action action = nextAction(alive.size() < settings.maxMembers());
+    roundsByKind.merge(action, 1, Integer::sum);
     closePendingJoins(); // a disruption ends the measurement of earlier joins
     roundStarts.put(System.currentTimeMillis(), "round " + round + " " + action);
     String detail;
@@ -338,6 +450,7 @@ public final class ChaosHarness implements AutoCloseable {
         Member victim = alive.get(random.nextInt(alive.size()));
         victim.jvm.kill();
         victim.alive = false;
+        closeProxies(victim);
         kills++;
         detail = "SIGKILL " + victim.name;
         if (alive().size() < settings.minMembers()) {
@@ -350,6 +463,7 @@ public final class ChaosHarness implements AutoCloseable {
       case PAUSE -> {
         Member victim = alive.get(random.nextInt(alive.size()));
         long stoppedAt = System.nanoTime();
+        long stoppedWall = System.currentTimeMillis();
         victim.jvm.pause();
         pauses++;
         try {
@@ -357,6 +471,7 @@ public final class ChaosHarness implements AutoCloseable {
               () -> holdsNothing(victim.name));
         } finally {
           victim.jvm.resume();
+          victim.pauses.add(new long[] {stoppedWall, System.currentTimeMillis()});
         }
         detail = "SIGSTOP " + victim.name + " for " + millis(System.nanoTime() - stoppedAt) + " ms, SIGCONT";
       }
@@ -368,6 +483,23 @@ public final class ChaosHarness implements AutoCloseable {
         if (!settings.joinWait().isZero() && j.share > 0) {
           awaitQuietly(added.name + " holding its share", settings.joinWait(), () -> j.toShare != null);
         }
+      }
+      case PARTITION_STORE, PARTITION_SOURCE, PARTITION_SINK -> {
+        Role role = action == Action.PARTITION_STORE ? Role.STORE
+            : action == Action.PARTITION_SOURCE ? Role.SOURCE : Role.SINK;
+        Member victim = aHolder(alive);
+        Duration bound = Duration.ofMillis(settings.lease().toMillis()
+            + (long) (random.nextDouble() * settings.lease().toMillis())); // one to two leases
+        long until;
+        synchronized (victim) {
+          until = System.nanoTime() + bound.toNanos();
+          victim.partitionedUntil.put(role, until);
+          victim.proxies.get(role).blackhole(bound);
+        }
+        detail = "blackhole " + victim.name + "'s " + role.name().toLowerCase(java.util.Locale.ROOT) + " for "
+            + bound.toMillis() + " ms";
+        // The round is the partition: the next one starts after it healed (the proxy ends it itself).
+        await("the end of " + detail, bound.plusSeconds(5), () -> System.nanoTime() - until >= 0);
       }
       default -> throw new IllegalStateException("unknown action " + action);
     }
@@ -384,7 +516,8 @@ public final class ChaosHarness implements AutoCloseable {
   private Action nextAction(boolean mayAdd) {
     for (int attempt = 0; attempt < 2; attempt++) {
       if (bag.isEmpty()) {
-        List<Action> fresh = new ArrayList<>(List.of(Action.values()));
+        List<Action> fresh = new ArrayList<>(java.util.Arrays.stream(Action.values())
+            .filter(a -> settings.networkFaults() || !a.network()).toList());
         java.util.Collections.shuffle(fresh, random);
         bag.addAll(fresh);
       }
@@ -400,17 +533,128 @@ public final class ChaosHarness implements AutoCloseable {
     throw new IllegalStateException("no action possible");
   }
 
+  /** A live member that holds a partition now (a partition of a holder is what the checks are about), else any. */
+  private Member aHolder(List<Member> alive) {
+    Map<String, Integer> held = heldByLabel();
+    List<Member> holders = alive.stream().filter(m -> held.getOrDefault(m.name, 0) > 0).toList();
+    List<Member> from = holders.isEmpty() ? alive : holders;
+    return from.get(random.nextInt(from.size()));
+  }
+
   private Member startMember() {
     String name = "n" + nextMember++;
+    Map<Role, FaultProxy> proxies = new java.util.EnumMap<>(Role.class);
+    List<String> args = new ArrayList<>();
+    for (Role role : Role.values()) {
+      // Lives as long as the run may: a proxy closing itself would cut its member off for good.
+      FaultProxy proxy = FaultProxy.to(name + "-" + role.name().toLowerCase(java.util.Locale.ROOT), serverHost,
+          serverPort, 0, settings.budget().plus(settings.roundTimeout().multipliedBy(4)).plusMinutes(30));
+      proxies.put(role, proxy);
+      args.add(directUri(proxy.address()));
+    }
+    // Bookkeeping (the events the duplicate bound counts) is not under test: straight to the server.
+    args.add(directUri(serverHost + ":" + serverPort));
+    args.addAll(List.of(databaseName, name, Long.toString(settings.lease().toMillis()),
+        Integer.toString(settings.checkpointBatch())));
     ChildJvm jvm = ChildJvm.start(name,
         List.of("-Xmx160m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k"),
-        ChaosNode.class, uri, databaseName, name, Long.toString(settings.lease().toMillis()),
-        Integer.toString(settings.checkpointBatch()));
-    Member m = new Member(name, jvm);
+        ChaosNode.class, args.toArray(String[]::new));
+    Member m = new Member(name, jvm, proxies);
     synchronized (members) {
       members.add(m);
     }
     return m;
+  }
+
+  /**
+   * A connection string to one host with {@code directConnection=true}: through a proxy, the
+   * driver must not discover the other members of a replica set and go round it. The credentials
+   * and options of {@code -Dsluice.mongodb.uri} are kept.
+   */
+  private String directUri(String hostPort) {
+    if (embedded != null) {
+      return "mongodb://" + hostPort + "/?directConnection=true";
+    }
+    ConnectionString given = new ConnectionString(uri);
+    String rest = uri.substring(uri.indexOf("://") + 3);
+    String credentials = rest.contains("@") ? rest.substring(0, rest.indexOf('@') + 1) : "";
+    String afterHosts = rest.substring(rest.indexOf('@') + 1);
+    int slash = afterHosts.indexOf('/');
+    String path = slash < 0 ? "/" : afterHosts.substring(slash);
+    String options = path.contains("?") ? path.substring(path.indexOf('?') + 1) : "";
+    String database = path.contains("?") ? path.substring(0, path.indexOf('?')) : path;
+    StringBuilder kept = new StringBuilder();
+    for (String o : options.split("&")) {
+      String lower = o.toLowerCase(java.util.Locale.ROOT);
+      if (!o.isEmpty() && !lower.startsWith("replicaset=") && !lower.startsWith("directconnection=")) {
+        kept.append(o).append('&');
+      }
+    }
+    return (given.isSrvProtocol() ? "mongodb://" : uri.substring(0, uri.indexOf("://") + 3)) + credentials + hostPort
+        + (database.isEmpty() ? "/" : database) + "?" + kept + "directConnection=true";
+  }
+
+  private static final Duration NOISE_TICK = Duration.ofMillis(500);
+  /** Every sixth tick (three seconds) one proxy resets: a cadence, so that even a short run has resets. */
+  private static final int RESET_EVERY_TICKS = 6;
+  private final java.util.concurrent.atomic.AtomicLong noiseTicks = new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * One tick of the run-long noise (issue 34, 2.3): each proxy of each live member not under a
+   * round's partition starts, with probability 0.15, an episode of 1-2 s in which every chunk in
+   * each direction is delayed by a uniform 0 to half the renew interval (a request's round trip by
+   * up to the renew interval); and every sixth tick one proxy, chosen at random, resets every
+   * connection it holds. Episodes and not constant latency: the members handle each change with a
+   * round trip to the sink, and a constant delay would cap a partition below the writer's rate.
+   */
+  private void noise() {
+    try {
+      long jitter = settings.renewInterval().toNanos() / 2;
+      List<Member> live = alive();
+      for (Member m : live) {
+        synchronized (m) {
+          for (Role role : Role.values()) {
+            if (!m.partitioned(role) && noiseRandom.nextDouble() < 0.15) {
+              m.proxies.get(role).latency(Duration.ZERO, Duration.ofNanos(jitter),
+                  Duration.ofMillis(1_000 + noiseRandom.nextInt(1_000)));
+              latencyEpisodes.incrementAndGet();
+            }
+          }
+        }
+      }
+      if (!live.isEmpty() && noiseTicks.incrementAndGet() % RESET_EVERY_TICKS == 0) {
+        Member m = live.get(noiseRandom.nextInt(live.size()));
+        Role role = Role.values()[noiseRandom.nextInt(Role.values().length)];
+        synchronized (m) {
+          if (!m.partitioned(role)) {
+            FaultProxy proxy = m.proxies.get(role);
+            int open = proxy.openConnections();
+            proxy.resetConnections();
+            resets.incrementAndGet();
+            out.printf("chaos: %s reset %d connection(s) of %s's %s proxy%n", java.time.LocalTime.now(), open, m.name,
+                role.name().toLowerCase(java.util.Locale.ROOT));
+          }
+        }
+      }
+    } catch (RuntimeException e) {
+      out.println("chaos: noise tick failed: " + e); // a member's proxies closed under it: next tick
+    }
+  }
+
+  /** Polled by the monitor: the lease records, for the longest time a partition had no owner. */
+  private void sampleOwnership() {
+    try {
+      for (LeaseRecord r : leases.list(leasePrefix())) {
+        ownership.sample(partitionOf(r.name()), r);
+      }
+    } catch (RuntimeException e) {
+      out.println("chaos: monitor could not read the leases for ownership: " + e);
+    }
+  }
+
+  private static int partitionOf(String leaseName) {
+    String tail = leaseName.substring(leaseName.lastIndexOf('#') + 1);
+    return Integer.parseInt(tail.substring(0, tail.indexOf("of")));
   }
 
   private void awaitReady(Member m) {
@@ -591,6 +835,23 @@ public final class ChaosHarness implements AutoCloseable {
       logs.put(key, log);
     }
     ChaosReport.Analysis a = ChaosReport.analyse(logs, written);
+    Map<Integer, List<ChaosReport.Applied>> byPartition = new TreeMap<>();
+    logs.forEach((key, log) -> byPartition.computeIfAbsent(partitionOfKey.get(key), p -> new ArrayList<>()).addAll(log));
+    Map<String, List<long[]>> pausesByNode = new HashMap<>();
+    List<String> output = new ArrayList<>();
+    synchronized (members) {
+      for (Member m : members) {
+        pausesByNode.put(m.name, List.copyOf(m.pauses));
+        output.addAll(m.jvm.output());
+      }
+    }
+    ChaosReport.Overlaps overlaps = ChaosReport.overlaps(byPartition, pausesByNode);
+    ChaosReport.Deadlines deadlines = ChaosReport.deadlines(output, pausesByNode);
+    ChaosReport.Gap ownerless = ownership.longestGap();
+    if (ownerless.partition() >= 0) {
+      out.printf("chaos: longest ownerless time: partition %d had no owner on the store's clock for %d ms from %s%n",
+          ownerless.partition(), ownerless.length().toMillis(), java.time.Instant.ofEpochMilli(ownerless.fromMillis()));
+    }
     ChaosReport.Stall stall =
         ChaosReport.longestStall(times, writer.firstWriteMillis(), writer.stoppedMillis());
     describeStall(stall, times);
@@ -603,10 +864,11 @@ public final class ChaosHarness implements AutoCloseable {
     long reopens = events.countDocuments(Filters.eq("type", "feedFailed"));
     long handlerFailures = events.countDocuments(Filters.eq("type", "handlerFailed"));
     long bound = (long) settings.checkpointBatch() * (takeovers + reopens + handlerFailures);
-    return new ChaosReport(settings.seed(), roundsRun, kills, pauses, joinCount, writer.total(),
+    return new ChaosReport(settings.seed(), roundsRun, kills, pauses, joinCount, new TreeMap<>(roundsByKind),
+        latencyEpisodes.get(), resets.get(), traffic(), writer.total(),
         a.lostCount, List.copyOf(a.lost), a.orderViolations, List.copyOf(a.violations), a.duplicates, bound,
         takeovers, reopens, handlerFailures, a.deepestReplay, settings.checkpointBatch(), stall.length(),
-        stall.partition(), liveHoldings(), balanced, List.copyOf(joins), wall);
+        stall.partition(), overlaps, ownerless, deadlines, liveHoldings(), balanced, List.copyOf(joins), wall);
   }
 
   /**
@@ -665,6 +927,45 @@ public final class ChaosHarness implements AutoCloseable {
     }
   }
 
+  /** Closes a dead member's proxies, keeping their traffic for the report. */
+  private void closeProxies(Member m) {
+    synchronized (m) {
+      m.proxies.forEach((role, proxy) -> {
+        long[] t = closedTraffic.get(role);
+        synchronized (t) {
+          t[0] += proxy.connectionsAccepted();
+          t[1] += proxy.bytesForwarded(FaultProxy.Direction.UPSTREAM);
+          t[2] += proxy.bytesForwarded(FaultProxy.Direction.DOWNSTREAM);
+        }
+        proxy.close();
+      });
+    }
+  }
+
+  /** Per role: connections accepted, bytes to the server and bytes back, over every member's proxy. */
+  private Map<Role, ChaosReport.Traffic> traffic() {
+    Map<Role, ChaosReport.Traffic> all = new java.util.EnumMap<>(Role.class);
+    for (Role role : Role.values()) {
+      long[] t = closedTraffic.get(role);
+      long connections;
+      long up;
+      long down;
+      synchronized (t) {
+        connections = t[0];
+        up = t[1];
+        down = t[2];
+      }
+      for (Member m : alive()) {
+        FaultProxy p = m.proxies.get(role);
+        connections += p.connectionsAccepted();
+        up += p.bytesForwarded(FaultProxy.Direction.UPSTREAM);
+        down += p.bytesForwarded(FaultProxy.Direction.DOWNSTREAM);
+      }
+      all.put(role, new ChaosReport.Traffic(connections, up, down));
+    }
+    return all;
+  }
+
   private static long millis(long nanos) {
     return TimeUnit.NANOSECONDS.toMillis(nanos);
   }
@@ -673,12 +974,17 @@ public final class ChaosHarness implements AutoCloseable {
   @Override
   public void close() {
     monitor.shutdownNow();
+    noiseThread.shutdownNow();
     writer.close();
     synchronized (members) {
       members.forEach(m -> m.jvm.close());
+      members.forEach(m -> m.proxies.values().forEach(FaultProxy::close));
     }
     if (embedded == null) {
       db.drop();
+    }
+    if (writerClient != client) {
+      writerClient.close();
     }
     client.close();
     if (embedded != null) {

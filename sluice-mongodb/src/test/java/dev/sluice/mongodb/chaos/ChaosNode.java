@@ -5,7 +5,6 @@ import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
-import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Updates;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Operation;
@@ -44,34 +43,42 @@ import org.bson.Document;
  * ChaosHarness#EVENTS} (the harness counts takeovers and re-reads from them) and prints {@code
  * READY}/{@code ACQUIRED}/{@code LOST} lines for people reading a failed run.
  *
- * <p>Arguments: connection string, database, node name, lease milliseconds, checkpoint batch.
+ * <p>Each change is begun under the eye of a {@link DeadlineWatch} wrapped around its lease store:
+ * a change begun at or after the local deadline of its lease prints a {@code LATE} line, and a
+ * {@code DEADLINES} line every two seconds sums up (docs/adr/0108).
+ *
+ * <p>Arguments: the connection strings of its lease store, its source and its sink (each through
+ * its own fault proxy of the harness, with {@code directConnection=true}) and of the bookkeeping
+ * (the events, straight to the server), then database, node name, lease milliseconds, checkpoint
+ * batch.
  * The node exits when its standard input closes, so that a harness that dies leaves no orphans.
  */
 public final class ChaosNode {
   private ChaosNode() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 5) {
-      throw new IllegalArgumentException("usage: ChaosNode <connection string> <database> <node name>"
-          + " <lease millis> <checkpoint batch>, but got " + args.length + " argument(s)");
+    if (args.length != 8) {
+      throw new IllegalArgumentException("usage: ChaosNode <lease store connection string> <source connection string>"
+          + " <sink connection string> <bookkeeping connection string> <database> <node name> <lease millis>"
+          + " <checkpoint batch>, but got " + args.length + " argument(s)");
     }
-    String name = args[2];
-    Duration lease = Duration.ofMillis(Long.parseLong(args[3]));
-    int batch = Integer.parseInt(args[4]);
+    String database = args[4];
+    String name = args[5];
+    Duration lease = Duration.ofMillis(Long.parseLong(args[6]));
+    int batch = Integer.parseInt(args[7]);
     exitWhenParentGoes();
 
-    MongoClient client = MongoClients.create(MongoClientSettings.builder()
-        .applyConnectionString(new ConnectionString(args[0]))
-        .applyToClusterSettings(b -> b.serverSelectionTimeout(10, TimeUnit.SECONDS))
-        .applyToSocketSettings(b -> b.connectTimeout(5, TimeUnit.SECONDS).readTimeout(15, TimeUnit.SECONDS))
-        .build());
-    MongoDatabase db = client.getDatabase(args[1]);
-    MongoCollection<Document> truth = db.getCollection(ChaosHarness.TRUTH);
-    MongoCollection<Document> events = db.getCollection(ChaosHarness.EVENTS);
+    MongoClient storeClient = client(args[0]);
+    MongoClient sourceClient = client(args[1]);
+    MongoClient sinkClient = client(args[2]);
+    MongoClient bookkeeping = client(args[3]);
+    MongoCollection<Document> truth = sinkClient.getDatabase(database).getCollection(ChaosHarness.TRUTH);
+    MongoCollection<Document> events = bookkeeping.getDatabase(database).getCollection(ChaosHarness.EVENTS);
+    DeadlineWatch store = new DeadlineWatch(MongoLeaseStore.builder(storeClient.getDatabase(database)).build());
+    Deadlines deadlines = new Deadlines(store, name);
 
     Listener<BsonDocument> listener = Listener.builder(
-            MongoChangeFeed.builder(client, args[1], ChaosHarness.SOURCE).batchSize(100).build(),
-            MongoLeaseStore.builder(db).build())
+            MongoChangeFeed.builder(sourceClient, database, ChaosHarness.SOURCE).batchSize(100).build(), store)
         .group(ChaosHarness.GROUP)
         .owner(name)
         .partitions(ChaosHarness.PARTITIONS)
@@ -80,7 +87,10 @@ public final class ChaosNode {
         .acquireInterval(Duration.ofMillis(200))
         .pollWait(Duration.ofMillis(100))
         .checkpoint(CheckpointPolicy.every(batch, Duration.ofMillis(500)))
-        .handler((change, fence) -> apply(truth, name, change, fence))
+        .handler((change, fence) -> {
+          deadlines.handling(change, fence);
+          apply(truth, name, change, fence);
+        })
         .observer(new Recorder(events, name))
         .build();
     listener.start();
@@ -97,6 +107,7 @@ public final class ChaosNode {
           }
         }
         System.out.println(line);
+        System.out.println(deadlines.summary());
         try {
           Thread.sleep(2_000); // a sampling period, not a synchronisation
         } catch (InterruptedException e) {
@@ -107,6 +118,65 @@ public final class ChaosNode {
     sampler.setDaemon(true);
     sampler.start();
     Thread.currentThread().join();
+  }
+
+  /**
+   * A client of one connection role. Each role's connection string names the member's own fault
+   * proxy with {@code directConnection=true} (the driver would otherwise discover the replica set's
+   * members and go round the proxy); the timeouts are the ones the member always had.
+   */
+  private static MongoClient client(String connectionString) {
+    return MongoClients.create(MongoClientSettings.builder()
+        .applyConnectionString(new ConnectionString(connectionString))
+        .applyToClusterSettings(b -> b.serverSelectionTimeout(10, TimeUnit.SECONDS))
+        .applyToSocketSettings(b -> b.connectTimeout(5, TimeUnit.SECONDS).readTimeout(15, TimeUnit.SECONDS))
+        .build());
+  }
+
+  /**
+   * How close to its local lease deadline each change was begun: a change begun at or after the
+   * deadline of the lease it is handled under prints a {@code LATE} line (wall-clock millis of the
+   * start and of the deadline, and by how much), and every two seconds a {@code DEADLINES} line
+   * gives the count of changes begun, of those whose lease this watch never saw granted (must stay
+   * 0: the check would be blind to them), of late ones, and the least time left at a start.
+   */
+  static final class Deadlines {
+    private final DeadlineWatch watch;
+    private final String node;
+    private final java.util.concurrent.atomic.AtomicLong begun = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong unknown = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong late = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong leastLeftMicros = new java.util.concurrent.atomic.AtomicLong(Long.MAX_VALUE);
+
+    Deadlines(DeadlineWatch watch, String node) {
+      this.watch = watch;
+      this.node = node;
+    }
+
+    void handling(ChangeEvent<BsonDocument> change, Fence fence) {
+      long now = System.nanoTime();
+      long wall = System.currentTimeMillis();
+      begun.incrementAndGet();
+      Long deadline = watch.deadline(fence.lease(), fence.epoch());
+      if (deadline == null) {
+        unknown.incrementAndGet();
+        System.out.println("NO-DEADLINE " + node + " " + fence.lease() + " epoch=" + fence.epoch());
+        return;
+      }
+      long left = deadline - now;
+      leastLeftMicros.accumulateAndGet(left / 1_000, Math::min);
+      if (left <= 0) {
+        late.incrementAndGet();
+        System.out.println("LATE " + node + " " + fence.lease() + " epoch=" + fence.epoch() + " key=" + change.key()
+            + " at=" + wall + " deadline=" + (wall + left / 1_000_000) + " pastMicros=" + (-left / 1_000));
+      }
+    }
+
+    String summary() {
+      long least = leastLeftMicros.get();
+      return "DEADLINES " + node + " begun=" + begun.get() + " unknown=" + unknown.get() + " late=" + late.get()
+          + " leastLeftMicros=" + (least == Long.MAX_VALUE ? "-" : Long.toString(least));
+    }
   }
 
   /** The writer deletes a key's document and inserts it again with the next seq: apply the inserts. */
