@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
+import org.slf4j.LoggerFactory;
 
 /** A MongoDB deployment: change streams of collections, leases and dead letters in collections. */
 final class MongoSource implements Source<BsonDocument> {
@@ -138,7 +139,7 @@ final class MongoSource implements Source<BsonDocument> {
       Thread.currentThread().interrupt();
     }
     if (closing.isAlive()) {
-      org.slf4j.LoggerFactory.getLogger(MongoSource.class).warn("The MongoDB client did not close within {} (the"
+      LoggerFactory.getLogger(MongoSource.class).warn("The MongoDB client did not close within {} (the"
           + " server does not answer its endSessions?); left to close on a daemon thread", CLOSE_BOUND);
     }
   }

@@ -22,6 +22,7 @@ import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -205,9 +206,9 @@ public final class SluiceService implements AutoCloseable {
    * call in progress. Past it, a lease that was not released expires on the store by itself
    * (docs/adr/0103).
    */
-  java.time.Duration closeBound() {
-    return listeners.stream().map(l -> l.config().leaseDuration()).max(java.time.Duration::compareTo)
-        .orElse(java.time.Duration.ZERO).multipliedBy(2);
+  Duration closeBound() {
+    return listeners.stream().map(l -> l.config().leaseDuration()).max(Duration::compareTo)
+        .orElse(Duration.ZERO).multipliedBy(2);
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.feed;
 
 import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.changestream.FullDocument;
 import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
 import dev.sluice.ConfigurationException;
@@ -8,6 +9,7 @@ import dev.sluice.feed.ChangeFeed;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
 import org.bson.conversions.Bson;
@@ -410,16 +412,16 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
      * client's or database's own {@code timeoutMS} (0, no bound, if the application asked for
      * it), else {@link #DEFAULT_OPERATION_TIMEOUT}.
      */
-    com.mongodb.client.MongoDatabase boundedDatabase(String name) {
-      com.mongodb.client.MongoDatabase db = client.getDatabase(name);
-      Long own = db.getTimeout(java.util.concurrent.TimeUnit.MILLISECONDS);
+    MongoDatabase boundedDatabase(String name) {
+      MongoDatabase db = client.getDatabase(name);
+      Long own = db.getTimeout(TimeUnit.MILLISECONDS);
       long millis = operationTimeout != null ? operationTimeout.toMillis()
           : own != null ? own : DEFAULT_OPERATION_TIMEOUT.toMillis();
-      return own != null && own == millis ? db : db.withTimeout(millis, java.util.concurrent.TimeUnit.MILLISECONDS);
+      return own != null && own == millis ? db : db.withTimeout(millis, TimeUnit.MILLISECONDS);
     }
 
     public MongoChangeFeed build() {
-      Long timeout = boundedDatabase(database).getTimeout(java.util.concurrent.TimeUnit.MILLISECONDS);
+      Long timeout = boundedDatabase(database).getTimeout(TimeUnit.MILLISECONDS);
       // The driver refuses a change stream whose maxAwaitTimeMS is not below its timeoutMS; said here,
       // naming both settings, instead of at the first read.
       ConfigurationException.require(timeout == 0 || serverAwait.toMillis() < timeout, "serverAwait", serverAwait,
