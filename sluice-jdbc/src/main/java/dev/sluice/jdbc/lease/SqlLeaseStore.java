@@ -5,6 +5,7 @@ import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
+import dev.sluice.lease.LeaseCallBounds;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.LeaseStoreException;
 import java.sql.Connection;
@@ -19,9 +20,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.function.Function;
 import java.util.regex.Pattern;
@@ -74,13 +73,8 @@ public final class SqlLeaseStore implements LeaseStore {
   private final DataSource dataSource;
   private final String table;
   private final boolean createTable;
-  /** {@link Builder#operationTimeout}: the network timeout of calls not made for a lease. */
-  private final long operationTimeoutMillis;
-  /**
-   * The duration of each lease this store granted or renewed, by name, so that a commit or a
-   * release is bounded like the renewals of its lease ({@link #boundFor(String)}).
-   */
-  private final Map<String, Long> durations = new ConcurrentHashMap<>();
+  /** The network timeouts of its calls (ADR 0101), from {@link Builder#operationTimeout}. */
+  private final LeaseCallBounds bounds;
   private final boolean readThenWriteAcquire;
   private volatile SqlDialect dialect;
   private volatile boolean tableReady;
@@ -97,7 +91,7 @@ public final class SqlLeaseStore implements LeaseStore {
     this.createTable = b.createTable;
     this.readThenWriteAcquire = b.readThenWriteAcquire;
     this.dialect = b.dialect == null ? null : b.dialect.sql;
-    this.operationTimeoutMillis = b.operationTimeout.toMillis();
+    this.bounds = new LeaseCallBounds(b.operationTimeout);
   }
 
   /** Default of {@link Builder#operationTimeout}. */
@@ -222,7 +216,7 @@ public final class SqlLeaseStore implements LeaseStore {
     ConfigurationException.requireNonNull(owner, "owner");
     requireDuration(duration);
     // An acquisition holds nothing yet: the operation timeout, not a third of the lease (ADR 0101).
-    long bound = operationTimeoutMillis;
+    long bound = bounds.operationTimeoutMillis();
     Boolean upsert = upsertReturning;
     if (upsert == null) {
       upsert = query("tryAcquire", name, bound, (c, d) -> upsertReturning);
@@ -230,29 +224,10 @@ public final class SqlLeaseStore implements LeaseStore {
     Optional<Lease> lease = readThenWriteAcquire || !upsert
         ? readThenWriteAcquire(name, owner, duration, bound)
         : query("tryAcquire", name, bound, (c, d) -> upsertAcquire(c, d, name, owner, duration));
-    lease.ifPresent(l -> durations.put(name, duration.toMillis()));
+    lease.ifPresent(l -> bounds.granted(name, duration));
     return lease;
   }
 
-  /**
-   * The network timeout of a call for a lease of {@code duration}: a third of it, but at least
-   * {@value #MIN_LEASE_BOUND_MILLIS} ms, and at most the operation timeout (ADR 0101).
-   */
-  private long boundFor(Duration duration) {
-    return Math.min(operationTimeoutMillis, Math.max(MIN_LEASE_BOUND_MILLIS, duration.toMillis() / 3));
-  }
-
-  /**
-   * The least bound of a lease's call: below it an ordinary hiccup (a GC pause, a busy server)
-   * would break pooled connections, and a very short timed lock could not be taken at all.
-   */
-  static final long MIN_LEASE_BOUND_MILLIS = 1_000;
-
-  /** As {@link #boundFor(Duration)} for a lease this store granted or renewed, else the operation timeout. */
-  private long boundFor(String name) {
-    Long duration = durations.get(name);
-    return duration == null ? operationTimeoutMillis : boundFor(Duration.ofMillis(duration));
-  }
 
 
   /** The upsert; empty if someone else holds the lease or won the statement's race. */
@@ -338,7 +313,7 @@ public final class SqlLeaseStore implements LeaseStore {
   @Override
   public Lease renew(Lease lease, Duration duration) {
     requireDuration(duration);
-    Lease renewed = fencedWrite("renew", lease, boundFor(duration), (c, d) -> {
+    Lease renewed = fencedWrite("renew", lease, bounds.forLease(duration), (c, d) -> {
       Row row = selectMatching(c, d, lease);
       Instant expiresAt = expiry(row.now(), duration);
       casUpdate(c, "expires_at = ?", row, ps -> {
@@ -347,7 +322,7 @@ public final class SqlLeaseStore implements LeaseStore {
       });
       return new Lease(lease.name(), lease.owner(), lease.epoch(), expiresAt, row.checkpoint());
     });
-    durations.put(lease.name(), duration.toMillis());
+    bounds.granted(lease.name(), duration);
     return renewed;
   }
 
@@ -357,7 +332,7 @@ public final class SqlLeaseStore implements LeaseStore {
     Position stored = new Position(checkpoint.token(),
         checkpoint.time() == null ? null : checkpoint.time().truncatedTo(ChronoUnit.MICROS));
     ConfigurationException.requireNonNull(lease, "lease");
-    return fencedWrite("commit", lease, boundFor(lease.name()), (c, d) -> {
+    return fencedWrite("commit", lease, bounds.forHeld(lease.name()), (c, d) -> {
       Row row = selectMatching(c, d, lease);
       casUpdate(c, "checkpoint = ?, checkpoint_time = ?", row, ps -> {
         ps.setString(1, stored.token());
@@ -375,7 +350,7 @@ public final class SqlLeaseStore implements LeaseStore {
   @Override
   public boolean release(Lease lease) {
     ConfigurationException.requireNonNull(lease, "lease");
-    boolean released = query("release", lease.name(), boundFor(lease.name()), (c, d) -> {
+    boolean released = query("release", lease.name(), bounds.forHeld(lease.name()), (c, d) -> {
       try (PreparedStatement ps = c.prepareStatement(notifying(d, "UPDATE " + table + " SET owner = NULL,"
           + " expires_at = NULL, version = version + 1 WHERE name = ? AND owner = ? AND epoch = ?"))) {
         ps.setString(1, lease.name());
@@ -385,7 +360,7 @@ public final class SqlLeaseStore implements LeaseStore {
       }
     });
     // Another holder of the name in this process (rare) falls back to the operation timeout.
-    durations.remove(lease.name());
+    bounds.released(lease.name());
     return released;
   }
 
@@ -711,7 +686,7 @@ public final class SqlLeaseStore implements LeaseStore {
   }
 
   private <T> T query(String op, String name, Tx<T> body) {
-    return query(op, name, operationTimeoutMillis, body);
+    return query(op, name, bounds.operationTimeoutMillis(), body);
   }
 
   /** {@code body} on a connection whose requests wait at most {@code bound} ms for an answer. */

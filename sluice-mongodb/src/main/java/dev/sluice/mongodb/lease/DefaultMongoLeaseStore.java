@@ -23,6 +23,7 @@ import com.mongodb.client.result.UpdateResult;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
+import dev.sluice.lease.LeaseCallBounds;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.mongodb.internal.MongoErrors;
@@ -32,10 +33,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiPredicate;
 import java.util.regex.Pattern;
@@ -90,13 +89,8 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
 
   private final MongoDatabase database;
   private final MongoCollection<BsonDocument> leases;
-  /** {@link MongoLeaseStore.Builder#operationTimeout}: the bound of calls not made for a lease. */
-  private final long operationTimeoutMillis;
-  /**
-   * The duration of each lease this store granted or renewed, by name, so that a commit or a
-   * release is bounded like the renewals of its lease ({@link #forLease}). Removed on release.
-   */
-  private final Map<String, Long> durations = new ConcurrentHashMap<>();
+  /** The bounds of its calls (ADR 0101); {@code leases} itself carries the operation timeout. */
+  private final LeaseCallBounds bounds;
   /** The last stamp of the shard's clock this store received, and when (monotonic): {@link #storeNow}. */
   private Instant lastStamp;
   private long lastStampNanos;
@@ -104,7 +98,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   DefaultMongoLeaseStore(MongoDatabase database, String collection, WriteConcern writeConcern,
       Duration idle, Duration operationTimeout, Duration setupTimeout) {
     this.database = database;
-    this.operationTimeoutMillis = operationTimeout.toMillis();
+    this.bounds = new LeaseCallBounds(operationTimeout);
     this.leases = MongoReads.ownRecords(database.getCollection(collection, BsonDocument.class), writeConcern);
     // The set-up is usually the first call of a new client, which waits for the driver to find
     // its server: not bounded by a short operation timeout (MongoLeaseStore.Builder#build).
@@ -143,34 +137,20 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   }
 
   /**
-   * The lease collection bounded for a call on behalf of a lease of {@code durationMillis} that
-   * this process holds (renew, commit, release; an acquisition, which holds nothing yet, keeps the
-   * operation timeout): a
-   * third of the lease, but at least {@value #MIN_LEASE_BOUND_MILLIS} ms (below that an ordinary
-   * hiccup would fail calls and close connections, and a very short timed lock could not be
-   * taken), or the operation timeout if that is shorter
-   * (docs/adr/0101-lease-store-calls-bounded-by-the-lease.md). Renewals come at most every third
-   * of the lease, so a call stuck on a connection nobody answers (a blackhole, a half-open
-   * socket) fails while the next renewal can still get through on a fresh connection before the
-   * local deadline, and it holds the keeper's thread, which renews other leases too, no longer
-   * than that bound. The driver closes a connection whose read timed out.
+   * The lease collection bounded for a call on behalf of a held lease of {@code duration}
+   * ({@link LeaseCallBounds#forLease}; the driver closes a connection whose read timed out).
    */
-  private MongoCollection<BsonDocument> forLease(long durationMillis) {
-    long bound = Math.min(operationTimeoutMillis, Math.max(MIN_LEASE_BOUND_MILLIS, durationMillis / 3));
-    return leases.withTimeout(bound, TimeUnit.MILLISECONDS);
+  private MongoCollection<BsonDocument> forLease(Duration duration) {
+    return leases.withTimeout(bounds.forLease(duration), TimeUnit.MILLISECONDS);
   }
 
-  /** The least bound of a lease's call ({@link #forLease(long)}). */
-  static final long MIN_LEASE_BOUND_MILLIS = 1_000;
-
-  /** As {@link #forLease(long)} for a lease granted or renewed by this store, else unchanged. */
+  /** As {@link #forLease(Duration)} for held lease {@code name} ({@link LeaseCallBounds#forHeld}). */
   private MongoCollection<BsonDocument> forLease(String name) {
-    Long duration = durations.get(name);
-    return duration == null ? leases : forLease(duration);
+    return leases.withTimeout(bounds.forHeld(name), TimeUnit.MILLISECONDS);
   }
 
   private Lease granted(Lease lease, Duration duration) {
-    durations.put(lease.name(), duration.toMillis());
+    bounds.granted(lease.name(), duration);
     return lease;
   }
 
@@ -304,7 +284,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
     Instant estimatedExpiry = (estimate != null ? estimate : lease.expiresAt()).plus(duration);
     BsonDocument renewed;
     try {
-      renewed = forLease(duration.toMillis()).findOneAndUpdate(
+      renewed = forLease(duration).findOneAndUpdate(
           heldBy(lease),
           Updates.combine(
               Updates.currentDate(RENEWED_AT),
@@ -352,7 +332,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
                 Updates.unset(EXPIRES_AT),
                 Updates.currentDate(IDLE_SINCE)));
     // Another holder of the name in this process (rare) falls back to the operation timeout.
-    durations.remove(lease.name());
+    bounds.released(lease.name());
     return result.getMatchedCount() > 0;
   }
 
