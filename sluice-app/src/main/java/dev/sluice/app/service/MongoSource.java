@@ -18,7 +18,6 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
-import org.slf4j.LoggerFactory;
 
 /** A MongoDB deployment: change streams of collections, leases and dead letters in collections. */
 final class MongoSource implements Source<BsonDocument> {
@@ -114,33 +113,10 @@ final class MongoSource implements Source<BsonDocument> {
     }
   }
 
-  /**
-   * How long {@link #close()} waits for the driver's client to close. The client ends its server
-   * sessions on close ({@code endSessions}), which takes a connection and a reply: on a server that
-   * keeps connections open and never answers, and that the driver's monitor has not yet seen fail,
-   * that waits for a connection to open and for the socket read timeout, not for {@code timeoutMS}
-   * (38 s measured with the service's 30 s read timeout; for ever with the driver's defaults).
-   */
-  static final Duration CLOSE_BOUND = Duration.ofSeconds(5);
-
-  /**
-   * Closes the client, waiting at most {@link #CLOSE_BOUND} (docs/adr/0103): past it the close goes
-   * on on a daemon thread, which ends once the driver's own bound passes (the socket read timeout
-   * of the service's client) and never keeps the process alive.
-   */
+  /** Closes the client; {@link Wiring#close()} bounds how long that is waited for (docs/adr/0103). */
   @Override
   public void close() {
-    Thread closing = new Thread(client::close, "sluice-close-mongodb");
-    closing.setDaemon(true);
-    closing.start();
-    try {
-      closing.join(CLOSE_BOUND.toMillis());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    if (closing.isAlive()) {
-      LoggerFactory.getLogger(MongoSource.class).warn("The MongoDB client did not close within {} (the"
-          + " server does not answer its endSessions?); left to close on a daemon thread", CLOSE_BOUND);
-    }
+    client.close();
   }
+
 }

@@ -24,7 +24,10 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -127,26 +130,17 @@ public final class SluiceService implements AutoCloseable {
   }
 
   private void stopListeners() {
-    long deadline = System.nanoTime() + closeBound().toNanos();
-    List<Thread> stopping = new ArrayList<>();
+    Map<String, Runnable> closes = new LinkedHashMap<>();
+    Map<String, String> owners = new HashMap<>();
     for (Listener<?> l : listeners) {
-      Thread t = new Thread(l::close, "sluice-close-" + l.owner());
-      t.setDaemon(true);
-      t.start();
-      stopping.add(t);
+      String thread = "sluice-close-" + l.owner() + "-" + closes.size();
+      closes.put(thread, l::close);
+      owners.put(thread, l.owner());
     }
-    for (int i = 0; i < stopping.size(); i++) {
-      Thread t = stopping.get(i);
-      try {
-        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      if (t.isAlive()) {
-        log.warn("Listener {} did not stop within {} (a server that does not answer?); closing its connections"
-            + " under it: a lease it did not release expires on the store, and what it did not commit is"
-            + " delivered again by the next owner", listeners.get(i).owner(), closeBound());
-      }
+    for (String late : BoundedClose.run(listenersBound(), closes)) {
+      log.warn("Listener {} did not stop within {} (a server that does not answer?); closing its connections"
+          + " under it: a lease it did not release expires on the store, and what it did not commit is"
+          + " delivered again by the next owner", owners.get(late), listenersBound());
     }
   }
 
@@ -206,15 +200,24 @@ public final class SluiceService implements AutoCloseable {
    * call in progress. Past it, a lease that was not released expires on the store by itself
    * (docs/adr/0103).
    */
-  Duration closeBound() {
+  Duration listenersBound() {
     return listeners.stream().map(l -> l.config().leaseDuration()).max(Duration::compareTo)
         .orElse(Duration.ZERO).multipliedBy(2);
   }
 
   /**
+   * How long {@link #close()} takes at most while a server does not answer: the listeners' bound
+   * ({@link #listenersBound()}) and then the source's ({@link Wiring#CLOSE_BOUND}), plus the sinks'
+   * own close bounds (their flush timeouts) when a broker does not answer (docs/adr/0103).
+   */
+  Duration closeBound() {
+    return listenersBound().plus(Wiring.CLOSE_BOUND);
+  }
+
+  /**
    * Stops the listeners (committing and releasing), then closes the sinks and the source's
    * connections. Bounded while a server does not answer (docs/adr/0103): the listeners stop side by
-   * side and are waited for at most {@link #closeBound()}; a listener still stopping then (a call
+   * side and are waited for at most {@link #listenersBound()}; a listener still stopping then (a call
    * to a blackholed server in flight) is left to finish on its own daemon thread while the sinks
    * and the clients close under it, so its remaining calls fail at once or within their own
    * bound, and the leases it did not release expire on the store. Nothing committed is lost: a

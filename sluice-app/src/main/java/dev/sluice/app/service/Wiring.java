@@ -16,6 +16,7 @@ import dev.sluice.listener.Handler;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.sink.MessageEncoder;
+import java.time.Duration;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -50,6 +51,11 @@ public final class Wiring<D> implements AutoCloseable {
 
   private static <D> Wiring<D> of(SluiceConfig config, Source<D> source) {
     return new Wiring<>(config, source);
+  }
+
+  /** The source this wiring is connected to. */
+  Source<D> source() {
+    return source;
   }
 
   /** The server's name in messages: {@code MongoDB} or {@code PostgreSQL}. */
@@ -241,10 +247,26 @@ public final class Wiring<D> implements AutoCloseable {
     }
   }
 
-  /** Closes the connection to the source. */
+  /**
+   * How long {@link #close()} waits for the source's clients to close. A client's close can wait on
+   * a server that keeps its connections open and never answers: the MongoDB driver ends its server
+   * sessions ({@code endSessions}) and waits for the socket read timeout, not {@code timeoutMS} (38 s
+   * measured with the service's 30 s read timeout); HikariCP waits for a connection being opened up
+   * to its login timeout (5 s for the service's pool) before it closes the others.
+   */
+  static final Duration CLOSE_BOUND = Duration.ofSeconds(3);
+
+  /**
+   * Closes the connections to the source, waiting at most {@link #CLOSE_BOUND} (docs/adr/0103): past
+   * it the close goes on on a daemon thread, which ends once the client's own bound passes and never
+   * keeps the process alive.
+   */
   @Override
   public void close() {
-    source.close();
+    if (!BoundedClose.run(CLOSE_BOUND, java.util.Map.of("sluice-close-" + source.name(), source::close)).isEmpty()) {
+      log.warn("The {} client did not close within {} (the server does not answer?); left to close on a daemon"
+          + " thread", source.name(), CLOSE_BOUND);
+    }
   }
 
   /** Registers the source's own meters (if it has any) for a started listener. */
