@@ -28,6 +28,25 @@ class AdrIndexTest {
     }
   }
 
+  /** Every record says whether it holds ({@code Status:} near its top, or a {@code ## Status} section), and so does its row. */
+  @Test
+  void everyRecordAndItsRowStateAStatus() throws IOException {
+    Path adr = adrDirectory();
+    String index = Files.readString(adr.resolve("README.md"));
+    List<Path> records;
+    try (Stream<Path> files = Files.list(adr)) {
+      records = files.filter(p -> p.getFileName().toString().matches("\\d{4}-.*\\.md")).sorted().toList();
+    }
+    java.util.regex.Pattern status = java.util.regex.Pattern.compile("(?m)^(Status: \\S|## Status\\s)");
+    for (Path r : records) {
+      assertThat(status.matcher(Files.readString(r)).find()).as(r.getFileName() + " states its status").isTrue();
+      java.util.regex.Matcher row = java.util.regex.Pattern.compile(
+          "(?m)^\\| \\[\\d{4}\\]\\(" + java.util.regex.Pattern.quote(r.getFileName().toString())
+              + "\\) \\| .+ \\| (accepted|amended|superseded|proposed)[^|]*\\|$").matcher(index);
+      assertThat(row.find()).as("the index row of " + r.getFileName() + " with its status").isTrue();
+    }
+  }
+
   private static Path adrDirectory() {
     for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
       Path adr = dir.resolve("docs").resolve("adr");
