@@ -19,7 +19,7 @@ import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * Re-publishes history to a separate destination (seed 004, "Event Replay") without touching
+ * Re-publishes history to a separate destination (an event replay) without touching
  * any listener's lease or checkpoint: it opens its own cursor on the feed, or reads the current
  * documents, and runs a handler (typically a sink built for a replay topic or exchange) over
  * them, flushing every {@code flushEvery} changes and at the end. The API behind the CLI's

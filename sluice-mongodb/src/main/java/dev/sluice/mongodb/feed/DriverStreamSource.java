@@ -385,7 +385,7 @@ final class DriverStreamSource implements StreamSource {
     var find = session == null ? documents.find(filter) : documents.find(session, filter);
     // The collection's timeout bounds each round trip (the find, then each getMore), not the whole
     // chunk: a chunk of large documents takes many round trips, and bounding them together timed
-    // out every read of such a chunk, for ever (issue 32; docs/adr/0085).
+    // out every read of such a chunk, for ever (docs/adr/0085).
     return find.sort(new BsonDocument("_id", new BsonInt32(1))).limit(limit).batchSize(limit)
         .timeoutMode(TimeoutMode.ITERATION);
   }

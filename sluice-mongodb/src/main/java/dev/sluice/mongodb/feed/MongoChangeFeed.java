@@ -28,7 +28,7 @@ import org.bson.conversions.Bson;
  *       hold ({@code docs/adr/0066-mongodb-snapshot-bootstrap.md}).
  *   <li>{@code Oldest} starts at the oldest entry of {@code local.oplog.rs} (needs read access to
  *       the {@code local} database), so that no write made before the listener first started is
- *       missed (seed 000, figures 4a and 4b).
+ *       missed (docs/adr/0005).
  *   <li>Partitions are client-side: every partition's cursor reads the whole stream and keeps the
  *       changes whose key it owns. The key is the canonical string of the document's {@code _id}
  *       ({@link #keyOf(BsonValue)}).

@@ -28,7 +28,7 @@ import org.bson.conversions.Bson;
 
 /**
  * Conditional writes for handlers, so that a write from a stale listener can never overwrite a
- * newer one (seed 000, figure 3; {@code docs/adr/0013-mongodb-fenced-writes.md}).
+ * newer one ({@code docs/adr/0013-mongodb-fenced-writes.md}).
  *
  * <p><b>Fenced by epoch</b> ({@link #updateOne}, {@link #replaceOne}): the target document
  * carries, per lease, the epoch of the last write in {@code _fence.<lease>}; a write applies only

@@ -8,7 +8,7 @@ import org.bson.BsonDocument;
 import org.bson.BsonValue;
 
 /**
- * A set-like field of a MongoDB document (a student's classes, seed 003) changed by add and remove
+ * A set-like field of a MongoDB document (a student's classes, say) changed by add and remove
  * operations stamped with sequence numbers, applied by any number of consumers at once, in any
  * arrival order, with duplicates, and without an application lock: the stored set always equals
  * the result of applying, for each member, the operation with the highest sequence number seen.

@@ -14,7 +14,7 @@ import org.bson.conversions.Bson;
 
 /**
  * Maintains a declared {@link ViewDefinition} in MongoDB from the changes of its source
- * collections (the asynchronous denormalization of seed 000).
+ * collections: asynchronous denormalization, kept in sync as the sources change.
  *
  * <p>Every change only names a source document; the affected target documents are then
  * <em>recomputed from the current sources</em> (re-querying the join) and written with guarded

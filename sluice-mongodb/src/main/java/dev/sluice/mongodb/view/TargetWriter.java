@@ -35,7 +35,7 @@ import org.bson.conversions.Bson;
  *       last wins. Tickets live in a side collection so the target holds only view documents;
  *   <li>source versions: an older version of a source document never replaces a newer one;
  *   <li>fence: a write from an older epoch of a lease is rejected once a newer epoch wrote, and
- *       raises {@link StaleFenceException} (figure 3 of seed 000: the stale listener stops).
+ *       raises {@link StaleFenceException} (the stale listener stops; docs/adr/0013).
  * </ol>
  *
  * Deleted targets stay as tombstones ({@code _sluice.deleted: true}) so a stale recomputation

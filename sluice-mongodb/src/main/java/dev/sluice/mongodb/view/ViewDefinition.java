@@ -4,7 +4,7 @@ import java.util.List;
 
 /**
  * A declared materialized view: which target collection is maintained from which source
- * collections. Two shapes cover the joins of seed 000:
+ * collections. Two shapes cover the usual joins:
  *
  * <ul>
  *   <li>{@link JoinView}: one target document per root document (an order), carrying the root's

@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * What one listener's observer and handler saw, for tests that cut a holder off from its lease
- * store and watch a peer take over (issue 34 item 2.1): each handler call with its fence and time,
+ * store and watch a peer take over (docs/adr/0100): each handler call with its fence and time,
  * the acquisition, the loss, the partition going LOST, and the last checkpoint committed. The
  * holder's and the peer's recorders share one list of calls; the static checks compare them.
  *

@@ -17,8 +17,8 @@ import java.util.function.Function;
  * The size bound of a real server's reply batches: a {@code find} or {@code getMore} returns
  * documents up to 16 MiB in all (at least one), whatever the batch size asked, and the rest on the
  * next {@code getMore}. The stock server counts documents only, so a read of large documents came
- * back in one reply, and a client never saw the round trips a real server makes it take (issue 32:
- * a chunk of 1,000 documents of 1 MB is some sixty round trips on a real server).
+ * back in one reply, and a client never saw the round trips a real server makes it take (there,
+ * a chunk of 1,000 documents of 1 MB is some sixty round trips).
  *
  * <p>A batch that is cut continues under a cursor id of its own (from the server's registry, so it
  * never collides): its {@code getMore} is answered from what was cut, then from the stock cursor
