@@ -1,8 +1,6 @@
 package dev.sluice.mongodb.sequenced;
 
-import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.client.MongoCollection;
-import dev.sluice.ConfigurationException;
 import java.util.Set;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
@@ -34,26 +32,20 @@ import org.bson.BsonValue;
 public interface SequencedSet {
 
   /**
-   * @param collection the collection holding the documents
-   * @param field the top-level field holding the member map; must not contain '.' or start with
-   *     '$'
-   */
-  /**
    * {@link #of(MongoCollection, String)} on {@code database.collection}, refusing at once a
    * collection sharded on a key other than {@code _id} (its upserts by {@code _id} cannot be
    * routed, ADR 0060); the collection-handle form refuses such a target at its first write.
    */
   static SequencedSet of(com.mongodb.client.MongoDatabase database, String collection, String field) {
-    ConfigurationException.requireNonNull(database, "database");
-    ConfigurationException.requireNonNull(collection, "collection");
-    dev.sluice.mongodb.internal.ShardedTargets.requireUpsertsById(database, collection);
-    return of(database.getCollection(collection, BsonDocument.class), field);
+    return of(SequencedTargets.collection(database, collection), field);
   }
 
+  /**
+   * @param collection the collection holding the documents
+   * @param field the top-level field holding the member map; must not contain '.' or start with '$'
+   */
   static SequencedSet of(MongoCollection<BsonDocument> collection, String field) {
-    ConfigurationException.requireNonNull(collection, "collection");
-    checkField(field);
-    return new MongoSequencedSet(MongoReads.primary(collection), field);
+    return new MongoSequencedSet(SequencedTargets.checked(collection, field), field);
   }
 
   /** Records that {@code member} is in the set as of {@code seq}. */
@@ -79,12 +71,4 @@ public interface SequencedSet {
   /** {@link #pruneTombstones(BsonValue, long)} for every document of the collection. */
   long pruneTombstones(long horizon);
 
-  private static void checkField(String field) {
-    ConfigurationException.requireNonNull(field, "field");
-    ConfigurationException.require(
-        !field.isEmpty() && !field.contains(".") && !field.startsWith("$") && !field.equals("_id"),
-        "field",
-        "'" + field + "'",
-        "must be a non-empty top-level field name other than _id (no '.', no leading '$')");
-  }
 }

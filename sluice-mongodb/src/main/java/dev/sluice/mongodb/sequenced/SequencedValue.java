@@ -1,8 +1,6 @@
 package dev.sluice.mongodb.sequenced;
 
-import dev.sluice.mongodb.internal.MongoReads;
 import com.mongodb.client.MongoCollection;
-import dev.sluice.ConfigurationException;
 import java.util.Optional;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
@@ -27,21 +25,15 @@ public interface SequencedValue {
    * routed, ADR 0060); the collection-handle form refuses such a target at its first write.
    */
   static SequencedValue of(com.mongodb.client.MongoDatabase database, String collection, String field) {
-    ConfigurationException.requireNonNull(database, "database");
-    ConfigurationException.requireNonNull(collection, "collection");
-    dev.sluice.mongodb.internal.ShardedTargets.requireUpsertsById(database, collection);
-    return of(database.getCollection(collection, BsonDocument.class), field);
+    return of(SequencedTargets.collection(database, collection), field);
   }
 
+  /**
+   * @param collection the collection holding the documents
+   * @param field the top-level field holding the value; must not contain '.' or start with '$'
+   */
   static SequencedValue of(MongoCollection<BsonDocument> collection, String field) {
-    ConfigurationException.requireNonNull(collection, "collection");
-    ConfigurationException.requireNonNull(field, "field");
-    ConfigurationException.require(
-        !field.isEmpty() && !field.contains(".") && !field.startsWith("$") && !field.equals("_id"),
-        "field",
-        "'" + field + "'",
-        "must be a non-empty top-level field name other than _id (no '.', no leading '$')");
-    return new MongoSequencedValue(MongoReads.primary(collection), field);
+    return new MongoSequencedValue(SequencedTargets.checked(collection, field), field);
   }
 
   /** Stores {@code value} (may be BsonNull) if {@code seq} is higher than the stored one. */

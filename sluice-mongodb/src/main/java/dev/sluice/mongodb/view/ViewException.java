@@ -17,36 +17,18 @@ public class ViewException extends SluiceException {
 
   static ViewException missingField(
       String view, String collection, BsonValue id, String field, String role) {
-    return new ViewException(
-        "View '"
-            + view
-            + "': document "
-            + collection
-            + "/_id="
-            + render(id)
-            + " has no field '"
-            + field
-            + "' (declared as the "
-            + role
-            + ")");
+    return new ViewException(document(view, collection, id) + " has no field '" + field + "' (declared as the "
+        + role + ")");
   }
 
   static ViewException wrongType(
       String view, String collection, BsonValue id, String field, String role, BsonValue value) {
-    return new ViewException(
-        "View '"
-            + view
-            + "': document "
-            + collection
-            + "/_id="
-            + render(id)
-            + " has field '"
-            + field
-            + "' (the "
-            + role
-            + ") of type "
-            + value.getBsonType()
-            + ", expected a number");
+    return new ViewException(document(view, collection, id) + " has field '" + field + "' (the " + role
+        + ") of type " + value.getBsonType() + ", expected a number");
+  }
+
+  private static String document(String view, String collection, BsonValue id) {
+    return "View '" + view + "': document " + collection + "/_id=" + render(id);
   }
 
   static String render(BsonValue id) {
