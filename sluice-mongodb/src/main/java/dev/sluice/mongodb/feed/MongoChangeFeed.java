@@ -427,7 +427,7 @@ public interface MongoChangeFeed extends ChangeFeed<BsonDocument> {
       ConfigurationException.require(timeout == 0 || serverAwait.toMillis() < timeout, "serverAwait", serverAwait,
           "must be shorter than the feed's operation timeout " + Duration.ofMillis(timeout)
               + " (operationTimeout, or the client's timeoutMS)");
-      return DefaultMongoChangeFeed.create(this);
+      return MongoChangeFeedImpl.create(this);
     }
   }
 }

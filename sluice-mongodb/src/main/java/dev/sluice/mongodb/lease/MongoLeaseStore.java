@@ -162,7 +162,7 @@ public interface MongoLeaseStore extends LeaseStore {
     public MongoLeaseStore build() {
       Duration setupTimeout = operationTimeout.compareTo(DEFAULT_OPERATION_TIMEOUT) >= 0
           ? operationTimeout : DEFAULT_OPERATION_TIMEOUT;
-      return new DefaultMongoLeaseStore(database.withTimeout(operationTimeout.toMillis(), TimeUnit.MILLISECONDS),
+      return new MongoLeaseStoreImpl(database.withTimeout(operationTimeout.toMillis(), TimeUnit.MILLISECONDS),
           collection, writeConcern, expireUnusedAfter, operationTimeout, setupTimeout);
     }
   }

@@ -91,7 +91,7 @@ final class ReleaseWatch implements AutoCloseable {
     BsonDocument releaseOrDelete = new BsonDocument("$or", new BsonArray(List.of(
         new BsonDocument("operationType", new BsonString("delete")),
         new BsonDocument("operationType", new BsonString("update"))
-            .append("updateDescription.updatedFields." + DefaultMongoLeaseStore.OWNER,
+            .append("updateDescription.updatedFields." + MongoLeaseStoreImpl.OWNER,
                 new BsonDocument("$type", new BsonString("null"))))));
     return List.of(new BsonDocument("$match", new BsonDocument("$and", new BsonArray(List.of(ours, releaseOrDelete)))));
   }
@@ -156,7 +156,7 @@ final class ReleaseWatch implements AutoCloseable {
     boolean release = "delete".equals(event.getString("operationType", new BsonString("")).getValue())
         || (event.isDocument("updateDescription")
             && event.getDocument("updateDescription").isDocument("updatedFields")
-            && event.getDocument("updateDescription").getDocument("updatedFields").isNull(DefaultMongoLeaseStore.OWNER));
+            && event.getDocument("updateDescription").getDocument("updatedFields").isNull(MongoLeaseStoreImpl.OWNER));
     if (release) {
       try {
         released.accept(key.asString().getValue());

@@ -41,7 +41,7 @@ class IdleStreamTest {
         com.mongodb.client.model.changestream.FullDocumentBeforeChange.OFF, MongoChangeFeed.OnInvalidate.STOP,
         MongoChangeFeed.OnMissingImage.STOP, MongoChangeFeed.DEFAULT_SNAPSHOT_CHUNK_SIZE, true);
     source.willOpen(new FakeChangeStreamCursor().heldEmpty(Duration.ofMillis(100)).event(change(1, "insert", "a")));
-    FeedCursor<BsonDocument> cursor = new DefaultMongoChangeFeed(settings, source).open(PartitionSpec.single(), StartPoint.oldest());
+    FeedCursor<BsonDocument> cursor = new MongoChangeFeedImpl(settings, source).open(PartitionSpec.single(), StartPoint.oldest());
 
     List<ChangeEvent<BsonDocument>> read = assertTimeoutPreemptively(Duration.ofSeconds(10),
         () -> cursor.poll(Duration.ofSeconds(20)), "the cursor slept after a getMore the server had held");

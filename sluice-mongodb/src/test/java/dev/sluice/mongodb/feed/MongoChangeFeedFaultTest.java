@@ -38,8 +38,8 @@ class MongoChangeFeedFaultTest {
 
   private final FakeStreamSource source = new FakeStreamSource();
 
-  private DefaultMongoChangeFeed feed(boolean split) {
-    return new DefaultMongoChangeFeed(FakeStreamSource.settings("d.c", split), source);
+  private MongoChangeFeedImpl feed(boolean split) {
+    return new MongoChangeFeedImpl(FakeStreamSource.settings("d.c", split), source);
   }
 
   private static Position positionAfter(int n) {
@@ -157,7 +157,7 @@ class MongoChangeFeedFaultTest {
     source.willOpen(new FakeChangeStreamCursor()
         .event(change(1, "insert", "a")).event(change(2, "drop", null)).event(invalidate));
     source.willOpen(new FakeChangeStreamCursor().event(change(4, "insert", "b")));
-    DefaultMongoChangeFeed feed = new DefaultMongoChangeFeed(
+    MongoChangeFeedImpl feed = new MongoChangeFeedImpl(
         FakeStreamSource.settings("d.c", false, MongoChangeFeed.OnInvalidate.START_AFTER), source);
     FeedCursor<BsonDocument> c = feed.open(PartitionSpec.single(), StartPoint.latest());
 

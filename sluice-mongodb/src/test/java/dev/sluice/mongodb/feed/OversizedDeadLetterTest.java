@@ -66,8 +66,8 @@ class OversizedDeadLetterTest {
         .event(FakeChangeStreamCursor.change(1, "insert", "a"))
         .event(first).event(second)
         .event(FakeChangeStreamCursor.change(3, "insert", "b")));
-    DefaultMongoChangeFeed feed =
-        new DefaultMongoChangeFeed(FakeStreamSource.settings("shop.orders", true), source);
+    MongoChangeFeedImpl feed =
+        new MongoChangeFeedImpl(FakeStreamSource.settings("shop.orders", true), source);
     MongoDatabase db = MONGO.freshDatabase();
     MongoDeadLetterStore dlq = MongoDeadLetterStore.create(db, "deadletters");
     List<String> delivered = new CopyOnWriteArrayList<>();

@@ -215,7 +215,7 @@ class TransactionsTest {
         InTransaction.replace("orders", new BsonString("k2"), doc("k2", 1)),
         InTransaction.replace("orders", new BsonString("k3"), doc("k3", 1)),
         InTransaction.replace("orders", new BsonString("k4"), doc("k4", 1))));
-    DefaultMongoChangeFeed feed = new DefaultMongoChangeFeed(CursorSettings.of(builder),
+    MongoChangeFeedImpl feed = new MongoChangeFeedImpl(CursorSettings.of(builder),
         new TransactionInTheWindow(new DriverStreamSource(builder), transaction));
 
     Map<String, List<String>> handedOut = new LinkedHashMap<>();

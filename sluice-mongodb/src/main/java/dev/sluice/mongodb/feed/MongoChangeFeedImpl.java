@@ -21,7 +21,7 @@ import org.bson.BsonDocument;
 import org.bson.BsonTimestamp;
 import org.bson.BsonValue;
 
-final class DefaultMongoChangeFeed implements MongoChangeFeed {
+final class MongoChangeFeedImpl implements MongoChangeFeed {
 
   private final CursorSettings settings;
   private final StreamSource source;
@@ -39,11 +39,11 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   /** The size of snapshot reads, shared by every partition and group reading through this feed. */
   private final ChunkSizing sizing;
 
-  DefaultMongoChangeFeed(CursorSettings settings, StreamSource source) {
+  MongoChangeFeedImpl(CursorSettings settings, StreamSource source) {
     this(settings, source, null, null, null, null, null);
   }
 
-  private DefaultMongoChangeFeed(CursorSettings settings, StreamSource source, MongoDatabase requestsDatabase,
+  private MongoChangeFeedImpl(CursorSettings settings, StreamSource source, MongoDatabase requestsDatabase,
       String requestsCollection, Duration requestInterval, String group, ChunkSizing sizing) {
     this.settings = settings;
     this.source = source;
@@ -74,8 +74,8 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   /** How long a partition with a full queue may go without polling before it reads on its own. */
   static final Duration SHARED_STALL = Duration.ofSeconds(5);
 
-  static DefaultMongoChangeFeed create(MongoChangeFeed.Builder b) {
-    return new DefaultMongoChangeFeed(CursorSettings.of(b), new DriverStreamSource(b), b.boundedDatabase(b.database),
+  static MongoChangeFeedImpl create(MongoChangeFeed.Builder b) {
+    return new MongoChangeFeedImpl(CursorSettings.of(b), new DriverStreamSource(b), b.boundedDatabase(b.database),
         b.snapshotRequests, b.snapshotRequestInterval, null, null);
   }
 
@@ -83,7 +83,7 @@ final class DefaultMongoChangeFeed implements MongoChangeFeed {
   @Override
   public MongoChangeFeed forGroup(String group) {
     ConfigurationException.require(group != null && !group.isBlank(), "group", group, "must not be blank");
-    return new DefaultMongoChangeFeed(settings, source, requestsDatabase, requestsCollection, requestInterval, group,
+    return new MongoChangeFeedImpl(settings, source, requestsDatabase, requestsCollection, requestInterval, group,
         sizing);
   }
 

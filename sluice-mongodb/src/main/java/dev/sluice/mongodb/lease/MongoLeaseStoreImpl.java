@@ -46,7 +46,7 @@ import org.bson.BsonString;
 import org.bson.BsonValue;
 import org.bson.conversions.Bson;
 
-final class DefaultMongoLeaseStore implements MongoLeaseStore {
+final class MongoLeaseStoreImpl implements MongoLeaseStore {
 
   static final String OWNER = "owner";
   static final String EPOCH = "epoch";
@@ -95,7 +95,7 @@ final class DefaultMongoLeaseStore implements MongoLeaseStore {
   private Instant lastStamp;
   private long lastStampNanos;
 
-  DefaultMongoLeaseStore(MongoDatabase database, String collection, WriteConcern writeConcern,
+  MongoLeaseStoreImpl(MongoDatabase database, String collection, WriteConcern writeConcern,
       Duration idle, Duration operationTimeout, Duration setupTimeout) {
     this.database = database;
     this.bounds = new LeaseCallBounds(operationTimeout);
