@@ -3,7 +3,6 @@ package dev.sluice.lock;
 import dev.sluice.ConfigurationException;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.OwnerId;
-import dev.sluice.lock.internal.LeaseLockProvider;
 import dev.sluice.Ticker;
 import java.time.Duration;
 import java.util.Optional;

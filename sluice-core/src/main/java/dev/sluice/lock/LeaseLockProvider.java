@@ -1,4 +1,4 @@
-package dev.sluice.lock.internal;
+package dev.sluice.lock;
 
 import dev.sluice.ConfigurationException;
 import dev.sluice.SluiceException;
@@ -6,11 +6,6 @@ import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.OwnerId;
-import dev.sluice.lock.Lock;
-import dev.sluice.lock.LockLostListener;
-import dev.sluice.lock.LockProvider;
-import dev.sluice.lock.LockTimeoutException;
-import dev.sluice.lock.TimedLock;
 import dev.sluice.Ticker;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -33,7 +28,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** The one lock implementation: a lock is a lease; see {@code docs/adr/0020-locks-are-leases.md}. */
-public final class LeaseLockProvider implements LockProvider {
+final class LeaseLockProvider implements LockProvider {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseLockProvider.class);
   private static final AtomicInteger PROVIDERS = new AtomicInteger();
   /** Lease names are stored in VARCHAR(255) columns by the SQL store. */

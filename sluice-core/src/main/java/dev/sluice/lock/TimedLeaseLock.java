@@ -1,9 +1,8 @@
-package dev.sluice.lock.internal;
+package dev.sluice.lock;
 
 import dev.sluice.ConfigurationException;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
-import dev.sluice.lock.TimedLock;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,8 +1,7 @@
-package dev.sluice.lock.internal;
+package dev.sluice.lock;
 
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.internal.LeaseKeeper;
-import dev.sluice.lock.Lock;
 
 /** A lock backed by one lease, kept by a {@link LeaseKeeper} on the provider's extender thread. */
 final class LeaseLock implements Lock {

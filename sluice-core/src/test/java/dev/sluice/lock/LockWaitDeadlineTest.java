@@ -1,4 +1,4 @@
-package dev.sluice.lock.internal;
+package dev.sluice.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -7,8 +7,6 @@ import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
-import dev.sluice.lock.LockProvider;
-import dev.sluice.lock.LockTimeoutException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
