@@ -213,7 +213,7 @@ final class Checkpointer<D> {
         keeper.checkpointed(result);
         tenure.committed = position;
         tenure.lastCommitNanos = System.nanoTime();
-        worker.committed = position;
+        worker.progress().committed(position);
         worker.observer.committed(worker.leaseName, keeper.lease().epoch(), position, changes);
         if (tenure.cursor != null) {
           tenure.cursor.acknowledge(position);
@@ -238,7 +238,7 @@ final class Checkpointer<D> {
       // Do not move past an uncommitted change; retry until the lease deadline says stop.
       worker.pause(backoff, tenure);
       backoff = PartitionWorker.min(backoff.multipliedBy(2), Duration.ofSeconds(1));
-      if (!worker.running && ++triesWhileStopping >= 3) {
+      if (!worker.running() && ++triesWhileStopping >= 3) {
         // Closing with the store unreachable: give up; the next owner redelivers from the last
         // checkpoint (at least once), and close() does not hang for a whole lease.
         return Step.STOPPING;

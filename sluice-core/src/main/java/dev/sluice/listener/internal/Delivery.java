@@ -97,7 +97,7 @@ final class Delivery<D> {
         }
         tenure.config.handler().handle(event, tenure.fence);
         clearInterrupt(event);
-        worker.processed.incrementAndGet();
+        worker.countProcessed();
         worker.observer.delivered(event, System.nanoTime() - start);
         if (blocking) {
           unblocked();
@@ -152,7 +152,7 @@ final class Delivery<D> {
         return Step.RETRY_LATER;
       }
       worker.pause(delay, tenure);
-      if (!worker.running || tenure.ended()) {
+      if (!worker.running() || tenure.ended()) {
         return Step.STOPPING; // not processed: the next owner gets it again from the checkpoint
       }
       if (!tenure.keeper().isValid()) {
@@ -188,7 +188,7 @@ final class Delivery<D> {
             "cannot ask the dead-letter store whether key " + event.key() + " is parked", e);
         worker.pause(backoff, tenure);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), Tenure.MAX_FEED_BACKOFF);
-        if (!worker.running || tenure.ended()) {
+        if (!worker.running() || tenure.ended()) {
           return Step.STOPPING;
         }
         if (!tenure.keeper().isValid()) {
@@ -217,7 +217,7 @@ final class Delivery<D> {
             + " in the dead-letter store failed", e);
         worker.pause(backoff, tenure);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), Tenure.MAX_FEED_BACKOFF);
-        if (!worker.running || tenure.ended()) {
+        if (!worker.running() || tenure.ended()) {
           return Step.STOPPING;
         }
         if (!tenure.keeper().isValid()) {

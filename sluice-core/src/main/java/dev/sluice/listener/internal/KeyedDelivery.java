@@ -61,7 +61,7 @@ final class KeyedDelivery<D> {
     Step step = Step.CONTINUE;
     Throwable error = null;
     while (true) {
-      while (step == Step.CONTINUE && error == null && worker.running && inFlight < concurrency
+      while (step == Step.CONTINUE && error == null && worker.running() && inFlight < concurrency
           && !ready.isEmpty()) {
         if (!tenure.keeper().isValid()) {
           step = Step.LOST;
@@ -70,8 +70,7 @@ final class KeyedDelivery<D> {
         String key = ready.poll();
         int index = byKey.get(key).poll();
         ChangeEvent<D> event = batch.get(index);
-        worker.newestRead = event.position();
-        worker.caughtUp = false;
+        worker.progress().delivering(event.position());
         inFlight++;
         lanes.execute(() -> {
           try {
@@ -105,7 +104,7 @@ final class KeyedDelivery<D> {
       if (watermark > before) {
         tenure.lastProcessed = batch.get(watermark).position();
         tenure.uncommitted += watermark - before;
-        worker.processedTo = tenure.lastProcessed;
+        worker.progress().processedTo(tenure.lastProcessed);
         if (step == Step.CONTINUE && error == null
             && tenure.uncommitted >= tenure.config.checkpoint().maxChanges()) {
           // As the sequential loop: ask for a flush and go on; wait only past flushesInFlight.

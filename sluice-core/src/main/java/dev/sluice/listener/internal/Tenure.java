@@ -74,8 +74,7 @@ final class Tenure<D> {
     this.committed = lease.checkpoint();
     this.lastProcessed = lease.checkpoint();
     this.lastCommitNanos = System.nanoTime();
-    worker.processedTo = lastProcessed;
-    worker.caughtUp = false;
+    worker.progress().startedAt(lastProcessed);
   }
 
   LeaseKeeper keeper() {
@@ -138,8 +137,7 @@ final class Tenure<D> {
     begun = true;
     keeper.start();
     Lease lease = keeper.lease();
-    worker.heldEpoch = lease.epoch();
-    worker.committed = lease.checkpoint();
+    worker.progress().holding(lease);
     worker.observer.acquired(lease); // logged by LifecycleLog
     Step step = checkLayout();
     if (step == Step.CONTINUE) {
@@ -214,7 +212,7 @@ final class Tenure<D> {
    */
   private Step checkLayout() {
     Duration backoff = Duration.ofMillis(100);
-    while (worker.running) {
+    while (worker.running()) {
       if (!keeper.isValid()) {
         return Step.LOST;
       }
@@ -271,7 +269,7 @@ final class Tenure<D> {
 
   private Step loadParkedKeys() {
     Duration backoff = Duration.ofMillis(100);
-    while (worker.running) {
+    while (worker.running()) {
       if (!keeper.isValid()) {
         return Step.LOST;
       }
@@ -302,7 +300,7 @@ final class Tenure<D> {
   /** As {@link #open()}; with {@code skipping} set, history was lost and the policy skips. */
   private Step open(HistoryLostException skipping) {
     Duration backoff = Duration.ofMillis(100);
-    while (worker.running) {
+    while (worker.running()) {
       if (!keeper.isValid()) {
         return Step.LOST;
       }
@@ -399,7 +397,7 @@ final class Tenure<D> {
     lastProcessed = committed;
     uncommitted = 0;
     worker.pause(delay, this);
-    if (!worker.running || ended) {
+    if (!worker.running() || ended) {
       return Step.STOPPING;
     }
     return open();
@@ -412,7 +410,7 @@ final class Tenure<D> {
   private PartitionState feedTurn() {
     cursorParked = false;
     retryIn = null;
-    if (!worker.running || ended) {
+    if (!worker.running() || ended) {
       return stopping();
     }
     if (!keeper.isValid()) {
@@ -480,15 +478,14 @@ final class Tenure<D> {
         pending.addAll(batch);
       }
       while (!pending.isEmpty()) {
-        if (!worker.running || step != Step.CONTINUE) {
+        if (!worker.running() || step != Step.CONTINUE) {
           break;
         }
         if (!keeper.isValid()) {
           return PartitionState.LOST;
         }
         ChangeEvent<D> event = pending.peekFirst();
-        worker.newestRead = event.position();
-        worker.caughtUp = false;
+        worker.progress().delivering(event.position());
         step = delivery.deliver(event, true);
         if (step == Step.RETRY_LATER) {
           retryLater = true; // it and the rest of the batch stay pending; the thread is free meanwhile
@@ -500,7 +497,7 @@ final class Tenure<D> {
           lastProcessed = event.position();
           uncommitted++;
         }
-        worker.processedTo = lastProcessed;
+        worker.progress().processedTo(lastProcessed);
         if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
           step = checkpointer.changesDue();
         } else if (step == Step.CONTINUE) {
@@ -525,8 +522,7 @@ final class Tenure<D> {
         lastProcessed = p;
       }
     }
-    worker.processedTo = lastProcessed;
-    worker.caughtUp = pending.isEmpty() && cursor != null && cursor.caughtUp();
+    worker.progress().processedTo(lastProcessed, pending.isEmpty() && cursor != null && cursor.caughtUp());
     if (checkpointer.dueByTime()) {
       step = checkpointer.checkpoint();
       if (step != Step.CONTINUE && step != Step.REWOUND) {
