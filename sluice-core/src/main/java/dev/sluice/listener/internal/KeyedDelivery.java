@@ -102,11 +102,9 @@ final class KeyedDelivery<D> {
         watermark++;
       }
       if (watermark > before) {
-        tenure.lastProcessed = batch.get(watermark).position();
-        tenure.uncommitted += watermark - before;
-        worker.progress().processedTo(tenure.lastProcessed);
-        if (step == Step.CONTINUE && error == null
-            && tenure.uncommitted >= tenure.config.checkpoint().maxChanges()) {
+        tenure.checkpointer.processed(batch.get(watermark).position(), watermark - before);
+        worker.progress().processedTo(tenure.checkpointer.lastProcessed());
+        if (step == Step.CONTINUE && error == null && tenure.checkpointer.dueByCount()) {
           // As the sequential loop: ask for a flush and go on; wait only past flushesInFlight.
           step = tenure.checkpointer.changesDue();
         }

@@ -44,12 +44,7 @@ final class Tenure<D> {
   private final KeyedDelivery<D> keyed;
 
   // Guarded by worker.deliveryLock.
-  FeedCursor<D> cursor;
-  Position committed;
-  Position lastProcessed;
-  /** Changes handled since the last flush was asked for (not yet covered by any flush). */
-  int uncommitted;
-  long lastCommitNanos;
+  private FeedCursor<D> cursor;
   private boolean ended;
 
   /** When the lease was granted to this tenure (System.nanoTime, after the store answered). */
@@ -67,14 +62,11 @@ final class Tenure<D> {
         ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.deadLetterScope(),
             worker.partition.index(), config.clock(), park.maxCachedKeys())
         : ParkedKeys.none();
-    this.checkpointer = new Checkpointer<>(this);
+    this.checkpointer = new Checkpointer<>(this, lease.checkpoint());
     this.delivery = new Delivery<>(this);
     this.keyed = config.concurrency() > 1
         ? new KeyedDelivery<>(this, delivery, worker.lanes(), config.concurrency()) : null;
-    this.committed = lease.checkpoint();
-    this.lastProcessed = lease.checkpoint();
-    this.lastCommitNanos = System.nanoTime();
-    worker.progress().startedAt(lastProcessed);
+    worker.progress().startedAt(lease.checkpoint());
   }
 
   LeaseKeeper keeper() {
@@ -328,8 +320,8 @@ final class Tenure<D> {
                 + " between {} and {} were NOT delivered.", worker.leaseName, skipping.getMessage(),
                 resumedAt, skipping.lostFrom(), resumedAt);
           }
-        } else if (lastProcessed != null) {
-          cursor = openCursor(StartPoint.after(lastProcessed));
+        } else if (checkpointer.lastProcessed() != null) {
+          cursor = openCursor(StartPoint.after(checkpointer.lastProcessed()));
         } else {
           cursor = openCursor(config.bootstrap().startPoint());
           // Pin the bootstrap point: a crash before the first change is processed must not let
@@ -393,9 +385,7 @@ final class Tenure<D> {
   Step reopenAtCheckpoint(Duration delay) {
     closeCursor();
     dropPending();
-    checkpointer.discardInFlight();
-    lastProcessed = committed;
-    uncommitted = 0;
+    checkpointer.backToCheckpoint();
     worker.pause(delay, this);
     if (!worker.running() || ended) {
       return Step.STOPPING;
@@ -494,11 +484,10 @@ final class Tenure<D> {
         }
         pending.pollFirst();
         if (step == Step.CONTINUE) {
-          lastProcessed = event.position();
-          uncommitted++;
+          checkpointer.processed(event.position(), 1);
         }
-        worker.progress().processedTo(lastProcessed);
-        if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
+        worker.progress().processedTo(checkpointer.lastProcessed());
+        if (step == Step.CONTINUE && checkpointer.dueByCount()) {
           step = checkpointer.changesDue();
         } else if (step == Step.CONTINUE) {
           step = checkpointer.acknowledged(false); // flushes that completed meanwhile
@@ -519,10 +508,11 @@ final class Tenure<D> {
       // resume tokens) is worth committing too, so a restart does not re-scan it.
       Position p = cursor.position();
       if (p != null) {
-        lastProcessed = p;
+        checkpointer.advancedTo(p);
       }
     }
-    worker.progress().processedTo(lastProcessed, pending.isEmpty() && cursor != null && cursor.caughtUp());
+    worker.progress().processedTo(checkpointer.lastProcessed(),
+        pending.isEmpty() && cursor != null && cursor.caughtUp());
     if (checkpointer.dueByTime()) {
       step = checkpointer.checkpoint();
       if (step != Step.CONTINUE && step != Step.REWOUND) {
@@ -568,9 +558,7 @@ final class Tenure<D> {
     }
     // Re-open through open(), which skips to latest with its retries and records the gap.
     dropPending();
-    checkpointer.discardInFlight();
-    lastProcessed = committed;
-    uncommitted = 0;
+    checkpointer.backToCheckpoint();
     return open(e);
   }
 
@@ -599,7 +587,14 @@ final class Tenure<D> {
   /** The cursor's last {@link FeedCursor#sideFailure}, so that each is recorded once. */
   private String sideFailure;
 
-  void closeCursor() {
+  /** Tells the feed that everything up to {@code position} is committed (it may free what it kept). */
+  void acknowledgeToFeed(Position position) {
+    if (cursor != null) {
+      cursor.acknowledge(position);
+    }
+  }
+
+  private void closeCursor() {
     if (cursor != null) {
       try {
         cursor.close();
