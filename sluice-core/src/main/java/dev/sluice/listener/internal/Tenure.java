@@ -28,10 +28,15 @@ import org.slf4j.LoggerFactory;
  * and pins the start), then runs the feed loop: read a batch, hand each change to {@link
  * Delivery}, let {@link Checkpointer} commit per the policy, and handle history loss and the end
  * of the stream. Whatever way it ends, the lease is released unless it was lost.
+ *
+ * <p>It owns the cursor and the rest of the last batch; what is processed and committed is the
+ * {@link Checkpointer}'s, and the progress the status shows is {@link PartitionProgress}'s: the
+ * tenure tells them (ADR 0110).
  */
 final class Tenure<D> {
   private static final Logger log = LoggerFactory.getLogger(Tenure.class);
   static final Duration MAX_FEED_BACKOFF = Duration.ofSeconds(5);
+  private static final Duration FIRST_FEED_BACKOFF = Duration.ofMillis(100);
 
   final PartitionWorker<D> worker;
   final ListenerConfig<D> config;
@@ -80,7 +85,7 @@ final class Tenure<D> {
   /** Whether {@link #begin} ran. Guarded by worker.deliveryLock. */
   private boolean begun;
   /** The back-off before re-opening a failed feed; grows with each failure in a row. */
-  private Duration feedBackoff = Duration.ofMillis(100);
+  private Duration feedBackoff = FIRST_FEED_BACKOFF;
   /** The last turn found nothing to read and its cursor parked (FeedCursor#wakeInsteadOfWaiting). */
   private volatile boolean cursorParked;
   /** Whether the current cursor parks instead of waiting in a poll. */
@@ -394,12 +399,55 @@ final class Tenure<D> {
   }
 
   /**
-   * One turn of the feed loop: read a batch, deliver it, commit per the policy. Null while there
-   * is more to do.
+   * One turn of the feed loop: what happens to one batch, top to bottom. Null while there is more
+   * to do; otherwise how the tenure ends.
    */
   private PartitionState feedTurn() {
     cursorParked = false;
     retryIn = null;
+    PartitionState endedEarly = endBeforeReading();
+    if (endedEarly != null) {
+      return endedEarly;
+    }
+    boolean read = pending.isEmpty(); // else the rest of the last batch first
+    Read<D> batch = read ? readBatch() : Read.nothing();
+    if (ended) {
+      return PartitionState.STOPPED; // handed over by close() while we were reading
+    }
+    Step step = batch.step() == Step.CONTINUE ? deliver(batch.changes()) : batch.step();
+    boolean retryLater = step == Step.RETRY_LATER;
+    if (retryLater) {
+      step = Step.CONTINUE; // the failed change and the rest stay pending; no thread waits meanwhile
+    }
+    if (step == Step.CONTINUE) {
+      step = checkpointer.acknowledged(false); // flushes that completed while we read
+    }
+    if (step == Step.REWOUND) {
+      return null; // the rest of the batch is stale; the cursor reads again from the checkpoint
+    }
+    if (step != Step.CONTINUE) {
+      return endWith(step);
+    }
+    recordProgress(read && batch.changes().isEmpty());
+    if (checkpointer.dueByTime()) {
+      step = checkpointer.checkpoint();
+      if (step != Step.CONTINUE && step != Step.REWOUND) {
+        return endWith(step);
+      }
+    }
+    if (retryLater && !pending.isEmpty()) { // (empty if a rewind by that checkpoint dropped it)
+      retryIn = delivery.retryIn();
+      return null;
+    }
+    if (cursor != null && cursor.ended()) {
+      return streamEnded();
+    }
+    cursorParked = read && batch.changes().isEmpty() && cursorParks && cursor != null && cursor.parked();
+    return null;
+  }
+
+  /** How the turn ends the tenure before reading (a stop, a lost lease, a hand-back), or null. */
+  private PartitionState endBeforeReading() {
     if (!worker.running() || ended) {
       return stopping();
     }
@@ -412,100 +460,116 @@ final class Tenure<D> {
       return s == Step.FAILED ? PartitionState.FAILED
           : s == Step.LOST ? PartitionState.LOST : PartitionState.STOPPED;
     }
-    List<ChangeEvent<D>> batch = List.of();
-    Step step = Step.CONTINUE;
-    boolean read = pending.isEmpty(); // else the rest of the last batch first
+    return null;
+  }
+
+  /**
+   * The changes a read gave, and how the loop goes on: not CONTINUE when the read failed and the
+   * failure was dealt with (the feed re-opened, the partition failed, the lease lost).
+   */
+  private record Read<E>(List<ChangeEvent<E>> changes, Step step) {
+    static <E> Read<E> nothing() {
+      return new Read<>(List.of(), Step.CONTINUE);
+    }
+
+    static <E> Read<E> failed(Step step) {
+      return new Read<>(List.of(), step);
+    }
+  }
+
+  /** Reads the next batch; a failure of the feed is handled here (re-open, lost history, fail). */
+  private Read<D> readBatch() {
     try {
-      if (read) {
-        batch = pollUnlocked();
-        worker.attemptSucceeded(PartitionWorker.Retried.READ);
-      }
-      feedBackoff = Duration.ofMillis(100);
+      List<ChangeEvent<D>> changes = pollUnlocked();
+      worker.attemptSucceeded(PartitionWorker.Retried.READ);
+      feedBackoff = FIRST_FEED_BACKOFF;
+      return new Read<>(changes, Step.CONTINUE);
     } catch (HistoryLostException e) {
-      batch = List.of();
-      step = checkpointer.checkpoint();
+      Step step = checkpointer.checkpoint();
       if (step == Step.CONTINUE) {
         closeCursor();
         step = historyLostWhileReading(e);
       }
+      return Read.failed(step);
     } catch (FeedException e) {
-      batch = List.of();
       if (!e.retryable()) {
-        step = checkpointer.checkpoint();
+        Step step = checkpointer.checkpoint();
         if (step == Step.CONTINUE || step == Step.REWOUND) {
           worker.fail("feed failed: " + e.getMessage(), e);
           step = Step.FAILED;
         }
-      } else {
-        worker.observer.feedFailed(worker.leaseName, e);
-        log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
-            worker.leaseName, feedBackoff, e.toString());
-        worker.retrying(PartitionWorker.Retried.READ, feedBackoff,
-            "reading the feed failed; re-opening at the last checkpoint", e);
-        step = reopenAtCheckpoint(feedBackoff);
-        feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+        return Read.failed(step);
       }
+      worker.observer.feedFailed(worker.leaseName, e);
+      log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
+          worker.leaseName, feedBackoff, e.toString());
+      return Read.failed(reopenAfterReadFailure(
+          "reading the feed failed; re-opening at the last checkpoint", e));
     } catch (RuntimeException e) {
       // Not a typed feed error (a driver or feed bug): restart the cursor from the checkpoint
       // after a back-off rather than let the partition die (seed 004, "Error Handling").
-      batch = List.of();
       worker.observer.feedFailed(worker.leaseName, e);
       log.error("Feed of {} threw an unexpected error, re-opening at the last checkpoint in {}",
           worker.leaseName, feedBackoff, e);
-      worker.retrying(PartitionWorker.Retried.READ, feedBackoff,
-          "reading the feed threw an unexpected error; re-opening at the last checkpoint", e);
-      step = reopenAtCheckpoint(feedBackoff);
-      feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      return Read.failed(reopenAfterReadFailure(
+          "reading the feed threw an unexpected error; re-opening at the last checkpoint", e));
     }
-    if (ended) {
-      return PartitionState.STOPPED; // handed over by close() while we were reading
+  }
+
+  /** A read failed, worth retrying: re-open at the checkpoint after a back-off that grows each time. */
+  private Step reopenAfterReadFailure(String message, RuntimeException e) {
+    worker.retrying(PartitionWorker.Retried.READ, feedBackoff, message, e);
+    Step step = reopenAtCheckpoint(feedBackoff);
+    feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+    return step;
+  }
+
+  /** Hands the batch to the handler: over the lanes with a concurrency above 1, else in order. */
+  private Step deliver(List<ChangeEvent<D>> batch) {
+    if (keyed != null && !batch.isEmpty()) {
+      return keyed.deliver(batch);
     }
-    boolean retryLater = false;
-    if (keyed != null && step == Step.CONTINUE && !batch.isEmpty()) {
-      step = keyed.deliver(batch);
-    } else {
+    pending.addAll(batch);
+    return deliverPending();
+  }
+
+  /**
+   * Delivers the pending changes one by one, each counted as processed once handled or parked,
+   * committing per the policy as they go. RETRY_LATER when the handler failed on one and its next
+   * attempt is due later: it and the rest stay pending.
+   */
+  private Step deliverPending() {
+    Step step = Step.CONTINUE;
+    while (!pending.isEmpty() && worker.running() && step == Step.CONTINUE) {
+      if (!keeper.isValid()) {
+        return Step.LOST;
+      }
+      ChangeEvent<D> event = pending.peekFirst();
+      worker.progress().delivering(event.position());
+      step = delivery.deliver(event, true);
+      if (step == Step.RETRY_LATER) {
+        return step;
+      }
+      pending.pollFirst();
       if (step == Step.CONTINUE) {
-        pending.addAll(batch);
+        checkpointer.processed(event.position(), 1);
       }
-      while (!pending.isEmpty()) {
-        if (!worker.running() || step != Step.CONTINUE) {
-          break;
-        }
-        if (!keeper.isValid()) {
-          return PartitionState.LOST;
-        }
-        ChangeEvent<D> event = pending.peekFirst();
-        worker.progress().delivering(event.position());
-        step = delivery.deliver(event, true);
-        if (step == Step.RETRY_LATER) {
-          retryLater = true; // it and the rest of the batch stay pending; the thread is free meanwhile
-          step = Step.CONTINUE;
-          break;
-        }
-        pending.pollFirst();
-        if (step == Step.CONTINUE) {
-          checkpointer.processed(event.position(), 1);
-        }
-        worker.progress().processedTo(checkpointer.lastProcessed());
-        if (step == Step.CONTINUE && checkpointer.dueByCount()) {
-          step = checkpointer.changesDue();
-        } else if (step == Step.CONTINUE) {
-          step = checkpointer.acknowledged(false); // flushes that completed meanwhile
-        }
+      worker.progress().processedTo(checkpointer.lastProcessed());
+      if (step == Step.CONTINUE) {
+        step = checkpointer.dueByCount() ? checkpointer.changesDue()
+            : checkpointer.acknowledged(false); // flushes that completed meanwhile
       }
     }
-    if (step == Step.CONTINUE) {
-      step = checkpointer.acknowledged(false); // flushes that completed while we read
-    }
-    if (step == Step.REWOUND) {
-      return null; // the rest of the batch is stale; the cursor reads again from the checkpoint
-    }
-    if (step != Step.CONTINUE) {
-      return step == Step.STOPPING ? stopping() : endOf(step);
-    }
-    if (read && batch.isEmpty() && cursor != null) {
-      // Progress without changes for this partition (other partitions' changes, post-batch
-      // resume tokens) is worth committing too, so a restart does not re-scan it.
+    return step;
+  }
+
+  /**
+   * Tells the status how far the partition is. After a read that found no change for it, the
+   * cursor's progress (other partitions' changes, post-batch resume tokens) counts as processed
+   * too: worth committing, so a restart does not re-scan it.
+   */
+  private void recordProgress(boolean readNothing) {
+    if (readNothing && cursor != null) {
       Position p = cursor.position();
       if (p != null) {
         checkpointer.advancedTo(p);
@@ -513,33 +577,25 @@ final class Tenure<D> {
     }
     worker.progress().processedTo(checkpointer.lastProcessed(),
         pending.isEmpty() && cursor != null && cursor.caughtUp());
-    if (checkpointer.dueByTime()) {
-      step = checkpointer.checkpoint();
-      if (step != Step.CONTINUE && step != Step.REWOUND) {
-        return step == Step.STOPPING ? stopping() : endOf(step);
-      }
+  }
+
+  /** The source ended the stream: commit what was processed, report why, and end for good. */
+  private PartitionState streamEnded() {
+    Step step = checkpointer.checkpoint();
+    if (step == Step.LOST || step == Step.FAILED) {
+      return endOf(step);
     }
-    if (retryLater && pending.isEmpty()) {
-      retryLater = false; // a rewind by the checkpoint above dropped the batch: read again
-    }
-    if (retryLater) {
-      retryIn = delivery.retryIn();
-      return null;
-    }
-    if (cursor != null && cursor.ended()) {
-      step = checkpointer.checkpoint();
-      if (step == Step.LOST || step == Step.FAILED) {
-        return endOf(step);
-      }
-      Position at = cursor.position();
-      worker.observer.streamEnded(worker.leaseName, at);
-      String reason = cursor.endReason();
-      worker.recordError(reason);
-      log.warn("Partition {}: {}", worker.leaseName, reason);
-      return PartitionState.ENDED;
-    }
-    cursorParked = read && batch.isEmpty() && cursorParks && cursor != null && cursor.parked();
-    return null;
+    Position at = cursor.position();
+    worker.observer.streamEnded(worker.leaseName, at);
+    String reason = cursor.endReason();
+    worker.recordError(reason);
+    log.warn("Partition {}: {}", worker.leaseName, reason);
+    return PartitionState.ENDED;
+  }
+
+  /** How a step that is not CONTINUE ends the tenure: a stop commits first. */
+  private PartitionState endWith(Step step) {
+    return step == Step.STOPPING ? stopping() : endOf(step);
   }
 
   /** Stopped by close(): commit what was processed, then release in {@link #finish}. */
