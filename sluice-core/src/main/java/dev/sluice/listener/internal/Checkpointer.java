@@ -23,6 +23,9 @@ import org.slf4j.LoggerFactory;
  * rewinds the cursor to the last checkpoint so the unacknowledged changes are delivered again; a
  * rejected commit means the lease is lost; a commit the store rejects for good (authorization,
  * validation) fails the partition naming the cause instead of retrying forever.
+ *
+ * <p>It owns the tenure's tally (what is processed, what is committed, how many changes since the
+ * last flush request); the feed loops tell it what they processed (ADR 0110).
  */
 final class Checkpointer<D> {
   private static final Logger log = LoggerFactory.getLogger(Checkpointer.class);

@@ -12,9 +12,9 @@ import java.util.concurrent.LinkedBlockingQueue;
 /**
  * Delivers a batch with up to {@code concurrency} changes handled at once (ADR 0069): never two of
  * one key at once, each key's changes in batch order. Runs on the partition's thread, which
- * dispatches to the worker's lanes and alone moves the tenure's progress: {@code lastProcessed}
- * is the position of the newest change below which every change of the batch is handled or parked
- * (the watermark), so a checkpoint never covers a change still in a handler or not yet started.
+ * dispatches to the worker's lanes and alone tells the {@link Checkpointer} what is processed: the
+ * position of the newest change below which every change of the batch is handled or parked (the
+ * watermark), so a checkpoint never covers a change still in a handler or not yet started.
  * It checkpoints by count as the sequential loop does, pipelined as it is (ADR 0073), while later
  * changes are in handlers.
  *
