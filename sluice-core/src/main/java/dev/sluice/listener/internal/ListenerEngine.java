@@ -233,7 +233,7 @@ public final class ListenerEngine<D> implements Listener<D> {
           config.group(), e.toString());
       return;
     }
-    String conflict = Tenure.layoutConflict(config, records);
+    String conflict = LayoutCheck.conflict(config, records);
     if (conflict != null) {
       throw new dev.sluice.ConfigurationException(conflict);
     }

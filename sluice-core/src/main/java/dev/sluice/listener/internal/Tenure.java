@@ -9,7 +9,6 @@ import dev.sluice.feed.HistoryLostException;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.lease.Lease;
-import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.listener.FailurePolicy;
 import dev.sluice.listener.Fence;
@@ -230,38 +229,6 @@ final class Tenure<D> {
       }
     }
     return Step.STOPPING;
-  }
-
-  /** A message naming the conflicting records, or null if every record agrees with the config. */
-  static String layoutConflict(ListenerConfig<?> config, List<LeaseRecord> records) {
-    String prefix = config.partitionPrefix();
-    for (LeaseRecord r : records) {
-      String suffix = r.name().substring(prefix.length());
-      int of = suffix.indexOf("of");
-      int count;
-      try {
-        count = of < 0 ? -1 : Integer.parseInt(suffix.substring(of + 2));
-      } catch (NumberFormatException e) {
-        continue; // not a partition record of this scheme
-      }
-      if (count > 0 && count != config.partitions() && (r.isHeld() || r.checkpoint() != null)) {
-        return "group '" + config.group() + "' of stream '" + config.feed().stream()
-            + "' already has partition records for " + count + " partitions (" + r.name()
-            + (r.isHeld() ? ", held by " + r.owner() : "") + ", checkpoint " + r.checkpoint()
-            + "), but this listener is configured with " + config.partitions()
-            + ". Every member of a group must use the same partition count. To change it, stop"
-            + " every member and delete the group's records (their names start with '" + prefix
-            + "'), or use a new group, which starts per its bootstrap policy"
-            + kept(config, count);
-      }
-    }
-    return null;
-  }
-
-  /** What the feed keeps for the other layout (replication slots), as a sentence to append, or "". */
-  private static String kept(ListenerConfig<?> config, int partitions) {
-    String kept = config.feed().keptByLayout(partitions);
-    return kept == null || kept.isEmpty() ? "" : ". " + kept;
   }
 
   private Step loadParkedKeys() {
