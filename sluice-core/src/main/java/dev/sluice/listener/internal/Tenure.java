@@ -18,6 +18,7 @@ import dev.sluice.listener.PartitionState;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.List;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -207,45 +208,44 @@ final class Tenure<D> {
    * two layouts of one group would deliver the same changes twice, to two owners at once.
    */
   private Step checkLayout() {
-    Duration backoff = Duration.ofMillis(100);
-    while (worker.running()) {
-      if (!keeper.isValid()) {
-        return Step.LOST;
-      }
-      try {
-        String conflict = worker.layout.conflictSince(heldSince);
-        if (conflict == null) {
-          return Step.CONTINUE;
-        }
-        worker.fail(conflict, null);
-        return Step.FAILED;
-      } catch (RuntimeException e) {
-        log.warn("Cannot list the partition records of {} to check the group's layout, retrying"
-            + " in {}: {}", worker.leaseName, backoff, e.toString());
-        worker.retrying(PartitionWorker.Retried.READ, backoff,
-            "cannot list the group's partition records to check its layout", e);
-        worker.pause(backoff, this);
-        backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
-      }
-    }
-    return Step.STOPPING;
+    return retryingReads("Cannot list the partition records of {} to check the group's layout,"
+        + " retrying in {}: {}", "cannot list the group's partition records to check its layout",
+        () -> {
+          String conflict = worker.layout.conflictSince(heldSince);
+          if (conflict == null) {
+            return Step.CONTINUE;
+          }
+          worker.fail(conflict, null);
+          return Step.FAILED;
+        });
   }
 
   private Step loadParkedKeys() {
-    Duration backoff = Duration.ofMillis(100);
+    // Delivering without knowing the parked keys could overtake a parked change of a key.
+    return retryingReads("Cannot read parked keys of {} from the dead-letter store, retrying in"
+        + " {}: {}", "cannot read the parked keys from the dead-letter store", () -> {
+          parked.load();
+          return Step.CONTINUE;
+        });
+  }
+
+  /**
+   * Runs {@code read} until it answers, while the lease is held and the listener runs: a
+   * RuntimeException is logged ({@code logPattern} with the lease, the back-off and the error),
+   * shown in the status as a READ retried ({@code retrying}), and tried again after a back-off
+   * that grows each time.
+   */
+  private Step retryingReads(String logPattern, String retrying, Supplier<Step> read) {
+    Duration backoff = FIRST_FEED_BACKOFF;
     while (worker.running()) {
       if (!keeper.isValid()) {
         return Step.LOST;
       }
       try {
-        parked.load();
-        return Step.CONTINUE;
+        return read.get();
       } catch (RuntimeException e) {
-        // Delivering without knowing the parked keys could overtake a parked change of a key.
-        log.warn("Cannot read parked keys of {} from the dead-letter store, retrying in {}: {}",
-            worker.leaseName, backoff, e.toString());
-        worker.retrying(PartitionWorker.Retried.READ, backoff,
-            "cannot read the parked keys from the dead-letter store", e);
+        log.warn(logPattern, worker.leaseName, backoff, e.toString());
+        worker.retrying(PartitionWorker.Retried.READ, backoff, retrying, e);
         worker.pause(backoff, this);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }
