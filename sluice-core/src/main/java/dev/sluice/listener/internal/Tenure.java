@@ -431,8 +431,8 @@ final class Tenure<D> {
   }
 
   /**
-   * The changes a read gave, and how the loop goes on: not CONTINUE when the read failed and the
-   * failure was dealt with (the feed re-opened, the partition failed, the lease lost).
+   * The changes a read gave (none when it failed), and how the loop goes on: after a failure, what
+   * dealing with it gave (CONTINUE once the feed re-opened; else LOST, FAILED or STOPPING).
    */
   private record Read<E>(List<ChangeEvent<E>> changes, Step step) {
     static <E> Read<E> nothing() {
