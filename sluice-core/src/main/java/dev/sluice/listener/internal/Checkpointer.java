@@ -23,6 +23,9 @@ import org.slf4j.LoggerFactory;
  * rewinds the cursor to the last checkpoint so the unacknowledged changes are delivered again; a
  * rejected commit means the lease is lost; a commit the store rejects for good (authorization,
  * validation) fails the partition naming the cause instead of retrying forever.
+ *
+ * <p>It owns the tenure's tally (what is processed, what is committed, how many changes since the
+ * last flush request); the feed loops tell it what they processed (ADR 0110).
  */
 final class Checkpointer<D> {
   private static final Logger log = LoggerFactory.getLogger(Checkpointer.class);
@@ -32,13 +35,51 @@ final class Checkpointer<D> {
   /** Flushes asked for and not yet committed, oldest first, each with what it covers. */
   private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
 
+  // The tenure's progress toward its checkpoint; this class alone changes it. Guarded by the
+  // worker's delivery lock, as every step of the tenure.
+  /** The last checkpoint committed (at first, the one the lease was granted with). */
+  private Position committed;
+  /** Every change up to here is processed (handled or parked), or the cursor moved past it. */
+  private Position lastProcessed;
+  /** Changes processed since the last flush was asked for (not yet covered by any flush). */
+  private int uncommitted;
+  private long lastCommitNanos;
+
   private static final long WAIT_SLICE_MILLIS = 100;
 
   private record InFlight(CompletableFuture<Void> done, Position position, int changes) {}
 
-  Checkpointer(Tenure<D> tenure) {
+  /** For {@code tenure}, whose lease was granted with {@code checkpoint}. */
+  Checkpointer(Tenure<D> tenure, Position checkpoint) {
     this.tenure = tenure;
     this.worker = tenure.worker;
+    this.committed = checkpoint;
+    this.lastProcessed = checkpoint;
+    this.lastCommitNanos = System.nanoTime();
+  }
+
+  /** Every change up to here is processed, or the cursor moved past it; null before the first. */
+  Position lastProcessed() {
+    return lastProcessed;
+  }
+
+  /** {@code changes} more changes were processed, the last of them at {@code position}. */
+  void processed(Position position, int changes) {
+    lastProcessed = position;
+    uncommitted += changes;
+  }
+
+  /**
+   * The cursor moved to {@code position} without a change for this partition (other partitions'
+   * changes, a post-batch resume token): worth committing too, so a restart does not re-scan it.
+   */
+  void advancedTo(Position position) {
+    lastProcessed = position;
+  }
+
+  /** Whether {@code maxChanges} changes were processed since the last flush was asked for. */
+  boolean dueByCount() {
+    return uncommitted >= tenure.config.checkpoint().maxChanges();
   }
 
   /**
@@ -46,7 +87,7 @@ final class Checkpointer<D> {
    * over changes of other partitions.
    */
   boolean somethingToCommit() {
-    return tenure.lastProcessed != null && !tenure.lastProcessed.equals(tenure.committed);
+    return lastProcessed != null && !lastProcessed.equals(committed);
   }
 
   /**
@@ -57,10 +98,10 @@ final class Checkpointer<D> {
     if (!somethingToCommit()) {
       return false;
     }
-    Duration after = tenure.uncommitted > 0
+    Duration after = uncommitted > 0
         ? tenure.config.checkpoint().maxDelay()
         : tenure.config.checkpoint().heartbeat();
-    return System.nanoTime() - tenure.lastCommitNanos >= after.toNanos();
+    return System.nanoTime() - lastCommitNanos >= after.toNanos();
   }
 
   /**
@@ -99,7 +140,7 @@ final class Checkpointer<D> {
       }
     }
     // Progress without changes since the last flush (other partitions' changes, resume tokens).
-    return somethingToCommit() ? write(tenure.lastProcessed, 0) : Step.CONTINUE;
+    return somethingToCommit() ? write(lastProcessed, 0) : Step.CONTINUE;
   }
 
   /**
@@ -151,7 +192,7 @@ final class Checkpointer<D> {
 
   /** Hands the changes handled since the last request to the handler's flush. */
   private void requestFlush() {
-    if (tenure.uncommitted == 0) {
+    if (uncommitted == 0) {
       return;
     }
     CompletableFuture<Void> done;
@@ -160,8 +201,8 @@ final class Checkpointer<D> {
     } catch (Throwable e) {
       done = CompletableFuture.failedFuture(e);
     }
-    inFlight.add(new InFlight(done, tenure.lastProcessed, tenure.uncommitted));
-    tenure.uncommitted = 0;
+    inFlight.add(new InFlight(done, lastProcessed, uncommitted));
+    uncommitted = 0;
   }
 
   /** A flush failed: nothing after the last checkpoint counts; deliver again from it. */
@@ -174,14 +215,19 @@ final class Checkpointer<D> {
       return Step.LOST;
     }
     log.warn("Handler flush failed for {}; re-delivering from checkpoint {}: {}",
-        worker.leaseName, tenure.committed, Delivery.describe(e));
+        worker.leaseName, committed, Delivery.describe(e));
     Step reopened = tenure.reopenAtCheckpoint(Duration.ofMillis(200));
     return reopened == Step.CONTINUE ? Step.REWOUND : reopened;
   }
 
-  /** Forgets the flushes in flight: the tenure goes back to its last checkpoint. */
-  void discardInFlight() {
+  /**
+   * The tenure goes back to its last checkpoint (the feed is read again from it): forgets the
+   * flushes in flight and what was processed after the checkpoint.
+   */
+  void backToCheckpoint() {
     inFlight.clear();
+    lastProcessed = committed;
+    uncommitted = 0;
   }
 
   /**
@@ -192,8 +238,8 @@ final class Checkpointer<D> {
     inFlight.clear();
     Step step = write(position, changes);
     if (step == Step.CONTINUE) {
-      tenure.lastProcessed = position;
-      tenure.uncommitted = 0;
+      lastProcessed = position;
+      uncommitted = 0;
     }
     return step;
   }
@@ -211,13 +257,11 @@ final class Checkpointer<D> {
       try {
         Lease result = tenure.config.leaseStore().commit(keeper.lease(), position);
         keeper.checkpointed(result);
-        tenure.committed = position;
-        tenure.lastCommitNanos = System.nanoTime();
-        worker.committed = position;
+        committed = position;
+        lastCommitNanos = System.nanoTime();
+        worker.progress().committed(position);
         worker.observer.committed(worker.leaseName, keeper.lease().epoch(), position, changes);
-        if (tenure.cursor != null) {
-          tenure.cursor.acknowledge(position);
-        }
+        tenure.acknowledgeToFeed(position);
         worker.attemptSucceeded(PartitionWorker.Retried.COMMIT);
         return Step.CONTINUE;
       } catch (LeaseLostException e) {
@@ -238,7 +282,7 @@ final class Checkpointer<D> {
       // Do not move past an uncommitted change; retry until the lease deadline says stop.
       worker.pause(backoff, tenure);
       backoff = PartitionWorker.min(backoff.multipliedBy(2), Duration.ofSeconds(1));
-      if (!worker.running && ++triesWhileStopping >= 3) {
+      if (!worker.running() && ++triesWhileStopping >= 3) {
         // Closing with the store unreachable: give up; the next owner redelivers from the last
         // checkpoint (at least once), and close() does not hang for a whole lease.
         return Step.STOPPING;

@@ -97,7 +97,7 @@ final class Delivery<D> {
         }
         tenure.config.handler().handle(event, tenure.fence);
         clearInterrupt(event);
-        worker.processed.incrementAndGet();
+        worker.countProcessed();
         worker.observer.delivered(event, System.nanoTime() - start);
         if (blocking) {
           unblocked();
@@ -151,12 +151,9 @@ final class Delivery<D> {
         retryIn = delay;
         return Step.RETRY_LATER;
       }
-      worker.pause(delay, tenure);
-      if (!worker.running || tenure.ended()) {
-        return Step.STOPPING; // not processed: the next owner gets it again from the checkpoint
-      }
-      if (!tenure.keeper().isValid()) {
-        return Step.LOST;
+      Step interrupted = waitToRetry(delay);
+      if (interrupted != null) {
+        return interrupted; // not processed: the next owner gets it again from the checkpoint
       }
       attempt++;
     }
@@ -186,14 +183,11 @@ final class Delivery<D> {
             event.key(), e.toString());
         worker.retrying(PartitionWorker.Retried.PARK, backoff,
             "cannot ask the dead-letter store whether key " + event.key() + " is parked", e);
-        worker.pause(backoff, tenure);
+        Step interrupted = waitToRetry(backoff);
+        if (interrupted != null) {
+          return interrupted;
+        }
         backoff = PartitionWorker.min(backoff.multipliedBy(2), Tenure.MAX_FEED_BACKOFF);
-        if (!worker.running || tenure.ended()) {
-          return Step.STOPPING;
-        }
-        if (!tenure.keeper().isValid()) {
-          return Step.LOST;
-        }
       }
     }
   }
@@ -215,14 +209,11 @@ final class Delivery<D> {
         log.warn("Parking {} failed, retrying: {}", event, e.toString());
         worker.retrying(PartitionWorker.Retried.PARK, backoff, "parking the change of key " + event.key()
             + " in the dead-letter store failed", e);
-        worker.pause(backoff, tenure);
+        Step interrupted = waitToRetry(backoff);
+        if (interrupted != null) {
+          return interrupted;
+        }
         backoff = PartitionWorker.min(backoff.multipliedBy(2), Tenure.MAX_FEED_BACKOFF);
-        if (!worker.running || tenure.ended()) {
-          return Step.STOPPING;
-        }
-        if (!tenure.keeper().isValid()) {
-          return Step.LOST;
-        }
       }
     }
     worker.observer.parked(event, reason);
@@ -233,6 +224,21 @@ final class Delivery<D> {
     }
     log.warn("Parked {}: {}", event, reason);
     return Step.CONTINUE;
+  }
+
+  /**
+   * Waits {@code delay} before trying again; STOPPING if the listener closes or the lease was
+   * handed over meanwhile, LOST if the lease was lost, else null.
+   */
+  private Step waitToRetry(Duration delay) {
+    worker.pause(delay, tenure);
+    if (!worker.running() || tenure.ended()) {
+      return Step.STOPPING;
+    }
+    if (!tenure.keeper().isValid()) {
+      return Step.LOST;
+    }
+    return null;
   }
 
   /** How many deliveries of this tenure are blocked on a change now; guarded by {@code this}. */

@@ -12,9 +12,9 @@ import java.util.concurrent.LinkedBlockingQueue;
 /**
  * Delivers a batch with up to {@code concurrency} changes handled at once (ADR 0069): never two of
  * one key at once, each key's changes in batch order. Runs on the partition's thread, which
- * dispatches to the worker's lanes and alone moves the tenure's progress: {@code lastProcessed}
- * is the position of the newest change below which every change of the batch is handled or parked
- * (the watermark), so a checkpoint never covers a change still in a handler or not yet started.
+ * dispatches to the worker's lanes and alone tells the {@link Checkpointer} what is processed: the
+ * position of the newest change below which every change of the batch is handled or parked (the
+ * watermark), so a checkpoint never covers a change still in a handler or not yet started.
  * It checkpoints by count as the sequential loop does, pipelined as it is (ADR 0073), while later
  * changes are in handlers.
  *
@@ -61,7 +61,7 @@ final class KeyedDelivery<D> {
     Step step = Step.CONTINUE;
     Throwable error = null;
     while (true) {
-      while (step == Step.CONTINUE && error == null && worker.running && inFlight < concurrency
+      while (step == Step.CONTINUE && error == null && worker.running() && inFlight < concurrency
           && !ready.isEmpty()) {
         if (!tenure.keeper().isValid()) {
           step = Step.LOST;
@@ -70,8 +70,7 @@ final class KeyedDelivery<D> {
         String key = ready.poll();
         int index = byKey.get(key).poll();
         ChangeEvent<D> event = batch.get(index);
-        worker.newestRead = event.position();
-        worker.caughtUp = false;
+        worker.progress().delivering(event.position());
         inFlight++;
         lanes.execute(() -> {
           try {
@@ -103,11 +102,9 @@ final class KeyedDelivery<D> {
         watermark++;
       }
       if (watermark > before) {
-        tenure.lastProcessed = batch.get(watermark).position();
-        tenure.uncommitted += watermark - before;
-        worker.processedTo = tenure.lastProcessed;
-        if (step == Step.CONTINUE && error == null
-            && tenure.uncommitted >= tenure.config.checkpoint().maxChanges()) {
+        tenure.checkpointer.processed(batch.get(watermark).position(), watermark - before);
+        worker.progress().processedTo(tenure.checkpointer.lastProcessed());
+        if (step == Step.CONTINUE && error == null && tenure.checkpointer.dueByCount()) {
           // As the sequential loop: ask for a flush and go on; wait only past flushesInFlight.
           step = tenure.checkpointer.changesDue();
         }

@@ -1,10 +1,12 @@
 package dev.sluice.listener.internal;
 
+import dev.sluice.lease.LeaseRecord;
 import dev.sluice.listener.ListenerConfig;
+import java.util.List;
 
 /**
  * The check every partition makes once it holds its lease: does the group have records of another
- * partition count ({@link Tenure#layoutConflict})? Shared by the partitions of one listener, as a
+ * partition count ({@link #conflict})? Shared by the partitions of one listener, as a
  * group commit: one list of the group's records answers every partition that acquired its lease
  * before that list started, so 1,000 partitions acquired at once cost a few lists of the group's
  * records instead of 1,000 (each of 1,000 records). A partition never takes an answer from a list
@@ -53,7 +55,7 @@ final class LayoutCheck {
     }
     String result = null;
     try {
-      result = Tenure.layoutConflict(config, config.leaseStore().list(config.partitionPrefix()));
+      result = conflict(config, config.leaseStore().list(config.partitionPrefix()));
       synchronized (this) {
         answered = true;
         answeredFrom = started;
@@ -66,5 +68,37 @@ final class LayoutCheck {
         notifyAll();
       }
     }
+  }
+
+  /** A message naming the conflicting records, or null if every record agrees with the config. */
+  static String conflict(ListenerConfig<?> config, List<LeaseRecord> records) {
+    String prefix = config.partitionPrefix();
+    for (LeaseRecord r : records) {
+      String suffix = r.name().substring(prefix.length());
+      int of = suffix.indexOf("of");
+      int count;
+      try {
+        count = of < 0 ? -1 : Integer.parseInt(suffix.substring(of + 2));
+      } catch (NumberFormatException e) {
+        continue; // not a partition record of this scheme
+      }
+      if (count > 0 && count != config.partitions() && (r.isHeld() || r.checkpoint() != null)) {
+        return "group '" + config.group() + "' of stream '" + config.feed().stream()
+            + "' already has partition records for " + count + " partitions (" + r.name()
+            + (r.isHeld() ? ", held by " + r.owner() : "") + ", checkpoint " + r.checkpoint()
+            + "), but this listener is configured with " + config.partitions()
+            + ". Every member of a group must use the same partition count. To change it, stop"
+            + " every member and delete the group's records (their names start with '" + prefix
+            + "'), or use a new group, which starts per its bootstrap policy"
+            + kept(config, count);
+      }
+    }
+    return null;
+  }
+
+  /** What the feed keeps for the other layout (replication slots), as a sentence to append, or "". */
+  private static String kept(ListenerConfig<?> config, int partitions) {
+    String kept = config.feed().keptByLayout(partitions);
+    return kept == null || kept.isEmpty() ? "" : ". " + kept;
   }
 }

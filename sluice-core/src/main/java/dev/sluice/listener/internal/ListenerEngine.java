@@ -166,7 +166,7 @@ public final class ListenerEngine<D> implements Listener<D> {
     } catch (Exception e) {
       log.debug("closing the release watch: {}", e.toString());
     }
-    workers.forEach(w -> w.running = false);
+    workers.forEach(PartitionWorker::stop);
     workers.forEach(PartitionWorker::wake);
     // Leave the group first, so peers count this member out while its partitions are released:
     // with release notices they take them over at once.
@@ -233,7 +233,7 @@ public final class ListenerEngine<D> implements Listener<D> {
           config.group(), e.toString());
       return;
     }
-    String conflict = Tenure.layoutConflict(config, records);
+    String conflict = LayoutCheck.conflict(config, records);
     if (conflict != null) {
       throw new dev.sluice.ConfigurationException(conflict);
     }

@@ -61,21 +61,16 @@ final class PartitionWorker<D> {
   final ReentrantLock deliveryLock = new ReentrantLock();
   private final Object wakeUp = new Object();
 
-  volatile boolean running = true;
+  private volatile boolean running = true;
   private volatile PartitionState state = PartitionState.ACQUIRING;
   private volatile String error;
   private volatile Instant errorAt;
-  volatile long heldEpoch;
-  volatile Position committed;
-  volatile Position newestRead;
-  /** The position of the last change processed by the current tenure (or the cursor's progress). */
-  volatile Position processedTo;
-  /** Whether the current tenure processed everything the source had at its last read. */
-  volatile boolean caughtUp;
+  /** What the status reports of the partition's progress; its tenures tell it. */
+  private final PartitionProgress progress = new PartitionProgress();
   final SourceProbe source;
   /** The group-layout check, shared by the listener's partitions. */
   final LayoutCheck layout;
-  final AtomicLong processed = new AtomicLong();
+  private final AtomicLong processed = new AtomicLong();
   private final Deque<Long> losses = new ArrayDeque<>();
   private volatile int restarts;
   /** Failures in a row of what is being retried; see {@link PartitionStatus#attempts()}. */
@@ -103,37 +98,39 @@ final class PartitionWorker<D> {
 
   PartitionStatus status() {
     PartitionState s = state;
-    Position c = committed;
+    Position c = progress.committed();
     SourceHistory history = source.last();
     boolean held = s == PartitionState.ACTIVE || s == PartitionState.BLOCKED || s == PartitionState.RETRYING;
-    Duration lag = held ? lag(history) : Duration.ZERO;
+    Duration lag = held ? progress.lag(history) : Duration.ZERO;
     Duration historyLeft = null;
     if (held && c != null && c.time() != null && history.oldest() != null) {
-      historyLeft = max(Duration.between(history.oldest(), c.time()), Duration.ZERO);
+      historyLeft = PartitionProgress.max(Duration.between(history.oldest(), c.time()), Duration.ZERO);
     }
-    return new PartitionStatus(leaseName, s, heldEpoch, processed.get(), c, lag, error,
+    return new PartitionStatus(leaseName, s, progress.heldEpoch(), processed.get(), c, lag, error,
         errorAt, recentLosses(), restarts, historyLeft, attempts, nextAttemptAt);
   }
 
-  /**
-   * The newest change the source has (as it last said, or as read, whichever is newer) minus the
-   * last change processed; zero once everything the source had at the last read is processed.
-   */
-  private Duration lag(SourceHistory history) {
-    Position p = processedTo;
-    if (caughtUp || p == null || p.time() == null) {
-      return Duration.ZERO;
-    }
-    Instant newest = history.newest();
-    Position n = newestRead;
-    if (n != null && n.time() != null && (newest == null || n.time().isAfter(newest))) {
-      newest = n.time();
-    }
-    return newest == null ? Duration.ZERO : max(Duration.between(p.time(), newest), Duration.ZERO);
+  /** The partition's progress, which its tenures tell as they go. */
+  PartitionProgress progress() {
+    return progress;
   }
 
-  private static Duration max(Duration a, Duration b) {
-    return a.compareTo(b) >= 0 ? a : b;
+  /** A change was handled (counted in the status). */
+  void countProcessed() {
+    processed.incrementAndGet();
+  }
+
+  /** Whether the partition may go on: false once the listener closes. */
+  boolean running() {
+    return running;
+  }
+
+  /**
+   * The listener closes: the partition starts nothing more and its loops leave at their next
+   * look ({@link #wake()} ends the waits; {@link #stopAndHandOver()} also hands the lease over).
+   */
+  void stop() {
+    running = false;
   }
 
   private int recentLosses() {
@@ -152,7 +149,7 @@ final class PartitionWorker<D> {
    * the feed in flight (the turn in that read leaves when it returns).
    */
   void stopAndHandOver() {
-    running = false;
+    stop();
     wake();
     Tenure<D> t = tenure;
     if (t != null) {
@@ -338,7 +335,7 @@ final class PartitionWorker<D> {
       losses.addLast(System.nanoTime());
     }
     recordError(reason);
-    heldEpoch = 0;
+    progress.notHolding();
     setState(PartitionState.LOST);
     observer.lost(leaseName, lease.epoch(), reason);
     wake();
@@ -590,7 +587,7 @@ final class PartitionWorker<D> {
 
   private void endTenure() {
     tenure = null;
-    heldEpoch = 0;
+    progress.notHolding();
     assignment.released(partition.index());
   }
 

@@ -9,7 +9,6 @@ import dev.sluice.feed.HistoryLostException;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.lease.Lease;
-import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.listener.FailurePolicy;
 import dev.sluice.listener.Fence;
@@ -19,6 +18,7 @@ import dev.sluice.listener.PartitionState;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.List;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,10 +28,15 @@ import org.slf4j.LoggerFactory;
  * and pins the start), then runs the feed loop: read a batch, hand each change to {@link
  * Delivery}, let {@link Checkpointer} commit per the policy, and handle history loss and the end
  * of the stream. Whatever way it ends, the lease is released unless it was lost.
+ *
+ * <p>It owns the cursor and the rest of the last batch; what is processed and committed is the
+ * {@link Checkpointer}'s, and the progress the status shows is {@link PartitionProgress}'s: the
+ * tenure tells them (ADR 0110).
  */
 final class Tenure<D> {
   private static final Logger log = LoggerFactory.getLogger(Tenure.class);
   static final Duration MAX_FEED_BACKOFF = Duration.ofSeconds(5);
+  private static final Duration FIRST_FEED_BACKOFF = Duration.ofMillis(100);
 
   final PartitionWorker<D> worker;
   final ListenerConfig<D> config;
@@ -44,12 +49,7 @@ final class Tenure<D> {
   private final KeyedDelivery<D> keyed;
 
   // Guarded by worker.deliveryLock.
-  FeedCursor<D> cursor;
-  Position committed;
-  Position lastProcessed;
-  /** Changes handled since the last flush was asked for (not yet covered by any flush). */
-  int uncommitted;
-  long lastCommitNanos;
+  private FeedCursor<D> cursor;
   private boolean ended;
 
   /** When the lease was granted to this tenure (System.nanoTime, after the store answered). */
@@ -67,15 +67,11 @@ final class Tenure<D> {
         ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.deadLetterScope(),
             worker.partition.index(), config.clock(), park.maxCachedKeys())
         : ParkedKeys.none();
-    this.checkpointer = new Checkpointer<>(this);
+    this.checkpointer = new Checkpointer<>(this, lease.checkpoint());
     this.delivery = new Delivery<>(this);
     this.keyed = config.concurrency() > 1
         ? new KeyedDelivery<>(this, delivery, worker.lanes(), config.concurrency()) : null;
-    this.committed = lease.checkpoint();
-    this.lastProcessed = lease.checkpoint();
-    this.lastCommitNanos = System.nanoTime();
-    worker.processedTo = lastProcessed;
-    worker.caughtUp = false;
+    worker.progress().startedAt(lease.checkpoint());
   }
 
   LeaseKeeper keeper() {
@@ -89,7 +85,7 @@ final class Tenure<D> {
   /** Whether {@link #begin} ran. Guarded by worker.deliveryLock. */
   private boolean begun;
   /** The back-off before re-opening a failed feed; grows with each failure in a row. */
-  private Duration feedBackoff = Duration.ofMillis(100);
+  private Duration feedBackoff = FIRST_FEED_BACKOFF;
   /** The last turn found nothing to read and its cursor parked (FeedCursor#wakeInsteadOfWaiting). */
   private volatile boolean cursorParked;
   /** Whether the current cursor parks instead of waiting in a poll. */
@@ -138,8 +134,7 @@ final class Tenure<D> {
     begun = true;
     keeper.start();
     Lease lease = keeper.lease();
-    worker.heldEpoch = lease.epoch();
-    worker.committed = lease.checkpoint();
+    worker.progress().holding(lease);
     worker.observer.acquired(lease); // logged by LifecycleLog
     Step step = checkLayout();
     if (step == Step.CONTINUE) {
@@ -213,77 +208,44 @@ final class Tenure<D> {
    * two layouts of one group would deliver the same changes twice, to two owners at once.
    */
   private Step checkLayout() {
-    Duration backoff = Duration.ofMillis(100);
-    while (worker.running) {
-      if (!keeper.isValid()) {
-        return Step.LOST;
-      }
-      try {
-        String conflict = worker.layout.conflictSince(heldSince);
-        if (conflict == null) {
-          return Step.CONTINUE;
-        }
-        worker.fail(conflict, null);
-        return Step.FAILED;
-      } catch (RuntimeException e) {
-        log.warn("Cannot list the partition records of {} to check the group's layout, retrying"
-            + " in {}: {}", worker.leaseName, backoff, e.toString());
-        worker.retrying(PartitionWorker.Retried.READ, backoff,
-            "cannot list the group's partition records to check its layout", e);
-        worker.pause(backoff, this);
-        backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
-      }
-    }
-    return Step.STOPPING;
-  }
-
-  /** A message naming the conflicting records, or null if every record agrees with the config. */
-  static String layoutConflict(ListenerConfig<?> config, List<LeaseRecord> records) {
-    String prefix = config.partitionPrefix();
-    for (LeaseRecord r : records) {
-      String suffix = r.name().substring(prefix.length());
-      int of = suffix.indexOf("of");
-      int count;
-      try {
-        count = of < 0 ? -1 : Integer.parseInt(suffix.substring(of + 2));
-      } catch (NumberFormatException e) {
-        continue; // not a partition record of this scheme
-      }
-      if (count > 0 && count != config.partitions() && (r.isHeld() || r.checkpoint() != null)) {
-        return "group '" + config.group() + "' of stream '" + config.feed().stream()
-            + "' already has partition records for " + count + " partitions (" + r.name()
-            + (r.isHeld() ? ", held by " + r.owner() : "") + ", checkpoint " + r.checkpoint()
-            + "), but this listener is configured with " + config.partitions()
-            + ". Every member of a group must use the same partition count. To change it, stop"
-            + " every member and delete the group's records (their names start with '" + prefix
-            + "'), or use a new group, which starts per its bootstrap policy"
-            + kept(config, count);
-      }
-    }
-    return null;
-  }
-
-  /** What the feed keeps for the other layout (replication slots), as a sentence to append, or "". */
-  private static String kept(ListenerConfig<?> config, int partitions) {
-    String kept = config.feed().keptByLayout(partitions);
-    return kept == null || kept.isEmpty() ? "" : ". " + kept;
+    return retryingReads("Cannot list the partition records of {} to check the group's layout,"
+        + " retrying in {}: {}", "cannot list the group's partition records to check its layout",
+        () -> {
+          String conflict = worker.layout.conflictSince(heldSince);
+          if (conflict == null) {
+            return Step.CONTINUE;
+          }
+          worker.fail(conflict, null);
+          return Step.FAILED;
+        });
   }
 
   private Step loadParkedKeys() {
-    Duration backoff = Duration.ofMillis(100);
-    while (worker.running) {
+    // Delivering without knowing the parked keys could overtake a parked change of a key.
+    return retryingReads("Cannot read parked keys of {} from the dead-letter store, retrying in"
+        + " {}: {}", "cannot read the parked keys from the dead-letter store", () -> {
+          parked.load();
+          return Step.CONTINUE;
+        });
+  }
+
+  /**
+   * Runs {@code read} until it answers, while the lease is held and the listener runs: a
+   * RuntimeException is logged ({@code logPattern} with the lease, the back-off and the error),
+   * shown in the status as a READ retried ({@code retrying}), and tried again after a back-off
+   * that grows each time.
+   */
+  private Step retryingReads(String logPattern, String retrying, Supplier<Step> read) {
+    Duration backoff = FIRST_FEED_BACKOFF;
+    while (worker.running()) {
       if (!keeper.isValid()) {
         return Step.LOST;
       }
       try {
-        parked.load();
-        return Step.CONTINUE;
+        return read.get();
       } catch (RuntimeException e) {
-        // Delivering without knowing the parked keys could overtake a parked change of a key.
-        log.warn("Cannot read parked keys of {} from the dead-letter store, retrying in {}: {}",
-            worker.leaseName, backoff, e.toString());
-        worker.retrying(PartitionWorker.Retried.READ, backoff,
-            "cannot read the parked keys from the dead-letter store", e);
+        log.warn(logPattern, worker.leaseName, backoff, e.toString());
+        worker.retrying(PartitionWorker.Retried.READ, backoff, retrying, e);
         worker.pause(backoff, this);
         backoff = PartitionWorker.min(backoff.multipliedBy(2), MAX_FEED_BACKOFF);
       }
@@ -302,7 +264,7 @@ final class Tenure<D> {
   /** As {@link #open()}; with {@code skipping} set, history was lost and the policy skips. */
   private Step open(HistoryLostException skipping) {
     Duration backoff = Duration.ofMillis(100);
-    while (worker.running) {
+    while (worker.running()) {
       if (!keeper.isValid()) {
         return Step.LOST;
       }
@@ -330,8 +292,8 @@ final class Tenure<D> {
                 + " between {} and {} were NOT delivered.", worker.leaseName, skipping.getMessage(),
                 resumedAt, skipping.lostFrom(), resumedAt);
           }
-        } else if (lastProcessed != null) {
-          cursor = openCursor(StartPoint.after(lastProcessed));
+        } else if (checkpointer.lastProcessed() != null) {
+          cursor = openCursor(StartPoint.after(checkpointer.lastProcessed()));
         } else {
           cursor = openCursor(config.bootstrap().startPoint());
           // Pin the bootstrap point: a crash before the first change is processed must not let
@@ -395,24 +357,65 @@ final class Tenure<D> {
   Step reopenAtCheckpoint(Duration delay) {
     closeCursor();
     dropPending();
-    checkpointer.discardInFlight();
-    lastProcessed = committed;
-    uncommitted = 0;
+    checkpointer.backToCheckpoint();
     worker.pause(delay, this);
-    if (!worker.running || ended) {
+    if (!worker.running() || ended) {
       return Step.STOPPING;
     }
     return open();
   }
 
   /**
-   * One turn of the feed loop: read a batch, deliver it, commit per the policy. Null while there
-   * is more to do.
+   * One turn of the feed loop: what happens to one batch, top to bottom. Null while there is more
+   * to do; otherwise how the tenure ends.
    */
   private PartitionState feedTurn() {
     cursorParked = false;
     retryIn = null;
-    if (!worker.running || ended) {
+    PartitionState endedEarly = endBeforeReading();
+    if (endedEarly != null) {
+      return endedEarly;
+    }
+    boolean read = pending.isEmpty(); // else the rest of the last batch first
+    Read<D> batch = read ? readBatch() : Read.nothing();
+    if (ended) {
+      return PartitionState.STOPPED; // handed over by close() while we were reading
+    }
+    Step step = batch.step() == Step.CONTINUE ? deliver(batch.changes()) : batch.step();
+    boolean retryLater = step == Step.RETRY_LATER;
+    if (retryLater) {
+      step = Step.CONTINUE; // the failed change and the rest stay pending; no thread waits meanwhile
+    }
+    if (step == Step.CONTINUE) {
+      step = checkpointer.acknowledged(false); // flushes that completed while we read
+    }
+    if (step == Step.REWOUND) {
+      return null; // the rest of the batch is stale; the cursor reads again from the checkpoint
+    }
+    if (step != Step.CONTINUE) {
+      return endWith(step);
+    }
+    recordProgress(read && batch.changes().isEmpty());
+    if (checkpointer.dueByTime()) {
+      step = checkpointer.checkpoint();
+      if (step != Step.CONTINUE && step != Step.REWOUND) {
+        return endWith(step);
+      }
+    }
+    if (retryLater && !pending.isEmpty()) { // (empty if a rewind by that checkpoint dropped it)
+      retryIn = delivery.retryIn();
+      return null;
+    }
+    if (cursor != null && cursor.ended()) {
+      return streamEnded();
+    }
+    cursorParked = read && batch.changes().isEmpty() && cursorParks && cursor != null && cursor.parked();
+    return null;
+  }
+
+  /** How the turn ends the tenure before reading (a stop, a lost lease, a hand-back), or null. */
+  private PartitionState endBeforeReading() {
+    if (!worker.running() || ended) {
       return stopping();
     }
     if (!keeper.isValid()) {
@@ -424,136 +427,142 @@ final class Tenure<D> {
       return s == Step.FAILED ? PartitionState.FAILED
           : s == Step.LOST ? PartitionState.LOST : PartitionState.STOPPED;
     }
-    List<ChangeEvent<D>> batch = List.of();
-    Step step = Step.CONTINUE;
-    boolean read = pending.isEmpty(); // else the rest of the last batch first
+    return null;
+  }
+
+  /**
+   * The changes a read gave (none when it failed), and how the loop goes on: after a failure, what
+   * dealing with it gave (CONTINUE once the feed re-opened; else LOST, FAILED or STOPPING).
+   */
+  private record Read<E>(List<ChangeEvent<E>> changes, Step step) {
+    static <E> Read<E> nothing() {
+      return new Read<>(List.of(), Step.CONTINUE);
+    }
+
+    static <E> Read<E> failed(Step step) {
+      return new Read<>(List.of(), step);
+    }
+  }
+
+  /** Reads the next batch; a failure of the feed is handled here (re-open, lost history, fail). */
+  private Read<D> readBatch() {
     try {
-      if (read) {
-        batch = pollUnlocked();
-        worker.attemptSucceeded(PartitionWorker.Retried.READ);
-      }
-      feedBackoff = Duration.ofMillis(100);
+      List<ChangeEvent<D>> changes = pollUnlocked();
+      worker.attemptSucceeded(PartitionWorker.Retried.READ);
+      feedBackoff = FIRST_FEED_BACKOFF;
+      return new Read<>(changes, Step.CONTINUE);
     } catch (HistoryLostException e) {
-      batch = List.of();
-      step = checkpointer.checkpoint();
+      Step step = checkpointer.checkpoint();
       if (step == Step.CONTINUE) {
         closeCursor();
         step = historyLostWhileReading(e);
       }
+      return Read.failed(step);
     } catch (FeedException e) {
-      batch = List.of();
       if (!e.retryable()) {
-        step = checkpointer.checkpoint();
+        Step step = checkpointer.checkpoint();
         if (step == Step.CONTINUE || step == Step.REWOUND) {
           worker.fail("feed failed: " + e.getMessage(), e);
           step = Step.FAILED;
         }
-      } else {
-        worker.observer.feedFailed(worker.leaseName, e);
-        log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
-            worker.leaseName, feedBackoff, e.toString());
-        worker.retrying(PartitionWorker.Retried.READ, feedBackoff,
-            "reading the feed failed; re-opening at the last checkpoint", e);
-        step = reopenAtCheckpoint(feedBackoff);
-        feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+        return Read.failed(step);
       }
+      worker.observer.feedFailed(worker.leaseName, e);
+      log.warn("Feed of {} failed, re-opening at the last checkpoint in {}: {}",
+          worker.leaseName, feedBackoff, e.toString());
+      return Read.failed(reopenAfterReadFailure(
+          "reading the feed failed; re-opening at the last checkpoint", e));
     } catch (RuntimeException e) {
       // Not a typed feed error (a driver or feed bug): restart the cursor from the checkpoint
       // after a back-off rather than let the partition die (seed 004, "Error Handling").
-      batch = List.of();
       worker.observer.feedFailed(worker.leaseName, e);
       log.error("Feed of {} threw an unexpected error, re-opening at the last checkpoint in {}",
           worker.leaseName, feedBackoff, e);
-      worker.retrying(PartitionWorker.Retried.READ, feedBackoff,
-          "reading the feed threw an unexpected error; re-opening at the last checkpoint", e);
-      step = reopenAtCheckpoint(feedBackoff);
-      feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+      return Read.failed(reopenAfterReadFailure(
+          "reading the feed threw an unexpected error; re-opening at the last checkpoint", e));
     }
-    if (ended) {
-      return PartitionState.STOPPED; // handed over by close() while we were reading
+  }
+
+  /** A read failed, worth retrying: re-open at the checkpoint after a back-off that grows each time. */
+  private Step reopenAfterReadFailure(String message, RuntimeException e) {
+    worker.retrying(PartitionWorker.Retried.READ, feedBackoff, message, e);
+    Step step = reopenAtCheckpoint(feedBackoff);
+    feedBackoff = PartitionWorker.min(feedBackoff.multipliedBy(2), MAX_FEED_BACKOFF);
+    return step;
+  }
+
+  /** Hands the batch to the handler: over the lanes with a concurrency above 1, else in order. */
+  private Step deliver(List<ChangeEvent<D>> batch) {
+    if (keyed != null && !batch.isEmpty()) {
+      return keyed.deliver(batch);
     }
-    boolean retryLater = false;
-    if (keyed != null && step == Step.CONTINUE && !batch.isEmpty()) {
-      step = keyed.deliver(batch);
-    } else {
+    pending.addAll(batch);
+    return deliverPending();
+  }
+
+  /**
+   * Delivers the pending changes one by one, each counted as processed once handled or parked,
+   * committing per the policy as they go. RETRY_LATER when the handler failed on one and its next
+   * attempt is due later: it and the rest stay pending.
+   */
+  private Step deliverPending() {
+    Step step = Step.CONTINUE;
+    while (!pending.isEmpty() && worker.running() && step == Step.CONTINUE) {
+      if (!keeper.isValid()) {
+        return Step.LOST;
+      }
+      ChangeEvent<D> event = pending.peekFirst();
+      worker.progress().delivering(event.position());
+      step = delivery.deliver(event, true);
+      if (step == Step.RETRY_LATER) {
+        return step;
+      }
+      pending.pollFirst();
       if (step == Step.CONTINUE) {
-        pending.addAll(batch);
+        checkpointer.processed(event.position(), 1);
       }
-      while (!pending.isEmpty()) {
-        if (!worker.running || step != Step.CONTINUE) {
-          break;
-        }
-        if (!keeper.isValid()) {
-          return PartitionState.LOST;
-        }
-        ChangeEvent<D> event = pending.peekFirst();
-        worker.newestRead = event.position();
-        worker.caughtUp = false;
-        step = delivery.deliver(event, true);
-        if (step == Step.RETRY_LATER) {
-          retryLater = true; // it and the rest of the batch stay pending; the thread is free meanwhile
-          step = Step.CONTINUE;
-          break;
-        }
-        pending.pollFirst();
-        if (step == Step.CONTINUE) {
-          lastProcessed = event.position();
-          uncommitted++;
-        }
-        worker.processedTo = lastProcessed;
-        if (step == Step.CONTINUE && uncommitted >= config.checkpoint().maxChanges()) {
-          step = checkpointer.changesDue();
-        } else if (step == Step.CONTINUE) {
-          step = checkpointer.acknowledged(false); // flushes that completed meanwhile
-        }
+      worker.progress().processedTo(checkpointer.lastProcessed());
+      if (step == Step.CONTINUE) {
+        step = checkpointer.dueByCount() ? checkpointer.changesDue()
+            : checkpointer.acknowledged(false); // flushes that completed meanwhile
       }
     }
-    if (step == Step.CONTINUE) {
-      step = checkpointer.acknowledged(false); // flushes that completed while we read
-    }
-    if (step == Step.REWOUND) {
-      return null; // the rest of the batch is stale; the cursor reads again from the checkpoint
-    }
-    if (step != Step.CONTINUE) {
-      return step == Step.STOPPING ? stopping() : endOf(step);
-    }
-    if (read && batch.isEmpty() && cursor != null) {
-      // Progress without changes for this partition (other partitions' changes, post-batch
-      // resume tokens) is worth committing too, so a restart does not re-scan it.
+    return step;
+  }
+
+  /**
+   * Tells the status how far the partition is. After a read that found no change for it, the
+   * cursor's progress (other partitions' changes, post-batch resume tokens) counts as processed
+   * too: worth committing, so a restart does not re-scan it.
+   */
+  private void recordProgress(boolean readNothing) {
+    if (readNothing && cursor != null) {
       Position p = cursor.position();
       if (p != null) {
-        lastProcessed = p;
+        checkpointer.advancedTo(p);
       }
     }
-    worker.processedTo = lastProcessed;
-    worker.caughtUp = pending.isEmpty() && cursor != null && cursor.caughtUp();
-    if (checkpointer.dueByTime()) {
-      step = checkpointer.checkpoint();
-      if (step != Step.CONTINUE && step != Step.REWOUND) {
-        return step == Step.STOPPING ? stopping() : endOf(step);
-      }
+    worker.progress().processedTo(checkpointer.lastProcessed(),
+        pending.isEmpty() && cursor != null && cursor.caughtUp());
+  }
+
+  /** The source ended the stream: commit what was processed, report why, and end for good. */
+  private PartitionState streamEnded() {
+    Step step = checkpointer.checkpoint();
+    if (step == Step.LOST || step == Step.FAILED) {
+      return endOf(step);
     }
-    if (retryLater && pending.isEmpty()) {
-      retryLater = false; // a rewind by the checkpoint above dropped the batch: read again
-    }
-    if (retryLater) {
-      retryIn = delivery.retryIn();
-      return null;
-    }
-    if (cursor != null && cursor.ended()) {
-      step = checkpointer.checkpoint();
-      if (step == Step.LOST || step == Step.FAILED) {
-        return endOf(step);
-      }
-      Position at = cursor.position();
-      worker.observer.streamEnded(worker.leaseName, at);
-      String reason = cursor.endReason();
-      worker.recordError(reason);
-      log.warn("Partition {}: {}", worker.leaseName, reason);
-      return PartitionState.ENDED;
-    }
-    cursorParked = read && batch.isEmpty() && cursorParks && cursor != null && cursor.parked();
-    return null;
+    Position at = cursor.position();
+    worker.observer.streamEnded(worker.leaseName, at);
+    String reason = cursor.endReason();
+    worker.recordError(reason);
+    log.warn("Partition {}: {}", worker.leaseName, reason);
+    return PartitionState.ENDED;
+  }
+
+  /** How a step that is not CONTINUE ends the tenure: a stop commits first. */
+  private PartitionState endWith(Step step) {
+    return step == Step.STOPPING ? stopping() : endOf(step);
   }
 
   /** Stopped by close(): commit what was processed, then release in {@link #finish}. */
@@ -572,9 +581,7 @@ final class Tenure<D> {
     }
     // Re-open through open(), which skips to latest with its retries and records the gap.
     dropPending();
-    checkpointer.discardInFlight();
-    lastProcessed = committed;
-    uncommitted = 0;
+    checkpointer.backToCheckpoint();
     return open(e);
   }
 
@@ -603,7 +610,14 @@ final class Tenure<D> {
   /** The cursor's last {@link FeedCursor#sideFailure}, so that each is recorded once. */
   private String sideFailure;
 
-  void closeCursor() {
+  /** Tells the feed that everything up to {@code position} is committed (it may free what it kept). */
+  void acknowledgeToFeed(Position position) {
+    if (cursor != null) {
+      cursor.acknowledge(position);
+    }
+  }
+
+  private void closeCursor() {
     if (cursor != null) {
       try {
         cursor.close();
