@@ -6,6 +6,7 @@ import dev.sluice.amqp.internal.AmqpSinkImpl;
 import dev.sluice.sink.BrokerSink;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.OutboundMessage;
+import dev.sluice.sink.internal.AbstractBrokerSink;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.function.Function;
@@ -56,7 +57,7 @@ public interface AmqpSink<D> extends BrokerSink<D> {
     private final MessageEncoder<D> encoder;
     private Function<? super OutboundMessage<D>, String> routingKey =
         m -> m.source().stream() + "." + m.source().operation().name().toLowerCase(Locale.ROOT);
-    private Duration flushTimeout = Duration.ofSeconds(30);
+    private Duration flushTimeout = AbstractBrokerSink.DEFAULT_FLUSH_TIMEOUT;
     private int maxMessageBytes = 16 * 1024 * 1024;
 
     private Builder(ConnectionFactory connectionFactory, String exchange, MessageEncoder<D> encoder) {
@@ -79,10 +80,7 @@ public interface AmqpSink<D> extends BrokerSink<D> {
      * other wait on the broker (connect, handshake, channel calls, close). Default 30 s.
      */
     public Builder<D> flushTimeout(Duration flushTimeout) {
-      ConfigurationException.requireNonNull(flushTimeout, "flushTimeout");
-      ConfigurationException.require(
-          !flushTimeout.isNegative() && !flushTimeout.isZero(), "flushTimeout", flushTimeout, "must be positive");
-      this.flushTimeout = flushTimeout;
+      this.flushTimeout = AbstractBrokerSink.requireFlushTimeout(flushTimeout);
       return this;
     }
 

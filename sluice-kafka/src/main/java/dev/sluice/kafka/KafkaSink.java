@@ -5,6 +5,7 @@ import dev.sluice.kafka.internal.KafkaSinkImpl;
 import dev.sluice.sink.BrokerSink;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.OutboundMessage;
+import dev.sluice.sink.internal.AbstractBrokerSink;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -54,7 +55,7 @@ public interface KafkaSink<D> extends BrokerSink<D> {
     private final MessageEncoder<D> encoder;
     private final Map<String, Object> producerConfig = new HashMap<>();
     private Function<? super OutboundMessage<D>, String> topic;
-    private Duration flushTimeout = Duration.ofSeconds(30);
+    private Duration flushTimeout = AbstractBrokerSink.DEFAULT_FLUSH_TIMEOUT;
 
     private Builder(MessageEncoder<D> encoder) {
       this.encoder = ConfigurationException.requireNonNull(encoder, "encoder");
@@ -92,10 +93,7 @@ public interface KafkaSink<D> extends BrokerSink<D> {
      * 30 s.
      */
     public Builder<D> flushTimeout(Duration flushTimeout) {
-      ConfigurationException.requireNonNull(flushTimeout, "flushTimeout");
-      ConfigurationException.require(
-          !flushTimeout.isNegative() && !flushTimeout.isZero(), "flushTimeout", flushTimeout, "must be positive");
-      this.flushTimeout = flushTimeout;
+      this.flushTimeout = AbstractBrokerSink.requireFlushTimeout(flushTimeout);
       return this;
     }
 

@@ -1,5 +1,6 @@
 package dev.sluice.sink.internal;
 
+import dev.sluice.ConfigurationException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.listener.Fence;
 import dev.sluice.sink.BrokerSink;
@@ -39,6 +40,9 @@ import org.slf4j.LoggerFactory;
  */
 public abstract class AbstractBrokerSink<D, R, L extends AbstractBrokerSink.Lane> implements BrokerSink<D> {
   private static final int REMEMBERED_REJECTIONS = 10_000;
+
+  /** The flush timeout a broker sink's builder starts with. */
+  public static final Duration DEFAULT_FLUSH_TIMEOUT = Duration.ofSeconds(30);
 
   /** The broker's name in messages and logs: "Kafka", "AMQP". */
   protected final String broker;
@@ -232,6 +236,18 @@ public abstract class AbstractBrokerSink<D, R, L extends AbstractBrokerSink.Lane
               + " " + limit,
           null);
     }
+  }
+
+  /**
+   * A builder's check of the flush timeout it is given.
+   *
+   * @throws ConfigurationException naming {@code flushTimeout} unless it is positive
+   */
+  public static Duration requireFlushTimeout(Duration flushTimeout) {
+    ConfigurationException.requireNonNull(flushTimeout, "flushTimeout");
+    ConfigurationException.require(
+        !flushTimeout.isNegative() && !flushTimeout.isZero(), "flushTimeout", flushTimeout, "must be positive");
+    return flushTimeout;
   }
 
   /** How errors name a message: its id and the change it was made from. */
