@@ -3,22 +3,21 @@ package dev.sluice.amqp;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.sluice.ConfigurationException;
 import dev.sluice.amqp.internal.AmqpSinkImpl;
-import dev.sluice.listener.Handler;
+import dev.sluice.sink.BrokerSink;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.OutboundMessage;
+import dev.sluice.sink.internal.AbstractBrokerSink;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.function.Function;
 
 /**
- * A {@link Handler} that publishes changes to an AMQP 0-9-1 exchange (RabbitMQ, Qpid), at least
- * once and in order per partition. Messages are persistent ({@code delivery-mode 2}) and
- * mandatory; the channel is in publisher-confirm mode. {@link #handle} publishes; {@link #flush}
- * waits until the broker confirmed every message published so far, so the listener's checkpoint
- * never passes an unconfirmed change. A negative confirm, an unroutable (returned) message, a
- * timeout or a lost connection make {@code flush} throw {@link dev.sluice.sink.SinkException}:
- * the listener redelivers from the last checkpoint; delivery pauses while the broker is down and
- * nothing is lost. Duplicates are possible: consumers de-duplicate on the message id.
+ * A {@link BrokerSink} that publishes changes to an AMQP 0-9-1 exchange (RabbitMQ, Qpid), in order
+ * per partition. Messages are persistent ({@code delivery-mode 2}) and mandatory; the channel is in
+ * publisher-confirm mode. {@link #handle} publishes; {@link #flush} waits until the broker confirmed
+ * every message published so far. Besides an outage, a negative confirm or an unroutable (returned)
+ * message make {@code flush} throw {@link dev.sluice.sink.SinkException}, naming the exchange, the
+ * routing key and the message.
  *
  * <pre>{@code
  * ConnectionFactory amqp = new ConnectionFactory();
@@ -35,8 +34,8 @@ import java.util.function.Function;
  * exchange fails every flush with a clear error, an unbound routing key is reported as
  * unroutable).
  *
- * <p>Thread-safe: each partition ({@link dev.sluice.listener.Fence#lease()}) gets its own channel
- * on one shared connection; the sink reconnects on the next change after a failed flush.
+ * <p>Each partition ({@link dev.sluice.listener.Fence#lease()}) gets its own channel on one shared
+ * connection; the sink reconnects on the next change after a failed flush.
  *
  * <p>Bounded when the broker does not answer (a half-open connection, ADR 0105): {@code flush}
  * fails within the flush timeout; {@code handle} waits at most the flush timeout per step of
@@ -44,40 +43,7 @@ import java.util.function.Function;
  * returns within the flush timeout. A flush that fails because the broker did not answer drops the
  * shared connection, so every partition's next flush fails and is delivered again.
  */
-public interface AmqpSink<D> extends Handler<D>, AutoCloseable {
-
-  /**
-   * False: the sink overlaps its sends itself and keeps one partition's changes in one sequence, so a
-   * listener refuses {@code concurrency} above 1 for it.
-   */
-  @Override
-  default boolean concurrentCalls() {
-    return false;
-  }
-
-
-  /**
-   * Publishes the change's messages asynchronously.
-   *
-   * @throws dev.sluice.sink.MessageEncodingException if the change cannot be encoded (or is too
-   *     large); the listener's failure policy retries and parks it
-   * @throws dev.sluice.sink.MessageRejectedException if the broker refused this change for good
-   *     on an earlier delivery
-   */
-  @Override
-  void handle(dev.sluice.feed.ChangeEvent<D> event, dev.sluice.listener.Fence fence);
-
-  /**
-   * Waits until the broker acknowledged every message published for {@code fence.lease()}.
-   *
-   * @throws dev.sluice.sink.SinkException if any was not acknowledged in time or refused; the
-   *     listener then redelivers from its last checkpoint
-   */
-  @Override
-  void flush(dev.sluice.listener.Fence fence);
-
-  @Override
-  void close();
+public interface AmqpSink<D> extends BrokerSink<D> {
 
   static <D> Builder<D> builder(
       ConnectionFactory connectionFactory, String exchange, MessageEncoder<D> encoder) {
@@ -91,7 +57,7 @@ public interface AmqpSink<D> extends Handler<D>, AutoCloseable {
     private final MessageEncoder<D> encoder;
     private Function<? super OutboundMessage<D>, String> routingKey =
         m -> m.source().stream() + "." + m.source().operation().name().toLowerCase(Locale.ROOT);
-    private Duration flushTimeout = Duration.ofSeconds(30);
+    private Duration flushTimeout = AbstractBrokerSink.DEFAULT_FLUSH_TIMEOUT;
     private int maxMessageBytes = 16 * 1024 * 1024;
 
     private Builder(ConnectionFactory connectionFactory, String exchange, MessageEncoder<D> encoder) {
@@ -114,10 +80,7 @@ public interface AmqpSink<D> extends Handler<D>, AutoCloseable {
      * other wait on the broker (connect, handshake, channel calls, close). Default 30 s.
      */
     public Builder<D> flushTimeout(Duration flushTimeout) {
-      ConfigurationException.requireNonNull(flushTimeout, "flushTimeout");
-      ConfigurationException.require(
-          !flushTimeout.isNegative() && !flushTimeout.isZero(), "flushTimeout", flushTimeout, "must be positive");
-      this.flushTimeout = flushTimeout;
+      this.flushTimeout = AbstractBrokerSink.requireFlushTimeout(flushTimeout);
       return this;
     }
 

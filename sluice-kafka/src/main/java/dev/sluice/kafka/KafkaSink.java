@@ -2,9 +2,10 @@ package dev.sluice.kafka;
 
 import dev.sluice.ConfigurationException;
 import dev.sluice.kafka.internal.KafkaSinkImpl;
-import dev.sluice.listener.Handler;
+import dev.sluice.sink.BrokerSink;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.OutboundMessage;
+import dev.sluice.sink.internal.AbstractBrokerSink;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -14,13 +15,11 @@ import java.util.function.Function;
 import org.apache.kafka.clients.producer.ProducerConfig;
 
 /**
- * A {@link Handler} that publishes changes to Kafka, at least once and in order per document
- * key. {@link #handle} sends asynchronously (the producer batches); {@link #flush} waits until
- * the broker acknowledged every record sent so far ({@code acks=all}, idempotent producer), so
- * the listener's checkpoint never passes an unacknowledged change. If the broker is down or
- * times out, {@code flush} throws a {@link dev.sluice.sink.SinkException} and the listener
- * redelivers from the last checkpoint: delivery pauses, nothing is lost or reordered, duplicates
- * are possible (consumers de-duplicate on the {@code sluice-id} header, see the inbox).
+ * A {@link BrokerSink} that publishes changes to Kafka, in order per document key. {@link #handle}
+ * sends asynchronously (the producer batches); {@link #flush} waits until the broker acknowledged
+ * every record sent so far ({@code acks=all}, idempotent producer). A record the broker refuses for
+ * good (too large, invalid topic) fails the flush, and its change is then refused by {@code handle}
+ * when delivered again (ADR 0041).
  *
  * <pre>{@code
  * KafkaSink<BsonDocument> sink = KafkaSink.builder("localhost:9092", "orders",
@@ -31,48 +30,8 @@ import org.apache.kafka.clients.producer.ProducerConfig;
  *
  * <p>Record key: {@link dev.sluice.feed.ChangeEvent#key()} (UTF-8), so one document's messages
  * land in one partition. Headers: see {@link dev.sluice.sink.Envelope}. Value: the envelope.
- *
- * <p>Thread-safe: one sink may serve every partition of a listener; each partition ({@link
- * dev.sluice.listener.Fence#lease()}) has its own pending set.
  */
-public interface KafkaSink<D> extends Handler<D>, AutoCloseable {
-
-  /**
-   * False: the sink overlaps its sends itself and keeps one partition's changes in one sequence, so a
-   * listener refuses {@code concurrency} above 1 for it.
-   */
-  @Override
-  default boolean concurrentCalls() {
-    return false;
-  }
-
-  /**
-   * Publishes the change's messages asynchronously.
-   *
-   * @throws dev.sluice.sink.MessageEncodingException if the change cannot be encoded (or is too
-   *     large); the listener's failure policy retries and parks it
-   * @throws dev.sluice.sink.MessageRejectedException if the broker refused this change for good
-   *     on an earlier delivery
-   */
-  @Override
-  void handle(dev.sluice.feed.ChangeEvent<D> event, dev.sluice.listener.Fence fence);
-
-  /**
-   * Waits until the broker acknowledged every message published for {@code fence.lease()}.
-   *
-   * @throws dev.sluice.sink.SinkException if any was not acknowledged in time or refused; the
-   *     listener then redelivers from its last checkpoint
-   */
-  @Override
-  void flush(dev.sluice.listener.Fence fence);
-
-  /**
-   * Closes the producer, waiting up to the flush timeout for records in flight (then dropping
-   * them: they were not acknowledged, so no checkpoint covers them). Returns within the flush
-   * timeout even when the broker does not answer.
-   */
-  @Override
-  void close();
+public interface KafkaSink<D> extends BrokerSink<D> {
 
   static <D> Builder<D> builder(String bootstrapServers, String topic, MessageEncoder<D> encoder) {
     return new Builder<D>(encoder)
@@ -96,7 +55,7 @@ public interface KafkaSink<D> extends Handler<D>, AutoCloseable {
     private final MessageEncoder<D> encoder;
     private final Map<String, Object> producerConfig = new HashMap<>();
     private Function<? super OutboundMessage<D>, String> topic;
-    private Duration flushTimeout = Duration.ofSeconds(30);
+    private Duration flushTimeout = AbstractBrokerSink.DEFAULT_FLUSH_TIMEOUT;
 
     private Builder(MessageEncoder<D> encoder) {
       this.encoder = ConfigurationException.requireNonNull(encoder, "encoder");
@@ -134,10 +93,7 @@ public interface KafkaSink<D> extends Handler<D>, AutoCloseable {
      * 30 s.
      */
     public Builder<D> flushTimeout(Duration flushTimeout) {
-      ConfigurationException.requireNonNull(flushTimeout, "flushTimeout");
-      ConfigurationException.require(
-          !flushTimeout.isNegative() && !flushTimeout.isZero(), "flushTimeout", flushTimeout, "must be positive");
-      this.flushTimeout = flushTimeout;
+      this.flushTimeout = AbstractBrokerSink.requireFlushTimeout(flushTimeout);
       return this;
     }
 

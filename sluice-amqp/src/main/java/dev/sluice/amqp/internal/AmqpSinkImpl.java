@@ -6,11 +6,10 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.sluice.amqp.AmqpSink;
 import dev.sluice.feed.ChangeEvent;
-import dev.sluice.listener.Fence;
 import dev.sluice.sink.MessageEncoder;
-import dev.sluice.sink.MessageEncodingException;
 import dev.sluice.sink.OutboundMessage;
 import dev.sluice.sink.SinkException;
+import dev.sluice.sink.internal.AbstractBrokerSink;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,7 +18,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Queue;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeoutException;
@@ -31,7 +31,9 @@ import org.slf4j.LoggerFactory;
  * See {@link AmqpSink}; decisions in {@code docs/adr/0041-sink-acknowledgement.md} and, for how a
  * returned message is matched to its confirm, {@code docs/adr/0046-amqp-return-correlation.md}.
  */
-public final class AmqpSinkImpl<D> implements AmqpSink<D> {
+public final class AmqpSinkImpl<D>
+    extends AbstractBrokerSink<D, AmqpSinkImpl.Publish, AmqpSinkImpl<D>.Lane>
+    implements AmqpSink<D> {
   private static final Logger LOG = LoggerFactory.getLogger(AmqpSink.class);
 
   /**
@@ -52,14 +54,10 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
 
   private final ConnectionFactory factory;
   private final String exchange;
-  private final MessageEncoder<D> encoder;
   private final Function<? super OutboundMessage<D>, String> routingKey;
-  private final Duration flushTimeout;
   private final int maxMessageBytes;
-  private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
-  private final Object connectionLock = new Object();
+  /** Guarded by {@link #clientLock}. */
   private Connection connection;
-  private volatile boolean closed;
 
   public AmqpSinkImpl(
       ConnectionFactory factory,
@@ -79,6 +77,7 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
       Duration flushTimeout,
       int maxMessageBytes,
       Probe probe) {
+    super("AMQP", AmqpSink.class, encoder, flushTimeout);
     this.probe = probe;
     // Our own copy: the sink reconnects itself after a failed flush, so the client's automatic
     // recovery (which would replay publishes on a new channel behind our back) is off.
@@ -94,70 +93,52 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
     this.factory.setHandshakeTimeout(bound);
     this.factory.setChannelRpcTimeout(bound);
     this.exchange = exchange;
-    this.encoder = encoder;
     this.routingKey = routingKey;
-    this.flushTimeout = flushTimeout;
     this.maxMessageBytes = maxMessageBytes;
   }
 
   @Override
-  public void handle(ChangeEvent<D> event, Fence fence) {
-    if (closed) {
-      throw new SinkException("AMQP sink is closed");
-    }
-    List<OutboundMessage<D>> messages = encoder.encode(event, fence);
-    Lane lane = lanes.computeIfAbsent(fence.lease(), l -> new Lane());
-    for (OutboundMessage<D> m : messages) {
-      String key;
-      try {
-        key = routingKey.apply(m);
-      } catch (RuntimeException e) {
-        throw new MessageEncodingException(event, "the routing key function threw", e);
-      }
-      if (key == null) {
-        throw new MessageEncodingException(event, "the routing key function returned null", null);
-      }
-      if (m.body().length > maxMessageBytes) {
-        throw new MessageEncodingException(
-            event, "message " + m.id() + " is " + m.body().length + " bytes, more than maxMessageBytes " + maxMessageBytes, null);
-      }
-      if (lane.failure != null) {
-        continue; // already failing: flush reports it and the listener redelivers
-      }
-      Map<String, Object> headers = new HashMap<>(m.headers());
-      AMQP.BasicProperties props =
-          new AMQP.BasicProperties.Builder()
-              .deliveryMode(2)
-              .contentType("application/json")
-              .contentEncoding("utf-8")
-              .messageId(m.id())
-              .type(m.kind())
-              .headers(headers)
-              .build();
-      try {
-        Channel channel = lane.channel();
-        lane.unconfirmed.put(channel.getNextPublishSeqNo(), m.id());
-        channel.basicPublish(exchange, key, true, props, m.body());
-        lane.published++;
-      } catch (IOException | RuntimeException | TimeoutException e) {
-        // An outage is not the change's fault: fail the flush so delivery pauses, do not park.
-        // The connection failed or did not answer in time (opening a channel, confirm.select):
-        // it is dropped at once, so no later call waits on it again.
-        abandonConnection();
-        lane.failure = new SinkException(
-            "AMQP publish of message " + m.id() + " of change " + event + " to exchange '" + exchange
-                + "' failed: " + e, e);
-      }
-    }
+  protected Lane newLane() {
+    return new Lane();
   }
 
   @Override
-  public void flush(Fence fence) {
-    Lane lane = lanes.get(fence.lease());
-    if (lane == null) {
-      return;
+  protected Publish prepare(ChangeEvent<D> event, OutboundMessage<D> m) {
+    String key = destination(event, m, routingKey, "routing key", true);
+    requireSize(event, m, m.body().length, false, "maxMessageBytes", maxMessageBytes);
+    AMQP.BasicProperties props =
+        new AMQP.BasicProperties.Builder()
+            .deliveryMode(2)
+            .contentType("application/json")
+            .contentEncoding("utf-8")
+            .messageId(m.id())
+            .type(m.kind())
+            .headers(new HashMap<>(m.headers()))
+            .build();
+    return new Publish(key, props);
+  }
+
+  @Override
+  protected void send(Lane lane, OutboundMessage<D> m, Publish publish) {
+    try {
+      Channel channel = lane.channel();
+      lane.unconfirmed.put(channel.getNextPublishSeqNo(), m.id());
+      channel.basicPublish(exchange, publish.routingKey, true, publish.properties, m.body());
+      lane.published++;
+    } catch (IOException | RuntimeException | TimeoutException e) {
+      // An outage is not the change's fault: fail the flush so delivery pauses, do not park.
+      // The connection failed or did not answer in time (opening a channel, confirm.select):
+      // it is dropped at once, so no later call waits on it again.
+      abandonConnection();
+      throw new SinkException(
+          "AMQP publish of " + describe(m) + " to exchange '" + exchange + "' failed: " + e, e);
     }
-    SinkException failure = lane.failure;
+  }
+
+  /** Waits for the publisher confirms on the calling thread; the stage returned is complete. */
+  @Override
+  protected CompletionStage<Void> acknowledged(String lease, Lane lane) {
+    SinkException failure = lane.failure();
     boolean connectionSuspect = failure != null;
     int published = lane.published;
     if (failure == null && lane.channel != null && published > 0) {
@@ -202,7 +183,6 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
     }
     lane.published = 0;
     if (failure != null) {
-      LOG.warn("AMQP flush failed for {}: {}", fence.lease(), failure.getMessage());
       if (connectionSuspect) {
         // Not a refusal by a broker that answers (nack, return): the broker did not answer in
         // time or the connection failed. Drop the connection without waiting for it, so that
@@ -212,6 +192,7 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
       lane.reset();
       throw failure;
     }
+    return CompletableFuture.completedFuture(null);
   }
 
   private SinkException nacked(Lane lane, int published) {
@@ -231,7 +212,7 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
    */
   private void abandonConnection() {
     Connection c;
-    synchronized (connectionLock) {
+    synchronized (clientLock) {
       c = connection;
       connection = null;
     }
@@ -241,8 +222,8 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
   }
 
   private Connection connection() throws IOException, TimeoutException {
-    synchronized (connectionLock) {
-      if (closed) {
+    synchronized (clientLock) {
+      if (closed()) {
         throw new IllegalStateException("AMQP sink is closed");
       }
       if (connection == null || !connection.isOpen()) {
@@ -256,28 +237,33 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
   }
 
   @Override
-  public void close() {
+  protected void closeClient() {
     Connection c;
-    synchronized (connectionLock) {
-      closed = true;
+    synchronized (clientLock) {
       c = connection;
       connection = null;
     }
     // The connection first, waiting up to the flush timeout for the broker's answer: then the
-    // channels are closed already and closing them waits for nothing (each would otherwise wait
-    // up to the flush timeout for a broker that does not answer).
+    // channels are closed already and closing them (closed(lane)) waits for nothing (each would
+    // otherwise wait up to the flush timeout for a broker that does not answer).
     if (c != null) {
       c.abort((int) Math.max(1, Math.min(Integer.MAX_VALUE, flushTimeout.toMillis())));
     }
-    lanes.values().forEach(Lane::reset);
   }
+
+  @Override
+  protected void closed(Lane lane) {
+    lane.reset();
+  }
+
+  /** A message's routing key and properties, checked and ready to publish. */
+  record Publish(String routingKey, AMQP.BasicProperties properties) {}
 
   private record Returned(String messageId, String routingKey, int replyCode, String replyText) {}
 
   /** One partition's channel; used by that partition's thread only (listeners aside). */
-  private final class Lane {
+  final class Lane extends AbstractBrokerSink.Lane {
     Channel channel;
-    SinkException failure;
     int published;
     /** Publish sequence number to message id, until confirmed; the reader thread removes. */
     final NavigableMap<Long, String> unconfirmed = new ConcurrentSkipListMap<>();
@@ -323,7 +309,7 @@ public final class AmqpSinkImpl<D> implements AmqpSink<D> {
     }
 
     void reset() {
-      failure = null;
+      takeFailure();
       published = 0;
       returned.clear();
       unconfirmed.clear();

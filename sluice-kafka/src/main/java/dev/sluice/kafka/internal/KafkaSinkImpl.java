@@ -2,25 +2,21 @@ package dev.sluice.kafka.internal;
 
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.kafka.KafkaSink;
-import dev.sluice.listener.Fence;
 import dev.sluice.sink.MessageEncoder;
-import dev.sluice.sink.MessageEncodingException;
 import dev.sluice.sink.MessageRejectedException;
 import dev.sluice.sink.OutboundMessage;
 import dev.sluice.sink.SinkException;
+import dev.sluice.sink.internal.AbstractBrokerSink;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -43,17 +39,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** See {@link KafkaSink}; decisions in {@code docs/adr/0041-sink-acknowledgement.md}. */
-public final class KafkaSinkImpl<D> implements KafkaSink<D> {
+public final class KafkaSinkImpl<D>
+    extends AbstractBrokerSink<D, ProducerRecord<byte[], byte[]>, KafkaSinkImpl.Pending>
+    implements KafkaSink<D> {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaSink.class);
   private static final int RECORD_OVERHEAD = 128;
-  private static final int REMEMBERED_REJECTIONS = 10_000;
 
-  private final MessageEncoder<D> encoder;
   private final Function<? super OutboundMessage<D>, String> topic;
-  private final Duration flushTimeout;
   private final Map<String, Object> config;
   private final int maxRequestSize;
-  private final Map<String, Pending> pendingByLease = new ConcurrentHashMap<>();
   /**
    * Settles completed flushes: off the producer's I/O thread (whose callbacks complete them), and
    * off the JVM's common pool, because settling a failure closes the producer, which can block for
@@ -64,28 +58,16 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     t.setDaemon(true);
     return t;
   });
-  private final Map<String, MessageRejectedException> rejected =
-      Collections.synchronizedMap(
-          new LinkedHashMap<>() {
-            private static final long serialVersionUID = 1L;
-
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<String, MessageRejectedException> e) {
-              return size() > REMEMBERED_REJECTIONS;
-            }
-          });
-  private final Object producerLock = new Object();
+  /** Guarded by {@link #clientLock}. */
   private Producer<byte[], byte[]> producer;
-  private volatile boolean closed;
 
   public KafkaSinkImpl(
       MessageEncoder<D> encoder,
       Function<? super OutboundMessage<D>, String> topic,
       Duration flushTimeout,
       Map<String, Object> userConfig) {
-    this.encoder = encoder;
+    super("Kafka", KafkaSink.class, encoder, flushTimeout);
     this.topic = topic;
-    this.flushTimeout = flushTimeout;
     Map<String, Object> c = new HashMap<>(userConfig);
     c.put(ProducerConfig.ACKS_CONFIG, "all");
     c.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
@@ -104,76 +86,49 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
   }
 
   @Override
-  public void handle(ChangeEvent<D> event, Fence fence) {
-    if (closed) {
-      throw new SinkException("Kafka sink is closed");
-    }
-    MessageRejectedException rejection = rejected.get(event.id());
-    if (rejection != null) {
-      throw rejection;
-    }
-    List<OutboundMessage<D>> messages = encoder.encode(event, fence);
-    Pending pending = pendingByLease.computeIfAbsent(fence.lease(), l -> new Pending());
-    for (OutboundMessage<D> m : messages) {
-      String target;
-      try {
-        target = topic.apply(m);
-      } catch (RuntimeException e) {
-        throw new MessageEncodingException(event, "the topic function threw", e);
-      }
-      if (target == null || target.isBlank()) {
-        throw new MessageEncodingException(event, "the topic function returned no topic", null);
-      }
-      byte[] key = m.key().getBytes(StandardCharsets.UTF_8);
-      RecordHeaders headers = new RecordHeaders();
-      int size = key.length + m.body().length + RECORD_OVERHEAD;
-      for (Map.Entry<String, String> h : m.headers().entrySet()) {
-        byte[] v = h.getValue().getBytes(StandardCharsets.UTF_8);
-        headers.add(new RecordHeader(h.getKey(), v));
-        size += h.getKey().length() + v.length;
-      }
-      if (size > maxRequestSize) {
-        throw new MessageEncodingException(
-            event,
-            "message " + m.id() + " is about " + size + " bytes, more than max.request.size " + maxRequestSize,
-            null);
-      }
-      synchronized (pending) {
-        if (pending.failure != null) {
-          continue; // the batch already failed; flush reports it and the listener redelivers
-        }
-        try {
-          Producer<byte[], byte[]> p = producer();
-          CompletableFuture<RecordMetadata> acked = new CompletableFuture<>();
-          p.send(new ProducerRecord<>(target, null, key, m.body(), headers), (metadata, error) -> {
-            if (error != null) {
-              acked.completeExceptionally(error);
-            } else {
-              acked.complete(metadata);
-            }
-          });
-          pending.sends.add(new Sent(m, target, acked, p));
-          if (acked.isDone()) {
-            failedAlready(acked, m, pending);
-          }
-        } catch (KafkaException | IllegalStateException e) {
-          // Not the change's fault (metadata timeout, producer closed): fail the flush, not the
-          // change, so an outage pauses delivery instead of parking changes.
-          pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + e, e);
-        }
-      }
-    }
+  protected Pending newLane() {
+    return new Pending();
   }
 
-  /**
-   * The producer reports a metadata timeout (broker unreachable) as an already failed future
-   * after blocking up to max.block.ms; stop sending the rest of the batch at once instead of
-   * blocking once per record.
-   */
-  private static void failedAlready(CompletableFuture<RecordMetadata> f, OutboundMessage<?> m, Pending pending) {
-    Throwable cause = failureOf(f);
+  @Override
+  protected ProducerRecord<byte[], byte[]> prepare(ChangeEvent<D> event, OutboundMessage<D> m) {
+    String target = destination(event, m, topic, "topic", false);
+    byte[] key = m.key().getBytes(StandardCharsets.UTF_8);
+    RecordHeaders headers = new RecordHeaders();
+    int size = key.length + m.body().length + RECORD_OVERHEAD;
+    for (Map.Entry<String, String> h : m.headers().entrySet()) {
+      byte[] v = h.getValue().getBytes(StandardCharsets.UTF_8);
+      headers.add(new RecordHeader(h.getKey(), v));
+      size += h.getKey().length() + v.length;
+    }
+    requireSize(event, m, size, true, "max.request.size", maxRequestSize);
+    return new ProducerRecord<>(target, null, key, m.body(), headers);
+  }
+
+  @Override
+  protected void send(Pending pending, OutboundMessage<D> m, ProducerRecord<byte[], byte[]> record) {
+    CompletableFuture<RecordMetadata> acked = new CompletableFuture<>();
+    try {
+      Producer<byte[], byte[]> p = producer();
+      p.send(record, (metadata, error) -> {
+        if (error != null) {
+          acked.completeExceptionally(error);
+        } else {
+          acked.complete(metadata);
+        }
+      });
+      pending.sends.add(new Sent(m, record.topic(), acked, p));
+    } catch (KafkaException | IllegalStateException e) {
+      // Not the change's fault (metadata timeout, producer closed): fail the flush, not the
+      // change, so an outage pauses delivery instead of parking changes.
+      throw new SinkException("Kafka send of " + describe(m) + " failed: " + e, e);
+    }
+    // The producer reports a metadata timeout (broker unreachable) as an already failed future
+    // after blocking up to max.block.ms; stop sending the rest of the batch at once instead of
+    // blocking once per record.
+    Throwable cause = acked.isDone() ? failureOf(acked) : null;
     if (cause != null && !isRejection(cause)) {
-      pending.failure = new SinkException("Kafka send of " + describe(m) + " failed: " + cause, cause);
+      throw new SinkException("Kafka send of " + describe(m) + " failed: " + cause, cause);
     }
   }
 
@@ -187,18 +142,6 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     }
   }
 
-  @Override
-  public void flush(Fence fence) {
-    try {
-      flushAsync(fence).toCompletableFuture().join();
-    } catch (CompletionException e) {
-      if (e.getCause() instanceof SinkException failure) {
-        throw failure;
-      }
-      throw new SinkException("Kafka flush failed: " + e.getCause(), e.getCause());
-    }
-  }
-
   /**
    * Completes when Kafka acknowledged every record sent for this lease since the last flush, or
    * fails naming the first record it did not acknowledge within the flush timeout or refused;
@@ -206,30 +149,25 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
    * preceded by late retries of the old ones (ADR 0073). Never blocks the caller.
    */
   @Override
-  public CompletionStage<Void> flushAsync(Fence fence) {
-    Pending pending = pendingByLease.get(fence.lease());
-    if (pending == null) {
-      return CompletableFuture.completedFuture(null);
-    }
+  protected CompletionStage<Void> acknowledged(String lease, Pending pending) {
     List<Sent> sends;
     SinkException failure;
     synchronized (pending) {
       sends = new ArrayList<>(pending.sends);
-      failure = pending.failure;
+      failure = pending.takeFailure();
       pending.sends.clear();
-      pending.failure = null;
     }
     if (failure != null) {
       // The batch failed already and the producer is about to be replaced: do not wait, but
       // still look at completed sends for records the broker refused for good.
-      settle(fence, pending, sends, failure, null);
+      settle(lease, pending, sends, failure, null);
       return CompletableFuture.failedFuture(failure);
     }
     CompletableFuture<?>[] acks = sends.stream().map(Sent::acked).toArray(CompletableFuture[]::new);
     return CompletableFuture.allOf(acks)
         .orTimeout(flushTimeout.toNanos(), TimeUnit.NANOSECONDS)
         .handleAsync((ok, error) -> {
-          SinkException f = settle(fence, pending, sends, null,
+          SinkException f = settle(lease, pending, sends, null,
               error instanceof TimeoutException ? error : null);
           if (f != null) {
             throw f;
@@ -243,7 +181,7 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
    * failure replaces the producer and drops the later sends made with it (the listener delivers
    * them again from its checkpoint). Returns the failure to report, or null.
    */
-  private SinkException settle(Fence fence, Pending pending, List<Sent> sends, SinkException failure,
+  private SinkException settle(String lease, Pending pending, List<Sent> sends, SinkException failure,
       Throwable timeout) {
     int unacknowledged = 0;
     for (Sent s : sends) {
@@ -261,8 +199,7 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
       }
       unacknowledged++;
       if (isRejection(cause)) {
-        rejected.put(
-            s.message.source().id(),
+        rejected(s.message,
             new MessageRejectedException(s.message.source(), "topic " + s.topic + ": " + cause, cause));
       }
       if (failure == null) {
@@ -270,8 +207,7 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
       }
     }
     if (failure != null) {
-      LOG.warn("Kafka flush failed for {} ({} of {} records unacknowledged): {}",
-          fence.lease(), unacknowledged, sends.size(), failure.getMessage());
+      LOG.debug("{}: {} of {} records unacknowledged", lease, unacknowledged, sends.size());
       synchronized (pending) {
         Producer<byte[], byte[]> old = resetProducer();
         pending.sends.removeIf(s -> s.producer == old);
@@ -288,8 +224,8 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
   }
 
   private Producer<byte[], byte[]> producer() {
-    synchronized (producerLock) {
-      if (closed) {
+    synchronized (clientLock) {
+      if (closed()) {
         throw new IllegalStateException("Kafka sink is closed");
       }
       if (producer == null) {
@@ -302,7 +238,7 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
   /** Closes the producer at once (dropping what it still buffers); returns the one closed. */
   private Producer<byte[], byte[]> resetProducer() {
     Producer<byte[], byte[]> old;
-    synchronized (producerLock) {
+    synchronized (clientLock) {
       old = producer;
       producer = null;
     }
@@ -313,10 +249,9 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
   }
 
   @Override
-  public void close() {
+  protected void closeClient() {
     Producer<byte[], byte[]> old;
-    synchronized (producerLock) {
-      closed = true;
+    synchronized (clientLock) {
       old = producer;
       producer = null;
     }
@@ -326,14 +261,9 @@ public final class KafkaSinkImpl<D> implements KafkaSink<D> {
     settler.shutdown();
   }
 
-  private static String describe(OutboundMessage<?> m) {
-    return "message " + m.id() + " of change " + m.source();
-  }
-
   /** Sends of one lease since its last flush; guarded by itself (flushes settle on another thread). */
-  private static final class Pending {
+  static final class Pending extends AbstractBrokerSink.Lane {
     final List<Sent> sends = new ArrayList<>();
-    SinkException failure;
   }
 
   private record Sent(OutboundMessage<?> message, String topic, CompletableFuture<RecordMetadata> acked,
