@@ -2,7 +2,6 @@ package dev.sluice.amqp;
 
 import com.rabbitmq.client.ConnectionFactory;
 import dev.sluice.ConfigurationException;
-import dev.sluice.amqp.internal.AmqpSinkImpl;
 import dev.sluice.sink.BrokerSink;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.OutboundMessage;

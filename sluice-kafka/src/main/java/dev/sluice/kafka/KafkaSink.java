@@ -1,7 +1,6 @@
 package dev.sluice.kafka;
 
 import dev.sluice.ConfigurationException;
-import dev.sluice.kafka.internal.KafkaSinkImpl;
 import dev.sluice.sink.BrokerSink;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.OutboundMessage;

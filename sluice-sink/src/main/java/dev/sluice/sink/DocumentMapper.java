@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.ConfigurationException;
-import dev.sluice.sink.internal.BsonDocumentMapper;
 
 /**
  * Turns a backend's document (the {@code D} of {@link dev.sluice.feed.ChangeEvent}) into JSON

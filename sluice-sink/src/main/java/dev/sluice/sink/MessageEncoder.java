@@ -3,7 +3,6 @@ package dev.sluice.sink;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.listener.Fence;
-import dev.sluice.sink.internal.EnvelopeEncoder;
 import java.util.List;
 import java.util.function.Predicate;
 

@@ -1,7 +1,6 @@
-package dev.sluice.kafka.internal;
+package dev.sluice.kafka;
 
 import dev.sluice.feed.ChangeEvent;
-import dev.sluice.kafka.KafkaSink;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.MessageRejectedException;
 import dev.sluice.sink.OutboundMessage;
@@ -39,7 +38,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** See {@link KafkaSink}; decisions in {@code docs/adr/0041-sink-acknowledgement.md}. */
-public final class KafkaSinkImpl<D>
+final class KafkaSinkImpl<D>
     extends AbstractBrokerSink<D, ProducerRecord<byte[], byte[]>, KafkaSinkImpl.Pending>
     implements KafkaSink<D> {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaSink.class);

@@ -1,15 +1,14 @@
-package dev.sluice.sink.internal;
+package dev.sluice.sink;
 
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.sluice.sink.DocumentMapper;
 import org.bson.BsonDocument;
 import org.bson.json.JsonMode;
 import org.bson.json.JsonWriterSettings;
 
 /** Kept in its own class so that the bson jar is needed only by applications that use it. */
-public final class BsonDocumentMapper<B extends BsonDocument> implements DocumentMapper<B> {
+final class BsonDocumentMapper<B extends BsonDocument> implements DocumentMapper<B> {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final JsonWriterSettings RELAXED =
       JsonWriterSettings.builder().outputMode(JsonMode.RELAXED).build();

@@ -1,4 +1,4 @@
-package dev.sluice.sink.internal;
+package dev.sluice.sink;
 
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -9,12 +9,6 @@ import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.Operation;
 import dev.sluice.listener.Fence;
-import dev.sluice.sink.DocumentMapper;
-import dev.sluice.sink.Envelope;
-import dev.sluice.sink.MessageEncoder;
-import dev.sluice.sink.MessageEncodingException;
-import dev.sluice.sink.OutboundMessage;
-import dev.sluice.sink.Publication;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.time.Instant;
@@ -32,7 +26,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** Writes envelope version 1. */
-public final class EnvelopeEncoder<D> implements MessageEncoder<D> {
+final class EnvelopeEncoder<D> implements MessageEncoder<D> {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Logger log = LoggerFactory.getLogger(EnvelopeEncoder.class);
   private static final long NEVER = Long.MIN_VALUE;

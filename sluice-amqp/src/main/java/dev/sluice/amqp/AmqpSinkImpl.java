@@ -1,10 +1,9 @@
-package dev.sluice.amqp.internal;
+package dev.sluice.amqp;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
-import dev.sluice.amqp.AmqpSink;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.OutboundMessage;
@@ -31,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * See {@link AmqpSink}; decisions in {@code docs/adr/0041-sink-acknowledgement.md} and, for how a
  * returned message is matched to its confirm, {@code docs/adr/0046-amqp-return-correlation.md}.
  */
-public final class AmqpSinkImpl<D>
+final class AmqpSinkImpl<D>
     extends AbstractBrokerSink<D, AmqpSinkImpl.Publish, AmqpSinkImpl<D>.Lane>
     implements AmqpSink<D> {
   private static final Logger LOG = LoggerFactory.getLogger(AmqpSink.class);

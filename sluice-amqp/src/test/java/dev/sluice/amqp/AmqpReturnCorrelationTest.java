@@ -1,4 +1,4 @@
-package dev.sluice.amqp.internal;
+package dev.sluice.amqp;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
