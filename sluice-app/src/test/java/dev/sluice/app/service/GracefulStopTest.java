@@ -132,7 +132,7 @@ class GracefulStopTest {
           if (!"dev.sluice.lifecycle".equals(node.path("logger_name").asText())) {
             continue;
           }
-          event = node.path("message").asText();
+          event = node.path("message").asText().split(" ", 2)[0]; // the event, then its facts
           for (String key : List.of("stream", "group", "partition", "epoch")) {
             if (node.has(key)) {
               fields.put(key, node.get(key).asText());

@@ -16,10 +16,12 @@ import org.slf4j.spi.LoggingEventBuilder;
 
 /**
  * One log line per lifecycle event of a listener, on the logger {@value #LOGGER}, for operators to
- * grep and log pipelines to index. The message is the event's name; the facts are SLF4J key-value
- * pairs ({@code stream}, {@code group}, {@code partition} as {@code i/n}, {@code owner}, {@code
- * epoch}, and per event {@code checkpoint}, {@code reason}, {@code key}, ...), which the service's
- * Logback configuration prints as {@code key="value"} or as JSON fields.
+ * grep and log pipelines to index. The message is the event's name followed by its facts as
+ * {@code key=value} ({@code stream}, {@code group}, {@code partition} as {@code i/n}, {@code
+ * owner}, {@code epoch}, and per event {@code checkpoint}, {@code reason}, {@code key}, ...), so a
+ * log format that prints only the message (Spring Boot's default) shows them; the same facts are
+ * SLF4J key-value pairs too, which the service's Logback configuration prints as {@code
+ * key="value"} or as JSON fields.
  *
  * <p>Events: {@code started}, {@code stopped} (the listener); {@code acquired} (a partition's first
  * tenure: no checkpoint yet), {@code took-over} (a partition with a checkpoint, left by an earlier
@@ -41,18 +43,38 @@ final class LifecycleLog implements ListenerObserver {
     }
   }
 
-  private LoggingEventBuilder event(Level level, String lease) {
-    LoggingEventBuilder b = log.atLevel(level)
-        .addKeyValue("stream", config.feed().stream())
-        .addKeyValue("group", config.group());
+  private Line event(Level level, String lease) {
+    Line line = new Line(log.atLevel(level)).with("stream", config.feed().stream()).with("group", config.group());
     if (lease != null) {
-      b = b.addKeyValue("partition", partitions.getOrDefault(lease, lease));
+      line.with("partition", partitions.getOrDefault(lease, lease));
     }
-    return b.addKeyValue("owner", config.owner());
+    return line.with("owner", config.owner());
+  }
+
+  /** One line: each fact goes into the message and into the key-value pairs. */
+  private static final class Line {
+    private LoggingEventBuilder builder;
+    private final StringBuilder facts = new StringBuilder();
+
+    Line(LoggingEventBuilder builder) {
+      this.builder = builder;
+    }
+
+    Line with(String key, Object value) {
+      builder = builder.addKeyValue(key, value);
+      String text = String.valueOf(value);
+      boolean quote = text.isEmpty() || text.chars().anyMatch(Character::isWhitespace);
+      facts.append(' ').append(key).append('=').append(quote ? '"' + text + '"' : text);
+      return this;
+    }
+
+    void log(String event) {
+      builder.log(event + facts);
+    }
   }
 
   void started() {
-    event(Level.INFO, null).addKeyValue("partitions", config.partitions()).log("started");
+    event(Level.INFO, null).with("partitions", config.partitions()).log("started");
   }
 
   void stopped() {
@@ -61,14 +83,14 @@ final class LifecycleLog implements ListenerObserver {
 
   @Override
   public void acquired(Lease lease) {
-    event(Level.INFO, lease.name()).addKeyValue("epoch", lease.epoch())
-        .addKeyValue("checkpoint", lease.checkpoint() == null ? "-" : lease.checkpoint().token())
+    event(Level.INFO, lease.name()).with("epoch", lease.epoch())
+        .with("checkpoint", lease.checkpoint() == null ? "-" : lease.checkpoint().token())
         .log(lease.checkpoint() != null ? "took-over" : "acquired");
   }
 
   @Override
   public void lost(String lease, long epoch, String reason) {
-    event(Level.WARN, lease).addKeyValue("epoch", epoch).addKeyValue("reason", reason).log("lost");
+    event(Level.WARN, lease).with("epoch", epoch).with("reason", reason).log("lost");
   }
 
   @Override
@@ -88,14 +110,14 @@ final class LifecycleLog implements ListenerObserver {
 
   @Override
   public void historyLost(String lease, HistoryLostException error, Position resumedAt) {
-    event(Level.WARN, lease).addKeyValue("policy", config.historyLost())
-        .addKeyValue("resumedAt", resumedAt == null ? "-" : resumedAt.token())
-        .addKeyValue("reason", error.getMessage()).log("history-lost");
+    event(Level.WARN, lease).with("policy", config.historyLost())
+        .with("resumedAt", resumedAt == null ? "-" : resumedAt.token())
+        .with("reason", error.getMessage()).log("history-lost");
   }
 
   @Override
   public void parked(ChangeEvent<?> event, String reason) {
-    event(Level.WARN, null).addKeyValue("key", event.key()).addKeyValue("change", event.id())
-        .addKeyValue("reason", reason).log("parked");
+    event(Level.WARN, null).with("key", event.key()).with("change", event.id())
+        .with("reason", reason).log("parked");
   }
 }
