@@ -59,6 +59,11 @@ final class CompositeObserver implements ListenerObserver {
   }
 
   @Override
+  public void flushed(String lease, int changes, long nanos, Throwable failure) {
+    each(o -> o.flushed(lease, changes, nanos, failure));
+  }
+
+  @Override
   public void handlerFailed(ChangeEvent<?> event, int attempt, Throwable error) {
     each(o -> o.handlerFailed(event, attempt, error));
   }

@@ -22,6 +22,15 @@ public interface ListenerObserver {
 
   default void committed(String lease, long epoch, Position position, int changes) {}
 
+  /**
+   * The handler's flush of {@code changes} changes ended, {@code nanos} after it was asked for: for
+   * a broker sink, the time until the broker acknowledged them. Called on the thread that ended the
+   * flush (a sink's), not necessarily the partition's.
+   *
+   * @param failure null when the flush succeeded
+   */
+  default void flushed(String lease, int changes, long nanos, Throwable failure) {}
+
   default void handlerFailed(ChangeEvent<?> event, int attempt, Throwable error) {}
 
   /** A change was parked in the dead-letter store, either for its own failure or behind its key. */

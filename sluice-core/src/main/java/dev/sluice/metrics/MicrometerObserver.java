@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Publishes one listener's metrics to Micrometer. Per-change meters carry the tags {@code group}
@@ -39,6 +40,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *       PartitionStatus#historyLeft()}; NaN where unknown or not held)
  *   <li>{@code sluice.leases.acquired}, {@code sluice.leases.lost}, {@code sluice.history.lost},
  *       {@code sluice.feed.failures} (counters), {@code sluice.partition.active} (gauge 0/1)
+ *   <li>{@code sluice.partition.state} (gauge, tags {@code lease} and {@code state}: 1 for the
+ *       state this process sees the partition in, 0 for every other {@link PartitionState})
+ *   <li>{@code sluice.flush.duration} (timer, tags {@code lease} and {@code outcome}
+ *       {@code acknowledged} or {@code failed}): from asking the handler to flush until it did; for
+ *       a broker sink, the broker's acknowledgement latency
  * </ul>
  *
  * <p>In Prometheus: dots become underscores, counters end in {@code _total}, the timer is a
@@ -61,6 +67,8 @@ public final class MicrometerObserver implements ListenerObserver {
     return io.micrometer.core.instrument.Tags.of("group", group, "stream", event.stream());
   }
 
+  private final Map<String, AtomicReference<PartitionState>> states = new ConcurrentHashMap<>();
+
   private Counter counter(String name, String lease) {
     return registry.counter(name, "lease", lease);
   }
@@ -70,6 +78,23 @@ public final class MicrometerObserver implements ListenerObserver {
     active.computeIfAbsent(lease, l -> registry.gauge("sluice.partition.active",
             io.micrometer.core.instrument.Tags.of("lease", l), new AtomicLong()))
         .set(to == PartitionState.ACTIVE ? 1 : 0);
+    states.computeIfAbsent(lease, l -> {
+      AtomicReference<PartitionState> current = new AtomicReference<>(to);
+      for (PartitionState state : PartitionState.values()) {
+        Gauge.builder("sluice.partition.state", current, c -> c.get() == state ? 1 : 0)
+            .tags("lease", l, "state", state.name())
+            .description("1 for the state this process sees the partition in, 0 for the others")
+            .register(registry);
+      }
+      return current;
+    }).set(to);
+  }
+
+  @Override
+  public void flushed(String lease, int changes, long nanos, Throwable failure) {
+    Timer.builder("sluice.flush.duration").tags("lease", lease, "outcome", failure == null ? "acknowledged" : "failed")
+        .description("From asking the handler to flush (a broker sink: to acknowledge) until it did")
+        .register(registry).record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override

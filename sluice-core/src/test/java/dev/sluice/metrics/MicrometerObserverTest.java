@@ -43,4 +43,29 @@ class MicrometerObserverTest {
     assertThat(registry.get("sluice.partition.active").tag("lease", "orders#0").gauge().value()).isEqualTo(1);
     assertThat(registry.get("sluice.checkpoint.age.seconds").gauge().value()).isBetween(9.0, 60.0);
   }
+
+  @Test
+  void eachPartitionHasOneGaugePerStateWithOneForTheCurrentOneAndFlushesAreTimedByOutcome() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    MicrometerObserver observer = new MicrometerObserver(registry, "indexer");
+
+    observer.stateChanged("orders#0", PartitionState.STOPPED, PartitionState.ACQUIRING);
+    observer.stateChanged("orders#0", PartitionState.ACQUIRING, PartitionState.ACTIVE);
+    for (PartitionState state : PartitionState.values()) {
+      assertThat(registry.get("sluice.partition.state").tags("lease", "orders#0", "state", state.name()).gauge().value())
+          .as(state.name()).isEqualTo(state == PartitionState.ACTIVE ? 1 : 0);
+    }
+    observer.stateChanged("orders#0", PartitionState.ACTIVE, PartitionState.BLOCKED);
+    assertThat(registry.get("sluice.partition.state").tags("lease", "orders#0", "state", "BLOCKED").gauge().value())
+        .isEqualTo(1);
+    assertThat(registry.get("sluice.partition.state").tags("lease", "orders#0", "state", "ACTIVE").gauge().value())
+        .isEqualTo(0);
+
+    observer.flushed("orders#0", 10, 3_000_000, null);
+    observer.flushed("orders#0", 5, 7_000_000, new RuntimeException("broker down"));
+    assertThat(registry.get("sluice.flush.duration").tags("lease", "orders#0", "outcome", "acknowledged").timer()
+        .totalTime(java.util.concurrent.TimeUnit.MILLISECONDS)).isEqualTo(3.0);
+    assertThat(registry.get("sluice.flush.duration").tags("lease", "orders#0", "outcome", "failed").timer().count())
+        .isEqualTo(1);
+  }
 }

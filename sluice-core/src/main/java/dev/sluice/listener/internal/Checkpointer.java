@@ -196,11 +196,15 @@ final class Checkpointer<D> {
       return;
     }
     CompletableFuture<Void> done;
+    long asked = System.nanoTime();
     try {
       done = tenure.config.handler().flushAsync(tenure.fence).toCompletableFuture();
     } catch (Throwable e) {
       done = CompletableFuture.failedFuture(e);
     }
+    int changes = uncommitted;
+    done.whenComplete((ok, failure) -> worker.observer.flushed(worker.leaseName, changes, System.nanoTime() - asked,
+        failure));
     inFlight.add(new InFlight(done, lastProcessed, uncommitted));
     uncommitted = 0;
   }
