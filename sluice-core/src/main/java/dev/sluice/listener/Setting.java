@@ -40,9 +40,12 @@ public record Setting<T>(String name, Class<T> type, T defaultValue, Predicate<?
     return value == null || rule.test(value);
   }
 
-  /** What is wrong with {@code value} ({@code must be in [1, 4096], but was 0}), or null when accepted. */
+  /**
+   * What is wrong with {@code value} ({@code must be in [1, 4096], but was 0}; text is quoted: {@code
+   * but was 'yesterday'}), or null when accepted.
+   */
   public String problem(T value) {
-    return accepts(value) ? null : ruleText + ", but was " + value;
+    return accepts(value) ? null : ruleText + ", but was " + (value instanceof String ? "'" + value + "'" : value);
   }
 
   /**

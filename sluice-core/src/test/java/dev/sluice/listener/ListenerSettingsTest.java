@@ -41,8 +41,8 @@ class ListenerSettingsTest {
         .hasMessage("leaseDuration must be at least 1s, but was PT0.5S");
     assertThatThrownBy(() -> ListenerSettings.bootstrap("yesterday", "bootstrap"))
         .hasMessage("bootstrap must be oldest, latest, snapshot or an ISO-8601 instant such as 2026-01-01T00:00:00Z,"
-            + " but was yesterday");
-    assertThatThrownBy(() -> ListenerSettings.historyLost("ignore", "h")).hasMessageContaining("but was ignore")
+            + " but was 'yesterday'");
+    assertThatThrownBy(() -> ListenerSettings.historyLost("ignore", "h")).hasMessageContaining("but was 'ignore'")
         .hasMessageContaining("must be stop, skip-to-latest or resnapshot");
   }
 

@@ -181,9 +181,19 @@ public final class Wiring<D> implements AutoCloseable {
     if (l.threads() != null) {
       builder.threads(l.threads());
     }
+    if (ConfigLoader.renewInterval(l, at) != null) {
+      builder.renewInterval(ConfigLoader.renewInterval(l, at));
+    }
+    if (ConfigLoader.acquireInterval(l, at) != null) {
+      builder.acquireInterval(ConfigLoader.acquireInterval(l, at));
+    }
+    if (ConfigLoader.pollWait(l, at) != null) {
+      builder.pollWait(ConfigLoader.pollWait(l, at));
+    }
     return builder
         .handler(handler)
-        .partitions(l.partitions() == null ? 1 : l.partitions())
+        .partitions(ConfigLoader.partitions(l, at))
+        .concurrency(ConfigLoader.concurrency(l, at))
         .leaseDuration(ConfigLoader.leaseDuration(l, at))
         .checkpoint(ConfigLoader.checkpoint(l, at))
         .bootstrap(ConfigLoader.bootstrap(l, at))
