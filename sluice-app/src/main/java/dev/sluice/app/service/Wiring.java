@@ -181,15 +181,10 @@ public final class Wiring<D> implements AutoCloseable {
     if (l.threads() != null) {
       builder.threads(l.threads());
     }
-    if (ConfigLoader.renewInterval(l, at) != null) {
-      builder.renewInterval(ConfigLoader.renewInterval(l, at));
-    }
-    if (ConfigLoader.acquireInterval(l, at) != null) {
-      builder.acquireInterval(ConfigLoader.acquireInterval(l, at));
-    }
-    if (ConfigLoader.pollWait(l, at) != null) {
-      builder.pollWait(ConfigLoader.pollWait(l, at));
-    }
+    // Not set: the listener derives them from the lease (ListenerSettings says how).
+    java.util.Optional.ofNullable(ConfigLoader.renewInterval(l, at)).ifPresent(builder::renewInterval);
+    java.util.Optional.ofNullable(ConfigLoader.acquireInterval(l, at)).ifPresent(builder::acquireInterval);
+    java.util.Optional.ofNullable(ConfigLoader.pollWait(l, at)).ifPresent(builder::pollWait);
     return builder
         .handler(handler)
         .partitions(ConfigLoader.partitions(l, at))
