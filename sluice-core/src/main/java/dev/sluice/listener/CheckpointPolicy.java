@@ -28,7 +28,8 @@ public record CheckpointPolicy(int maxChanges, Duration maxDelay, Duration heart
   public static final Duration DEFAULT_HEARTBEAT = Duration.ofSeconds(10);
   /** The default {@link #flushesInFlight()}. */
   public static final int DEFAULT_FLUSHES_IN_FLIGHT = 4;
-  private static final int MAX_FLUSHES_IN_FLIGHT = 1_000;
+  /** The largest {@link #flushesInFlight()}. */
+  public static final int MAX_FLUSHES_IN_FLIGHT = 1_000;
 
   public CheckpointPolicy {
     ConfigurationException.requireNonNull(maxDelay, "checkpoint maxDelay");

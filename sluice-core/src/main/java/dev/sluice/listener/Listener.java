@@ -58,11 +58,11 @@ public interface Listener<D> extends AutoCloseable {
     private Handler<D> handler;
     private String group;
     private String owner;
-    private int partitions = 1;
-    private Duration leaseDuration = Duration.ofSeconds(10);
+    private int partitions = ListenerSettings.PARTITIONS.defaultValue();
+    private Duration leaseDuration = ListenerSettings.LEASE_DURATION.defaultValue();
     private Duration renewInterval;
     private Duration acquireInterval;
-    private int concurrency = 1;
+    private int concurrency = ListenerSettings.CONCURRENCY.defaultValue();
     private int threads;
     private Duration pollWait;
     private CheckpointPolicy checkpoint = CheckpointPolicy.defaults();
@@ -149,7 +149,8 @@ public interface Listener<D> extends AutoCloseable {
     }
 
     /**
-     * How long a lease lasts without renewal; the failover time after a crash. Default 10 s.
+     * How long a lease lasts without renewal; the failover time after a crash. Default: {@link
+     * ListenerSettings#LEASE_DURATION} (10 s).
      * Renewal defaults to a third of it.
      */
     public Builder<D> leaseDuration(Duration leaseDuration) {

@@ -71,16 +71,22 @@ public interface LockProvider extends AutoCloseable {
   @Override
   void close();
 
+  /** The default {@link Builder#leaseDuration}. */
+  Duration DEFAULT_LEASE_DURATION = Duration.ofSeconds(30);
+
+  /** The default {@link Builder#namePrefix}. */
+  String DEFAULT_NAME_PREFIX = "lock:";
+
   /** Configuration of a {@link LockProvider}; every setter rejects bad values at once. */
   final class Builder {
     private final LeaseStore store;
-    private Duration leaseDuration = Duration.ofSeconds(30);
+    private Duration leaseDuration = DEFAULT_LEASE_DURATION;
     private Duration extendEvery;
     private Duration initialBackoff = Duration.ofMillis(50);
     private Duration maxBackoff = Duration.ofSeconds(1);
     private Ticker ticker = Ticker.system();
     private LockLostListener onLost;
-    private String namePrefix = "lock:";
+    private String namePrefix = DEFAULT_NAME_PREFIX;
     private String ownerLabel;
 
     private Builder(LeaseStore store) {

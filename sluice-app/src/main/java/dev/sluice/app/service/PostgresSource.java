@@ -41,7 +41,8 @@ final class PostgresSource implements Source<Map<String, Object>> {
 
   PostgresSource(SluiceConfig.PostgresSection config, List<ListenerSection> listeners) {
     this.config = config;
-    int partitions = listeners.stream().mapToInt(l -> l.partitions() == null ? 1 : l.partitions()).sum();
+    int partitions = listeners.stream()
+        .mapToInt(l -> dev.sluice.listener.ListenerSettings.PARTITIONS.orDefault(l.partitions())).sum();
     HikariConfig h = new HikariConfig();
     h.setJdbcUrl(config.url().trim());
     h.setUsername(config.user());

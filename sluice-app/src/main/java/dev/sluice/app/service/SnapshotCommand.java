@@ -84,7 +84,7 @@ public final class SnapshotCommand implements Callable<Integer> {
       if (!(feed instanceof MongoChangeFeed mongo)) {
         throw new IllegalStateException("a mongodb source gave a feed of another kind: " + feed);
       }
-      int partitions = section.partitions() == null ? 1 : section.partitions();
+      int partitions = dev.sluice.listener.ListenerSettings.PARTITIONS.orDefault(section.partitions());
       PrintWriter out = spec.commandLine().getOut();
       SnapshotRequest asked = null;
       if (!progressOnly) {

@@ -181,9 +181,14 @@ public final class Wiring<D> implements AutoCloseable {
     if (l.threads() != null) {
       builder.threads(l.threads());
     }
+    // Not set: the listener derives them from the lease (ListenerSettings says how).
+    java.util.Optional.ofNullable(ConfigLoader.renewInterval(l, at)).ifPresent(builder::renewInterval);
+    java.util.Optional.ofNullable(ConfigLoader.acquireInterval(l, at)).ifPresent(builder::acquireInterval);
+    java.util.Optional.ofNullable(ConfigLoader.pollWait(l, at)).ifPresent(builder::pollWait);
     return builder
         .handler(handler)
-        .partitions(l.partitions() == null ? 1 : l.partitions())
+        .partitions(ConfigLoader.partitions(l, at))
+        .concurrency(ConfigLoader.concurrency(l, at))
         .leaseDuration(ConfigLoader.leaseDuration(l, at))
         .checkpoint(ConfigLoader.checkpoint(l, at))
         .bootstrap(ConfigLoader.bootstrap(l, at))

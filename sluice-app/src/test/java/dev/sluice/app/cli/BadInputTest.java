@@ -73,7 +73,7 @@ class BadInputTest {
         "mongodb.database", "'my shop'"));
     c.add(file("no listeners", VALID.substring(0, VALID.indexOf("listeners:")) + "listeners: []\n", 3,
         "listeners", "at least one"));
-    c.add(file("zero partitions", VALID.replace("partitions: 2", "partitions: 0"), 3, "listeners[0].partitions", ">= 1"));
+    c.add(file("zero partitions", VALID.replace("partitions: 2", "partitions: 0"), 3, "listeners[0].partitions", "must be in [1, 4096], but was 0"));
     c.add(file("a fraction of a partition", VALID.replace("partitions: 2", "partitions: 1.9"), 3, "listeners[0].partitions"));
     c.add(file("partitions in words", VALID.replace("partitions: 2", "partitions: two"), 3, "listeners[0].partitions"));
     c.add(file("a key given twice", VALID.replace("partitions: 2", "partitions: 2\n    partitions: 3"), 3,

@@ -44,6 +44,7 @@ class ExampleConfigurationTest {
     SluiceConfig.ListenerSection l = c.listeners().get(0);
     assertThat(l.partitions()).isEqualTo(1);
     assertThat(ConfigLoader.leaseDuration(l, "x")).isEqualTo(Duration.ofSeconds(10));
+    assertThat(ConfigLoader.concurrency(l, "x")).isEqualTo(dev.sluice.listener.ListenerSettings.CONCURRENCY.defaultValue());
     assertThat(ConfigLoader.checkpoint(l, "x")).isEqualTo(CheckpointPolicy.defaults());
     assertThat(ConfigLoader.retry(l, "x")).isEqualTo(RetryPolicy.defaults());
     assertThat(ConfigLoader.bootstrap(l, "x")).isEqualTo(BootstrapPolicy.oldest());
@@ -83,6 +84,8 @@ class ExampleConfigurationTest {
     keys(new ObjectMapper(new YAMLFactory()).readTree(Files.readString(EXAMPLE)), "", shown);
     keys(new ObjectMapper(new YAMLFactory()).readTree(postgresExample()), "", shown);
     assertThat(shown).as("keys in " + EXAMPLE).isEqualTo(accepted);
+    assertThat(accepted).as("every setting of the listener API (ListenerSettings) is a key of the file")
+        .containsAll(dev.sluice.listener.ListenerSettings.all().stream().map(s -> "listeners[]." + s.name()).toList());
 
     String readme = Files.readString(Path.of("../README.md"));
     assertThat(accepted).allSatisfy(key -> assertThat(readme)

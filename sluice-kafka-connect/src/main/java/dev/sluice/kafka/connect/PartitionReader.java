@@ -257,14 +257,15 @@ final class PartitionReader<D> implements AutoCloseable {
   private void historyLost(HistoryLostException e) {
     metrics.historyLost();
     String policy = config.historyLostPolicy();
-    if (policy.equals("fail")) {
+    if (config.historyLost() == dev.sluice.listener.HistoryLostPolicy.STOP) {
       throw new ConnectException(e.getMessage() + " Source partition " + sourcePartition + " of connector task"
           + " stopped (" + SluiceSourceConfig.HISTORY_LOST_POLICY + "=fail); no change was skipped. To go on:"
           + " set " + SluiceSourceConfig.HISTORY_LOST_POLICY + "=skip (continue at the latest position,"
           + " reporting the gap) or resnapshot, or stop the connector and reset this partition's offset"
           + " (DELETE or PATCH /connectors/<name>/offsets), or enlarge the oplog so it does not happen again.", e);
     }
-    boolean repair = policy.equals("resnapshot") && feed.supports(StartPoint.snapshot());
+    boolean repair = config.historyLost() == dev.sluice.listener.HistoryLostPolicy.RESNAPSHOT
+        && feed.supports(StartPoint.snapshot());
     setCursor(feed.open(spec, repair ? StartPoint.snapshot() : StartPoint.latest()));
     pin = true; // commit the new position at once: the gap is recorded in the offset
     log.error("GAP in {} partition {} of {}: {} Policy {}: continuing at {}; changes between {} and {} were NOT"

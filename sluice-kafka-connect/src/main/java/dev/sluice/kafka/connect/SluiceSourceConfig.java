@@ -3,6 +3,8 @@ package dev.sluice.kafka.connect;
 import com.mongodb.ConnectionString;
 import com.mongodb.client.model.changestream.FullDocument;
 import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
+import dev.sluice.listener.HistoryLostPolicy;
+import dev.sluice.listener.ListenerSettings;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import java.time.Duration;
 import java.util.List;
@@ -21,6 +23,14 @@ import org.apache.kafka.common.config.types.Password;
  * recommender. Connect's REST {@code validate} call reports a bad value under its key; the
  * connector adds the checks that need the database (unknown collection, a partition count above
  * the feed's limit) in {@link SluiceSourceConnector#validate}.
+ *
+ * <p>The keys that are settings of a listener take their defaults from {@link ListenerSettings}:
+ * {@link #PARTITIONS} ({@code partitions}), {@link #STARTUP_MODE} ({@code bootstrap}, without a
+ * time), {@link #HISTORY_LOST_POLICY} ({@code onHistoryLost}, in Connect's words) and {@link
+ * #HEARTBEAT_INTERVAL_MS} ({@code checkpoint.heartbeat}). The listener's other settings have no
+ * counterpart here: Connect owns the distribution of the partitions over the tasks (no group,
+ * lease, renewal, acquisition or threads), the offsets (no checkpoint batching) and the delivery to
+ * Kafka (no handler to retry, block or run concurrently); ADR 0116.
  */
 public final class SluiceSourceConfig extends AbstractConfig {
 
@@ -99,6 +109,13 @@ public final class SluiceSourceConfig extends AbstractConfig {
   public static final List<String> STARTUP_MODES = List.of("oldest", "latest", "snapshot");
   /** Values of {@link #HISTORY_LOST_POLICY}. */
   public static final List<String> HISTORY_LOST_POLICIES = List.of("fail", "skip", "resnapshot");
+  /** The listener's {@link HistoryLostPolicy} of each value of {@link #HISTORY_LOST_POLICY}. */
+  private static final Map<String, HistoryLostPolicy> HISTORY_LOST = Map.of("fail", HistoryLostPolicy.STOP,
+      "skip", HistoryLostPolicy.SKIP_TO_LATEST, "resnapshot", HistoryLostPolicy.RESNAPSHOT);
+  /** The value of {@link #HISTORY_LOST_POLICY} for the listener's default {@code onHistoryLost}. */
+  private static final String DEFAULT_HISTORY_LOST = HISTORY_LOST.entrySet().stream()
+      .filter(e -> e.getValue() == ListenerSettings.historyLost(null, "onHistoryLost")).findFirst().orElseThrow()
+      .getKey();
   /** Values of {@link #PARTITIONS_CHANGE}. */
   public static final List<String> PARTITIONS_CHANGES = List.of("fail", "restart-from-oldest-offset");
   /** Values of {@link #VALUE_FORMAT}. */
@@ -192,7 +209,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
               + " for its tasks to let go of each slot and never drops a slot a reader holds. Default false:"
               + " the slots outlive the connector; 'sluice slots' lists and drops them.", POSTGRES, 9,
           Width.SHORT, "Drop slots on stop")
-      .define(PARTITIONS, Type.INT, 1, ConfigDef.Range.between(1, MAX_PARTITIONS), Importance.HIGH,
+      .define(PARTITIONS, Type.INT, ListenerSettings.PARTITIONS.defaultValue(), ConfigDef.Range.between(1, MAX_PARTITIONS),
+          Importance.HIGH,
           "Partitions of each collection (a stable hash of the document key): each partition is a Connect"
               + " source partition with its own offset, and the partitions of one collection are spread over"
               + " the tasks. Every change of a key is in one partition, so per-key order holds. Changing it"
@@ -227,14 +245,14 @@ public final class SluiceSourceConfig extends AbstractConfig {
               + " with the reason, as an undecodable change, and so does every later change of its key; needs "
               + UNDECODABLE_POLICY + "=park).", RECORDS, 6, Width.SHORT, "Missing image",
           new Choices(MISSING_IMAGES))
-      .define(STARTUP_MODE, Type.STRING, "oldest", ConfigDef.CaseInsensitiveValidString.in(
+      .define(STARTUP_MODE, Type.STRING, ListenerSettings.BOOTSTRAP.defaultValue(), ConfigDef.CaseInsensitiveValidString.in(
               STARTUP_MODES.toArray(String[]::new)), Importance.MEDIUM,
           "Where a partition without a committed offset starts: oldest (the oldest oplog entry: nothing written"
               + " before the connector was created is missed), latest, or snapshot (every existing document"
               + " as a SNAPSHOT change, then the stream). The resolved start is committed as a heartbeat at"
               + " once, so a restart never resolves it again.", RELIABILITY, 1, Width.SHORT, "Startup mode",
           new Choices(STARTUP_MODES))
-      .define(HISTORY_LOST_POLICY, Type.STRING, "fail", ConfigDef.CaseInsensitiveValidString.in(
+      .define(HISTORY_LOST_POLICY, Type.STRING, DEFAULT_HISTORY_LOST, ConfigDef.CaseInsensitiveValidString.in(
               HISTORY_LOST_POLICIES.toArray(String[]::new)), Importance.HIGH,
           "A committed offset that fell off the oplog (MongoDB error 286; 136 when the oplog rolls past a"
               + " running task's cursor): fail (the task fails, naming the"
@@ -249,7 +267,8 @@ public final class SluiceSourceConfig extends AbstractConfig {
               + " counts), or restart-from-oldest-offset (every new partition starts at the cluster time of"
               + " the oldest offset of the old layout: nothing lost, changes after it published again).",
           RELIABILITY, 3, Width.SHORT, "Partition count change", new Choices(PARTITIONS_CHANGES))
-      .define(HEARTBEAT_INTERVAL_MS, Type.LONG, 10_000L, ConfigDef.Range.between(0, 3_600_000),
+      .define(HEARTBEAT_INTERVAL_MS, Type.LONG, ListenerSettings.CHECKPOINT_HEARTBEAT.defaultValue().toMillis(),
+          ConfigDef.Range.between(0, 3_600_000),
           Importance.MEDIUM, "A partition whose position moved without a record for this long (idle or"
               + " filtered) sends a heartbeat record to " + HEARTBEAT_TOPIC + " with its position as the"
               + " offset, so offsets never fall out of the oplog window. 0 disables heartbeats.",
@@ -418,6 +437,11 @@ public final class SluiceSourceConfig extends AbstractConfig {
 
   public String historyLostPolicy() {
     return lower(HISTORY_LOST_POLICY);
+  }
+
+  /** {@link #HISTORY_LOST_POLICY} as the listener's policy. */
+  public HistoryLostPolicy historyLost() {
+    return HISTORY_LOST.get(historyLostPolicy());
   }
 
   public String partitionsChange() {

@@ -9,6 +9,7 @@ import dev.sluice.listener.FailurePolicy;
 import dev.sluice.listener.Handler;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
+import dev.sluice.listener.ListenerSettings;
 import dev.sluice.listener.RetryPolicy;
 import dev.sluice.mongodb.deadletter.MongoDeadLetterStore;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
@@ -58,7 +59,8 @@ final class ListenerFactory {
     }
     String group = first(p.getGroup(), annotation == null ? null : annotation.group(), name);
     int partitions = p.getPartitions() != null ? p.getPartitions()
-        : annotation != null && annotation.partitions() > 0 ? annotation.partitions() : 1;
+        : annotation != null && annotation.partitions() > 0 ? annotation.partitions()
+        : ListenerSettings.PARTITIONS.defaultValue();
     if (beans.mongoClient() == null) {
       throw new ConfigurationException(at + ": the listener reads a MongoDB change stream and needs a MongoClient"
           + " bean (spring.data.mongodb.uri, or a bean of your own)");
@@ -97,10 +99,10 @@ final class ListenerFactory {
         .handler(handler)
         .partitions(partitions)
         .concurrency(p.getConcurrency())
-        .leaseDuration(p.getLeaseDuration())
+        .leaseDuration(ListenerSettings.LEASE_DURATION.orDefault(p.getLeaseDuration()))
         .checkpoint(new CheckpointPolicy(p.getCheckpoint().getEvery(), p.getCheckpoint().getMaxDelay(),
-            CheckpointPolicy.DEFAULT_HEARTBEAT, p.getCheckpoint().getFlushesInFlight()))
-        .bootstrap(Bootstraps.parse(p.getBootstrap()))
+            p.getCheckpoint().getHeartbeat(), p.getCheckpoint().getFlushesInFlight()))
+        .bootstrap(ListenerSettings.bootstrap(p.getBootstrap(), "bootstrap"))
         .onHistoryLost(p.getOnHistoryLost())
         .onFailure(failure)
         .observer(ListenerObserver.composite(observers.toArray(ListenerObserver[]::new)));
@@ -115,6 +117,9 @@ final class ListenerFactory {
     }
     if (p.getAcquireInterval() != null) {
       b.acquireInterval(p.getAcquireInterval());
+    }
+    if (p.getPollWait() != null) {
+      b.pollWait(p.getPollWait());
     }
     Listener<BsonDocument> listener = b.build();
     if (metrics != null) {

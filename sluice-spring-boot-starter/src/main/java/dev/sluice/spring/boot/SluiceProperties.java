@@ -1,10 +1,14 @@
 package dev.sluice.spring.boot;
 
 import dev.sluice.listener.HistoryLostPolicy;
-import dev.sluice.listener.ListenerConfig;
+import dev.sluice.listener.ListenerSettings;
+import dev.sluice.listener.Setting;
+import dev.sluice.lock.LockProvider;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
+import dev.sluice.mongodb.lease.MongoLeaseStore;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.validation.Errors;
@@ -112,7 +116,7 @@ public class SluiceProperties implements Validator {
     private String deadLetterCollection = "sluice_dead_letters";
 
     /** The longest any one call of the lease store may take; keep it below the lease durations. */
-    private Duration operationTimeout = Duration.ofSeconds(10);
+    private Duration operationTimeout = MongoLeaseStore.DEFAULT_OPERATION_TIMEOUT;
 
     public String getDatabase() {
       return database;
@@ -178,13 +182,13 @@ public class SluiceProperties implements Validator {
     private boolean enabled = true;
 
     /** How long a lock outlives its holder's last extension: the wait after a holder crashed. */
-    private Duration leaseDuration = Duration.ofSeconds(30);
+    private Duration leaseDuration = LockProvider.DEFAULT_LEASE_DURATION;
 
     /** How often a held lock is extended; at most a third of lease-duration. Default: a third. */
     private Duration extendEvery;
 
     /** Prefix of the lease names of locks, keeping them apart from listener leases. */
-    private String namePrefix = "lock:";
+    private String namePrefix = LockProvider.DEFAULT_NAME_PREFIX;
 
     public boolean isEnabled() {
       return enabled;
@@ -254,7 +258,8 @@ public class SluiceProperties implements Validator {
 
   /**
    * One listener: a consumer group of a MongoDB collection, delivering to a Handler bean (or to a
-   * method annotated with {@link SluiceListener} of the same name).
+   * method annotated with {@link SluiceListener} of the same name). The listener's settings, their
+   * defaults and rules are those of {@link ListenerSettings}, in kebab case ({@code lease-duration}).
    */
   public static class ListenerProperties {
     /** Name of the Handler bean (not needed when a @SluiceListener method has this listener's name). */
@@ -276,10 +281,10 @@ public class SluiceProperties implements Validator {
     private Integer threads;
 
     /** Changes of one partition handled at once (never two of one key); above 1 the handler must be thread-safe. */
-    private int concurrency = 1;
+    private int concurrency = ListenerSettings.CONCURRENCY.defaultValue();
 
     /** How long a partition stays owned without renewal: the failover time after a crash (at least 1s). */
-    private Duration leaseDuration = Duration.ofSeconds(10);
+    private Duration leaseDuration = ListenerSettings.LEASE_DURATION.defaultValue();
 
     /** How often a held lease is renewed; at most a third of lease-duration. Default: a third. */
     private Duration renewInterval;
@@ -287,22 +292,26 @@ public class SluiceProperties implements Validator {
     /** How often an instance without the lease tries to take it. Default: the renew interval. */
     private Duration acquireInterval;
 
+    /** Longest wait of one poll of the feed; at most the renew interval. Default 200ms, or the renew interval if shorter. */
+    private Duration pollWait;
+
     private final Checkpoint checkpoint = new Checkpoint();
 
     /**
      * Where a partition without a checkpoint starts: oldest, latest, snapshot, or an ISO-8601
      * instant such as 2026-01-01T00:00:00Z.
      */
-    private String bootstrap = "oldest";
+    private String bootstrap = ListenerSettings.BOOTSTRAP.defaultValue();
 
     /** The checkpoint fell off the oplog: stop loudly, skip to the newest change, or read every document again. */
-    private HistoryLostPolicy onHistoryLost = HistoryLostPolicy.STOP;
+    private HistoryLostPolicy onHistoryLost = ListenerSettings.historyLost(null, "on-history-lost");
 
     /** The collection was dropped, renamed or replaced by $out: stop the partition, or go on after it. */
     private MongoChangeFeed.OnInvalidate onInvalidate = MongoChangeFeed.OnInvalidate.STOP;
 
     /** Once the retries are used up: block the partition, or park the change (per key) and go on. */
-    private FailureMode onFailure = FailureMode.BLOCK;
+    private FailureMode onFailure =
+        FailureMode.valueOf(ListenerSettings.ON_FAILURE.defaultValue().toUpperCase(Locale.ROOT));
 
     private final Retry retry = new Retry();
 
@@ -389,6 +398,14 @@ public class SluiceProperties implements Validator {
       this.acquireInterval = acquireInterval;
     }
 
+    public Duration getPollWait() {
+      return pollWait;
+    }
+
+    public void setPollWait(Duration pollWait) {
+      this.pollWait = pollWait;
+    }
+
     public Checkpoint getCheckpoint() {
       return checkpoint;
     }
@@ -441,13 +458,16 @@ public class SluiceProperties implements Validator {
   /** When a listener commits the processed position. */
   public static class Checkpoint {
     /** Commit after this many changes ... */
-    private int every = 100;
+    private int every = ListenerSettings.CHECKPOINT_EVERY.defaultValue();
 
     /** ... or after this long, whichever comes first. */
-    private Duration maxDelay = Duration.ofSeconds(1);
+    private Duration maxDelay = ListenerSettings.CHECKPOINT_MAX_DELAY.defaultValue();
+
+    /** Progress without changes (an idle or filtered collection) is committed this often. */
+    private Duration heartbeat = ListenerSettings.CHECKPOINT_HEARTBEAT.defaultValue();
 
     /** Flushes pending while the next changes are handled; a crash delivers again at most (this + 1) x every changes. */
-    private int flushesInFlight = 4;
+    private int flushesInFlight = ListenerSettings.CHECKPOINT_FLUSHES_IN_FLIGHT.defaultValue();
 
     public int getEvery() {
       return every;
@@ -465,6 +485,14 @@ public class SluiceProperties implements Validator {
       this.maxDelay = maxDelay;
     }
 
+    public Duration getHeartbeat() {
+      return heartbeat;
+    }
+
+    public void setHeartbeat(Duration heartbeat) {
+      this.heartbeat = heartbeat;
+    }
+
     public int getFlushesInFlight() {
       return flushesInFlight;
     }
@@ -477,13 +505,13 @@ public class SluiceProperties implements Validator {
   /** Retries of a change whose handler failed: exponential back-off with jitter. */
   public static class Retry {
     /** Attempts per change before on-failure applies. */
-    private int attempts = 5;
+    private int attempts = ListenerSettings.RETRY_ATTEMPTS.defaultValue();
 
     /** The delay after the first failure; doubles per attempt. */
-    private Duration initialDelay = Duration.ofMillis(100);
+    private Duration initialDelay = ListenerSettings.RETRY_INITIAL_DELAY.defaultValue();
 
     /** The longest delay. */
-    private Duration maxDelay = Duration.ofSeconds(5);
+    private Duration maxDelay = ListenerSettings.RETRY_MAX_DELAY.defaultValue();
 
     public int getAttempts() {
       return attempts;
@@ -539,37 +567,41 @@ public class SluiceProperties implements Validator {
     p.listeners.forEach((name, l) -> validateListener(errors, name, l));
   }
 
+  /** Each value of a listener entry checked by its {@link ListenerSettings} rule, in the rule's words. */
   private static void validateListener(Errors errors, String name, ListenerProperties l) {
-    String field = "listeners[" + name + "].";
-    String at = "sluice.listeners." + name + ".";
-    if (l.partitions != null && (l.partitions < 1 || l.partitions > ListenerConfig.MAX_PARTITIONS)) {
-      reject(errors, field + "partitions", at + "partitions", l.partitions,
-          "must be in [1, " + ListenerConfig.MAX_PARTITIONS + "]");
+    check(errors, name, ListenerSettings.GROUP, l.group);
+    check(errors, name, ListenerSettings.PARTITIONS, l.partitions);
+    check(errors, name, ListenerSettings.THREADS, l.threads);
+    check(errors, name, ListenerSettings.CONCURRENCY, l.concurrency);
+    check(errors, name, ListenerSettings.LEASE_DURATION, l.leaseDuration);
+    check(errors, name, ListenerSettings.RENEW_INTERVAL, l.renewInterval);
+    check(errors, name, ListenerSettings.ACQUIRE_INTERVAL, l.acquireInterval);
+    check(errors, name, ListenerSettings.POLL_WAIT, l.pollWait);
+    check(errors, name, ListenerSettings.CHECKPOINT_EVERY, l.checkpoint.every);
+    check(errors, name, ListenerSettings.CHECKPOINT_MAX_DELAY, l.checkpoint.maxDelay);
+    check(errors, name, ListenerSettings.CHECKPOINT_HEARTBEAT, l.checkpoint.heartbeat);
+    check(errors, name, ListenerSettings.CHECKPOINT_FLUSHES_IN_FLIGHT, l.checkpoint.flushesInFlight);
+    check(errors, name, ListenerSettings.RETRY_ATTEMPTS, l.retry.attempts);
+    check(errors, name, ListenerSettings.RETRY_INITIAL_DELAY, l.retry.initialDelay);
+    check(errors, name, ListenerSettings.RETRY_MAX_DELAY, l.retry.maxDelay);
+    check(errors, name, ListenerSettings.BOOTSTRAP, l.bootstrap);
+  }
+
+  /**
+   * Rejects {@code value} of {@code setting} in listener {@code name} if its rule refuses it, naming
+   * the property as written ({@code sluice.listeners.orders.lease-duration}).
+   */
+  private static <T> void check(Errors errors, String name, Setting<T> setting, T value) {
+    String problem = setting.problem(value);
+    if (problem != null) {
+      errors.rejectValue("listeners[" + name + "]." + setting.name(), "sluice.invalid",
+          "sluice.listeners." + name + "." + kebab(setting.name()) + " " + problem);
     }
-    if (l.threads != null && (l.threads < 1 || l.threads > ListenerConfig.MAX_PARTITIONS)) {
-      reject(errors, field + "threads", at + "threads", l.threads, "must be in [1, " + ListenerConfig.MAX_PARTITIONS + "]");
-    }
-    if (l.concurrency < 1 || l.concurrency > ListenerConfig.MAX_CONCURRENCY) {
-      reject(errors, field + "concurrency", at + "concurrency", l.concurrency,
-          "must be in [1, " + ListenerConfig.MAX_CONCURRENCY + "]");
-    }
-    if (l.leaseDuration == null || l.leaseDuration.compareTo(ListenerConfig.MIN_LEASE) < 0) {
-      reject(errors, field + "leaseDuration", at + "lease-duration", l.leaseDuration, "must be at least 1s");
-    }
-    if (l.group != null && !ListenerConfig.validGroup(l.group)) {
-      reject(errors, field + "group", at + "group", l.group, ListenerConfig.GROUP_RULE);
-    }
-    if (l.checkpoint.every < 1) {
-      reject(errors, field + "checkpoint.every", at + "checkpoint.every", l.checkpoint.every, "must be >= 1");
-    }
-    if (l.retry.attempts < 1) {
-      reject(errors, field + "retry.attempts", at + "retry.attempts", l.retry.attempts, "must be >= 1");
-    }
-    try {
-      Bootstraps.parse(l.bootstrap);
-    } catch (IllegalArgumentException e) {
-      reject(errors, field + "bootstrap", at + "bootstrap", l.bootstrap, e.getMessage());
-    }
+  }
+
+  /** {@code checkpoint.flushesInFlight} as Spring's relaxed binding writes it: {@code checkpoint.flushes-in-flight}. */
+  static String kebab(String name) {
+    return name.replaceAll("([A-Z])", "-$1").toLowerCase(Locale.ROOT);
   }
 
   private static void positive(Errors errors, String field, String property, Duration value) {

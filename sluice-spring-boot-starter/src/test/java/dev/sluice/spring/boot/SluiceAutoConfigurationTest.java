@@ -150,7 +150,38 @@ class SluiceAutoConfigurationTest {
       String json = new String(in.readAllBytes(), StandardCharsets.UTF_8);
       assertThat(json).contains("\"sluice.store.type\"", "\"sluice.listeners\"", "\"sluice.lock.lease-duration\"",
           "\"management.health.sluice.enabled\"", "ListenerProperties");
+      // The fields take these defaults from the library's constants, which the processor cannot
+      // read; additional-spring-configuration-metadata.json states them for IDEs, and must agree.
+      com.fasterxml.jackson.databind.JsonNode properties = new com.fasterxml.jackson.databind.ObjectMapper()
+          .readTree(json).get("properties");
+      java.util.Map<String, String> defaults = new java.util.HashMap<>();
+      properties.forEach(p -> defaults.put(p.get("name").asText(), p.path("defaultValue").asText(null)));
+      org.springframework.boot.convert.ApplicationConversionService conversion =
+          new org.springframework.boot.convert.ApplicationConversionService();
+      assertThat(conversion.convert(defaults.get("sluice.lock.lease-duration"), java.time.Duration.class))
+          .isEqualTo(dev.sluice.lock.LockProvider.DEFAULT_LEASE_DURATION);
+      assertThat(defaults.get("sluice.lock.name-prefix")).isEqualTo(dev.sluice.lock.LockProvider.DEFAULT_NAME_PREFIX);
+      assertThat(conversion.convert(defaults.get("sluice.store.mongodb.operation-timeout"), java.time.Duration.class))
+          .isEqualTo(MongoLeaseStore.DEFAULT_OPERATION_TIMEOUT);
+      SluiceProperties bound = new SluiceProperties();
+      assertThat(bound.getLock().getLeaseDuration()).isEqualTo(dev.sluice.lock.LockProvider.DEFAULT_LEASE_DURATION);
     }
+  }
+
+  /** A listener entry's settings take their defaults and rules from ListenerSettings. */
+  @Test
+  void aListenerEntryHasTheDefaultsAndRulesOfListenerSettings() {
+    SluiceProperties.ListenerProperties l = new SluiceProperties.ListenerProperties();
+    assertThat(l.getLeaseDuration()).isEqualTo(dev.sluice.listener.ListenerSettings.LEASE_DURATION.defaultValue());
+    assertThat(l.getConcurrency()).isEqualTo(dev.sluice.listener.ListenerSettings.CONCURRENCY.defaultValue());
+    assertThat(l.getCheckpoint().getHeartbeat()).isEqualTo(dev.sluice.listener.ListenerSettings.CHECKPOINT_HEARTBEAT.defaultValue());
+    assertThat(l.getOnHistoryLost()).isEqualTo(dev.sluice.listener.HistoryLostPolicy.STOP);
+    assertThat(l.getOnFailure()).isEqualTo(SluiceProperties.FailureMode.BLOCK);
+    assertStartFails(runner().withPropertyValues("sluice.listeners.orders.poll-wait=0s"),
+        "sluice.listeners.orders.poll-wait must be positive, but was PT0S");
+    assertStartFails(runner().withPropertyValues("sluice.listeners.orders.checkpoint.flushes-in-flight=-1"),
+        "sluice.listeners.orders.checkpoint.flushes-in-flight must be 0 (each checkpoint waits for its flush) to 1000,"
+            + " but was -1");
   }
 
   private static void assertStartFails(ApplicationContextRunner runner, String expected) {

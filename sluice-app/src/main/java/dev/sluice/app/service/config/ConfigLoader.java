@@ -13,8 +13,9 @@ import dev.sluice.feed.StartPoint;
 import dev.sluice.listener.BootstrapPolicy;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.HistoryLostPolicy;
-import dev.sluice.listener.ListenerConfig;
+import dev.sluice.listener.ListenerSettings;
 import dev.sluice.listener.RetryPolicy;
+import dev.sluice.listener.Setting;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.sink.Publication;
 import java.io.IOException;
@@ -22,8 +23,6 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.format.DateTimeParseException;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -265,10 +264,9 @@ public final class ConfigLoader {
       String at = source + ": listeners[" + i + "]";
       require(l != null, at, "is empty");
       validateTarget(c, l, at);
-      require(l.partitions() == null || l.partitions() >= 1, at + ".partitions", "must be >= 1, but was " + l.partitions());
-      require(l.threads() == null || (l.threads() >= 1 && l.threads() <= dev.sluice.listener.ListenerConfig.MAX_PARTITIONS),
-          at + ".threads", "must be between 1 and " + dev.sluice.listener.ListenerConfig.MAX_PARTITIONS + ", but was "
-          + l.threads());
+      partitions(l, at);
+      setting(ListenerSettings.THREADS, l.threads(), at);
+      concurrency(l, at);
       require(l.sink() != null, at + ".sink", "is required (kafka or amqp)");
       int sinks = (l.sink().kafka() != null ? 1 : 0) + (l.sink().amqp() != null ? 1 : 0);
       require(sinks == 1, at + ".sink", "must configure exactly one of kafka, amqp, but had " + sinks);
@@ -283,6 +281,9 @@ public final class ConfigLoader {
       publication(l, at); // parses and checks the publish section
       // Building the policies validates them and names the value.
       leaseDuration(l, at);
+      renewInterval(l, at);
+      acquireInterval(l, at);
+      pollWait(l, at);
       checkpoint(l, at);
       validateBootstrap(c, l, at);
       historyLost(l, at);
@@ -389,15 +390,13 @@ public final class ConfigLoader {
    */
   public static String group(ListenerSection l, String at) {
     if (l.group() != null) {
-      require(ListenerConfig.validGroup(l.group()), at + ".group",
-          ListenerConfig.GROUP_RULE + ", but was '" + l.group() + "'");
-      return l.group();
+      return setting(ListenerSettings.GROUP, l.group(), at);
     }
     String derived = l.sink().kafka() != null ? "kafka-" + l.sink().kafka().topic()
         : "amqp-" + l.sink().amqp().exchange();
     derived = derived.replaceAll("[^A-Za-z0-9._-]", "_");
-    require(ListenerConfig.validGroup(derived), at + ".group",
-        "is not set, and the name derived from the sink ('" + derived + "') " + ListenerConfig.GROUP_RULE
+    require(ListenerSettings.GROUP.accepts(derived), at + ".group",
+        "is not set, and the name derived from the sink ('" + derived + "') " + ListenerSettings.GROUP.ruleText()
             + "; set it explicitly");
     return derived;
   }
@@ -407,61 +406,60 @@ public final class ConfigLoader {
     return "ignore".equals(lower(l.legacyCheckpoints()));
   }
 
-  public static Duration leaseDuration(ListenerSection l, String at) {
-    Duration d = Durations.parse(l.leaseDuration(), at + ".leaseDuration");
-    require(d == null || (!d.isNegative() && !d.isZero()), at + ".leaseDuration", "must be positive, but was " + d);
-    return d == null ? Duration.ofSeconds(10) : d;
+  public static int partitions(ListenerSection l, String at) {
+    return setting(ListenerSettings.PARTITIONS, l.partitions(), at);
   }
 
+  public static int concurrency(ListenerSection l, String at) {
+    return setting(ListenerSettings.CONCURRENCY, l.concurrency(), at);
+  }
+
+  public static Duration leaseDuration(ListenerSection l, String at) {
+    return duration(ListenerSettings.LEASE_DURATION, l.leaseDuration(), at);
+  }
+
+  /** The renew interval, or null for the listener's default (a third of the lease). */
+  public static Duration renewInterval(ListenerSection l, String at) {
+    return duration(ListenerSettings.RENEW_INTERVAL, l.renewInterval(), at);
+  }
+
+  /** The acquire interval, or null for the listener's default (the renew interval). */
+  public static Duration acquireInterval(ListenerSection l, String at) {
+    return duration(ListenerSettings.ACQUIRE_INTERVAL, l.acquireInterval(), at);
+  }
+
+  /** The poll wait, or null for the listener's default. */
+  public static Duration pollWait(ListenerSection l, String at) {
+    return duration(ListenerSettings.POLL_WAIT, l.pollWait(), at);
+  }
+
+  /**
+   * The checkpoint policy; a value the policy refuses is reported under {@code checkpoint} with the
+   * policy's own names ({@code maxChanges} for {@code every}).
+   */
   public static CheckpointPolicy checkpoint(ListenerSection l, String at) {
-    if (l.checkpoint() == null) {
-      return CheckpointPolicy.defaults();
-    }
-    int every = l.checkpoint().every() == null ? 100 : l.checkpoint().every();
-    Duration maxDelay = Durations.parse(l.checkpoint().maxDelay(), at + ".checkpoint.maxDelay");
-    Duration heartbeat = Durations.parse(l.checkpoint().heartbeat(), at + ".checkpoint.heartbeat");
-    Integer flushes = l.checkpoint().flushesInFlight();
+    SluiceConfig.CheckpointSection c = l.checkpoint() == null
+        ? new SluiceConfig.CheckpointSection(null, null, null, null) : l.checkpoint();
+    Duration maxDelay = Durations.parse(c.maxDelay(), at + ".checkpoint.maxDelay");
+    Duration heartbeat = Durations.parse(c.heartbeat(), at + ".checkpoint.heartbeat");
     try {
-      return new CheckpointPolicy(every, maxDelay == null ? Duration.ofSeconds(1) : maxDelay,
-          heartbeat == null ? CheckpointPolicy.DEFAULT_HEARTBEAT : heartbeat,
-          flushes == null ? CheckpointPolicy.DEFAULT_FLUSHES_IN_FLIGHT : flushes);
+      return new CheckpointPolicy(ListenerSettings.CHECKPOINT_EVERY.orDefault(c.every()),
+          ListenerSettings.CHECKPOINT_MAX_DELAY.orDefault(maxDelay),
+          ListenerSettings.CHECKPOINT_HEARTBEAT.orDefault(heartbeat),
+          ListenerSettings.CHECKPOINT_FLUSHES_IN_FLIGHT.orDefault(c.flushesInFlight()));
     } catch (ConfigurationException e) {
       throw new ConfigException(at + ".checkpoint", e.getMessage());
     }
   }
 
   public static BootstrapPolicy bootstrap(ListenerSection l, String at) {
-    String b = l.bootstrap();
-    if (b == null || b.equalsIgnoreCase("oldest")) {
-      return BootstrapPolicy.oldest();
-    }
-    if (b.equalsIgnoreCase("latest")) {
-      return BootstrapPolicy.latest();
-    }
-    if (b.equalsIgnoreCase("snapshot")) {
-      return BootstrapPolicy.snapshot();
-    }
-    try {
-      return BootstrapPolicy.at(Instant.parse(b));
-    } catch (DateTimeParseException e) {
-      throw new ConfigException(at + ".bootstrap", "must be oldest, latest, snapshot or an ISO-8601"
-          + " instant such as 2026-01-01T00:00:00Z (mongodb only), but was '" + b + "'");
-    }
+    setting(ListenerSettings.BOOTSTRAP, l.bootstrap(), at);
+    return ListenerSettings.bootstrap(l.bootstrap(), at + ".bootstrap");
   }
 
   public static HistoryLostPolicy historyLost(ListenerSection l, String at) {
-    String h = lower(l.onHistoryLost());
-    if (h == null || h.equals("stop")) {
-      return HistoryLostPolicy.STOP;
-    }
-    if (h.equals("skip-to-latest")) {
-      return HistoryLostPolicy.SKIP_TO_LATEST;
-    }
-    if (h.equals("resnapshot")) {
-      return HistoryLostPolicy.RESNAPSHOT;
-    }
-    throw new ConfigException(at + ".onHistoryLost", "must be stop, skip-to-latest or resnapshot, but was '"
-        + l.onHistoryLost() + "'");
+    setting(ListenerSettings.ON_HISTORY_LOST, l.onHistoryLost(), at);
+    return ListenerSettings.historyLost(l.onHistoryLost(), at + ".onHistoryLost");
   }
 
   /**
@@ -492,10 +490,8 @@ public final class ConfigLoader {
 
   /** Whether the listener parks failing changes ({@code onFailure: park}) rather than blocking; default block. */
   public static boolean parks(ListenerSection l, String at) {
-    String failure = lower(l.onFailure());
-    require(failure == null || failure.equals("block") || failure.equals("park"), at + ".onFailure",
-        "must be block or park, but was '" + l.onFailure() + "'");
-    return "park".equals(failure);
+    setting(ListenerSettings.ON_FAILURE, l.onFailure(), at);
+    return ListenerSettings.parks(l.onFailure(), at + ".onFailure");
   }
 
   /** What the listener does when its collection is dropped, renamed or replaced; default stop. */
@@ -511,18 +507,28 @@ public final class ConfigLoader {
   }
 
   public static RetryPolicy retry(ListenerSection l, String at) {
-    if (l.retry() == null) {
-      return RetryPolicy.defaults();
-    }
-    RetryPolicy d = RetryPolicy.defaults();
-    Duration initial = Durations.parse(l.retry().initialDelay(), at + ".retry.initialDelay");
-    Duration max = Durations.parse(l.retry().maxDelay(), at + ".retry.maxDelay");
+    SluiceConfig.RetrySection r = l.retry() == null ? new SluiceConfig.RetrySection(null, null, null) : l.retry();
+    Duration initial = Durations.parse(r.initialDelay(), at + ".retry.initialDelay");
+    Duration max = Durations.parse(r.maxDelay(), at + ".retry.maxDelay");
     try {
-      return RetryPolicy.attempts(l.retry().attempts() == null ? d.maxAttempts() : l.retry().attempts(),
-          initial == null ? d.initialDelay() : initial, max == null ? d.maxDelay() : max);
+      return RetryPolicy.attempts(ListenerSettings.RETRY_ATTEMPTS.orDefault(r.attempts()),
+          ListenerSettings.RETRY_INITIAL_DELAY.orDefault(initial), ListenerSettings.RETRY_MAX_DELAY.orDefault(max));
     } catch (ConfigurationException e) {
       throw new ConfigException(at + ".retry", e.getMessage());
     }
+  }
+
+  /**
+   * {@code value} of {@code setting} in entry {@code at} (its default when not given), or a {@link
+   * ConfigException} naming the path ({@code listeners[0].partitions}) with the setting's rule.
+   */
+  private static <T> T setting(Setting<T> setting, T value, String at) {
+    require(setting.accepts(value), at + "." + setting.name(), setting.problem(value));
+    return setting.orDefault(value);
+  }
+
+  private static Duration duration(Setting<Duration> setting, String text, String at) {
+    return setting(setting, Durations.parse(text, at + "." + setting.name()), at);
   }
 
   private static String lower(String s) {

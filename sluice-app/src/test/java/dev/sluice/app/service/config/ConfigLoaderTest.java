@@ -52,6 +52,27 @@ class ConfigLoaderTest {
         .hasMessageContaining("evry");
   }
 
+  /** Every setting of the listener API can be set in the file (ListenerSettings), checked by its rule. */
+  @Test
+  void theListenersTimingAndConcurrencySettingsAreReadAndCheckedByTheirRules() {
+    SluiceConfig.ListenerSection l = ConfigLoader.parse(VALID.replace("leaseDuration: 5s",
+        "leaseDuration: 6s\n    renewInterval: 1s\n    acquireInterval: 3s\n    pollWait: 100ms\n    concurrency: 2"),
+        "sluice.yaml").listeners().get(0);
+    assertThat(ConfigLoader.renewInterval(l, "x")).isEqualTo(Duration.ofSeconds(1));
+    assertThat(ConfigLoader.acquireInterval(l, "x")).isEqualTo(Duration.ofSeconds(3));
+    assertThat(ConfigLoader.pollWait(l, "x")).isEqualTo(Duration.ofMillis(100));
+    assertThat(ConfigLoader.concurrency(l, "x")).isEqualTo(2);
+    SluiceConfig.ListenerSection defaults = ConfigLoader.parse(VALID, "sluice.yaml").listeners().get(0);
+    assertThat(ConfigLoader.renewInterval(defaults, "x")).as("the listener derives it from the lease").isNull();
+    assertThat(ConfigLoader.concurrency(defaults, "x")).isEqualTo(1);
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("leaseDuration: 5s", "leaseDuration: 5s\n    concurrency: 0"),
+        "sluice.yaml")).hasMessageContaining("sluice.yaml: listeners[0].concurrency: must be in [1, 256], but was 0");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("leaseDuration: 5s", "leaseDuration: 500ms"),
+        "sluice.yaml")).hasMessageContaining("sluice.yaml: listeners[0].leaseDuration: must be at least 1s, but was PT0.5S");
+    assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("leaseDuration: 5s", "leaseDuration: 5s\n    pollWait: 0s"),
+        "sluice.yaml")).hasMessageContaining("sluice.yaml: listeners[0].pollWait: must be positive, but was PT0S");
+  }
+
   @Test
   void aBadValueIsAnErrorNamingThePathAndTheValue() {
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("every: 50", "every: 0"), "sluice.yaml"))
@@ -75,7 +96,7 @@ class ConfigLoaderTest {
     assertThat(ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: 2\n    threads: 8"), "sluice.yaml")
         .listeners().get(0).threads()).isEqualTo(8);
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("partitions: 2", "partitions: 2\n    threads: 0"), "sluice.yaml"))
-        .hasMessageContaining("listeners[0].threads").hasMessageContaining("must be between 1 and 4096, but was 0");
+        .hasMessageContaining("listeners[0].threads").hasMessageContaining("must be in [1, 4096], but was 0");
     assertThatThrownBy(() -> ConfigLoader.parse(VALID.replace("mongodb://localhost:27017", "localhost"), "sluice.yaml"))
         .hasMessageContaining("mongodb.uri").hasMessageContaining("'localhost'");
     String events = VALID.replace("topic: orders }", "topic: orders }\n      publish: { mode: domain-events, field: lastEvent, onMissing: drop }");

@@ -18,7 +18,7 @@ public interface ConnectSource<D> extends AutoCloseable {
 
   /** The source {@code config} names ({@link SluiceSourceConfig#SOURCE_TYPE}). */
   static ConnectSource<?> open(SluiceSourceConfig config) {
-    return config.postgres() ? new PostgresSource(config) : new MongoSource(config);
+    return config.postgres() ? new PostgresConnectSource(config) : new MongoConnectSource(config);
   }
 
   /** The feed of {@code stream} (a name from {@link SluiceSourceConfig#streams()}), as configured. */

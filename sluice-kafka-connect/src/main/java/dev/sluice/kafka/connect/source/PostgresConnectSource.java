@@ -24,10 +24,10 @@ import org.apache.kafka.common.config.ConfigValue;
  * A slot keeps WAL until it is told how far its reader got, so tasks confirm their committed
  * offsets to it ({@link #confirmsOffsets}) and never anything beyond.
  */
-final class PostgresSource implements ConnectSource<Map<String, Object>> {
+final class PostgresConnectSource implements ConnectSource<Map<String, Object>> {
   private final SluiceSourceConfig config;
 
-  PostgresSource(SluiceSourceConfig config) {
+  PostgresConnectSource(SluiceSourceConfig config) {
     this.config = config;
   }
 
@@ -191,5 +191,5 @@ final class PostgresSource implements ConnectSource<Map<String, Object>> {
     }
   }
 
-  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(PostgresSource.class);
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(PostgresConnectSource.class);
 }

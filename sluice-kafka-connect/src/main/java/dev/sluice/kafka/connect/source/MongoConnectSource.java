@@ -24,13 +24,13 @@ import org.bson.json.JsonWriterSettings;
  * collection (the partitions of a collection that one task holds share its cursor, ADR 0074).
  * Nothing to confirm: a resume token needs no acknowledgement.
  */
-final class MongoSource implements ConnectSource<BsonDocument> {
+final class MongoConnectSource implements ConnectSource<BsonDocument> {
   private static final JsonWriterSettings RELAXED = JsonWriterSettings.builder().outputMode(JsonMode.RELAXED).build();
 
   private final SluiceSourceConfig config;
   private final MongoClient client;
 
-  MongoSource(SluiceSourceConfig config) {
+  MongoConnectSource(SluiceSourceConfig config) {
     this.config = config;
     this.client = MongoClients.create(MongoClientSettings.builder()
         .applyConnectionString(new ConnectionString(config.uri()))
