@@ -230,7 +230,7 @@ public interface Listener<D> extends AutoCloseable {
       Duration acquire = acquireInterval != null ? acquireInterval : renew;
       String id = OwnerId.unique(owner);
       ChangeFeed<D> grouped = feed.forGroup(group);
-      return new ListenerEngine<>(
+      return new EngineListener<>(new ListenerEngine<>(
           new ListenerConfig<>(
               grouped,
               leaseStore,
@@ -250,7 +250,7 @@ public interface Listener<D> extends AutoCloseable {
               clock,
               concurrency,
               threads > 0 ? threads
-                  : grouped.cursorsPark() ? Math.min(partitions, ListenerConfig.DEFAULT_MAX_THREADS) : partitions));
+                  : grouped.cursorsPark() ? Math.min(partitions, ListenerConfig.DEFAULT_MAX_THREADS) : partitions)));
     }
 
     private static final Duration DEFAULT_POLL_WAIT = Duration.ofMillis(200);

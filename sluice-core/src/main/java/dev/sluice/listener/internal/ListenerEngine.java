@@ -1,7 +1,6 @@
 package dev.sluice.listener.internal;
 
 import dev.sluice.SluiceException;
-import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerConfig;
 import dev.sluice.listener.PartitionStatus;
 import java.util.ArrayList;
@@ -28,7 +27,7 @@ import org.slf4j.LoggerFactory;
  * that asks the source for its history every few seconds ({@link SourceProbe}). With a concurrency
  * above 1, one pool of lanes for every partition: at most threads × concurrency.
  */
-public final class ListenerEngine<D> implements Listener<D> {
+public final class ListenerEngine<D> implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ListenerEngine.class);
 
   private final ListenerConfig<D> config;
@@ -57,13 +56,13 @@ public final class ListenerEngine<D> implements Listener<D> {
     this.lifecycle = new LifecycleLog(config);
   }
 
-  @Override
-  public synchronized Listener<D> start() {
+  /** Starts competing for the partitions; a second call does nothing. */
+  public synchronized void start() {
     if (closed) {
       throw new SluiceException("Listener " + config.owner() + " was closed; build a new one");
     }
     if (started) {
-      return this;
+      return;
     }
     refuseAConflictingLayout();
     started = true;
@@ -93,7 +92,6 @@ public final class ListenerEngine<D> implements Listener<D> {
     lifecycle.started();
     workers.forEach(w -> w.start(turns, timers));
     watchReleases();
-    return this;
   }
 
   /** A pool of at most {@code size} daemon threads, which end after a minute idle. */
@@ -239,17 +237,14 @@ public final class ListenerEngine<D> implements Listener<D> {
     }
   }
 
-  @Override
   public String owner() {
     return config.owner();
   }
 
-  @Override
   public synchronized List<PartitionStatus> status() {
     return workers.stream().map(PartitionWorker::status).toList();
   }
 
-  @Override
   public ListenerConfig<D> config() {
     return config;
   }
