@@ -48,7 +48,7 @@ import org.junit.jupiter.api.parallel.ExecutionMode;
 class BenchmarkSmokeTest {
   /** C1 only: a smoke run is seconds long, the optimizing compiler would only take CPU from it. */
   private static final List<String> JVM = List.of("-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
-  private static final Duration BOUND = Duration.ofMinutes(3);
+  private static final Duration BOUND = Duration.ofMinutes(5);
   /**
    * The runs that start a Kafka broker, Connect workers, MariaDB or a member cluster: about a minute
    * of CPU each, more than the test command can take (ADR 0117). Left out of {@code mvn verify} by

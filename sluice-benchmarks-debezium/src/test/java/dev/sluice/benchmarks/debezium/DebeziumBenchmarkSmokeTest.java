@@ -41,7 +41,7 @@ class DebeziumBenchmarkSmokeTest {
     try (ChildJvm jvm = ChildJvm.start(name, JVM, main, args)) {
       int exit;
       try {
-        exit = jvm.awaitExit(Duration.ofMinutes(3));
+        exit = jvm.awaitExit(Duration.ofMinutes(5));
       } finally {
         // What the benchmark started and did not stop (it is killed on a timeout): only this run's own processes.
         ProcessHandle.of(jvm.pid()).ifPresent(p -> p.descendants().forEach(ProcessHandle::destroyForcibly));
