@@ -209,8 +209,9 @@ public final class PostgresFeedBenchmark {
   private static void insert(String url, long from, int rows) throws SQLException {
     try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
       for (long at = from; at < from + rows; at += CHUNK) {
+        long last = Math.min(at + CHUNK, from + rows) - 1; // exactly rows rows, also for a smoke run of fewer than CHUNK
         s.execute("INSERT INTO bench SELECT g, g % 1000, (g % 100000) / 100.0, 'a note of some length, row ' || g"
-            + " FROM generate_series(" + at + ", " + (at + CHUNK - 1) + ") g");
+            + " FROM generate_series(" + at + ", " + last + ") g");
       }
     }
   }

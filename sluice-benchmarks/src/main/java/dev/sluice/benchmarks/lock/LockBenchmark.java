@@ -37,20 +37,23 @@ import net.javacrumbs.shedlock.provider.mongo.MongoLockProvider;
  * Per backend, on the same server and the same connection pool / client:
  *
  * <ul>
- *   <li>uncontended: one thread, acquire + release of one name, {@value #ITERATIONS} timed
- *       iterations after {@value #WARMUP} warm-up ones; median and p99;
- *   <li>contended: {@value #THREADS} threads try-acquire + release one name for
- *       {@value #CONTENDED_SECONDS} s; successful acquisitions per second.
+ *   <li>uncontended: one thread, acquire + release of one name, 1,500 timed iterations after 300
+ *       warm-up ones; median and p99;
+ *   <li>contended: {@value #THREADS} threads try-acquire + release one name for 4 s; successful
+ *       acquisitions per second.
  * </ul>
+ *
+ * <p>Arguments (all optional, the defaults are the published run): warm-up iterations, timed
+ * iterations, contended milliseconds; the build's smoke run passes tiny ones.
  *
  * Each measurement runs twice, in the order Sluice, ShedLock and then ShedLock, Sluice, to even
  * out drift on a shared machine; the samples of both rounds are pooled.
  */
 public final class LockBenchmark {
-  static final int WARMUP = 300;
-  static final int ITERATIONS = 1500;
+  private static int warmup = 300;
+  private static int iterations = 1500;
   static final int THREADS = 8;
-  static final int CONTENDED_SECONDS = 4;
+  private static int contendedMillis = 4000;
   private static final Duration AT_MOST = Duration.ofSeconds(30);
 
   /** One library's lock on one backend, reduced to what is measured. */
@@ -65,6 +68,9 @@ public final class LockBenchmark {
       double attemptsPerSecond) {}
 
   public static void main(String[] args) throws Exception {
+    warmup = args.length > 0 ? Integer.parseInt(args[0]) : warmup;
+    iterations = args.length > 1 ? Integer.parseInt(args[1]) : iterations;
+    contendedMillis = args.length > 2 ? Integer.parseInt(args[2]) : contendedMillis;
     List<Result> results = new ArrayList<>();
     String version = System.getProperty("java.version");
 
@@ -193,12 +199,12 @@ public final class LockBenchmark {
   }
 
   private static long[] uncontended(Contender c, String name) {
-    for (int i = 0; i < WARMUP; i++) {
+    for (int i = 0; i < warmup; i++) {
       c.tryLock(name).orElseThrow(() -> new IllegalStateException("uncontended lock not granted"))
           .run();
     }
-    long[] samples = new long[ITERATIONS];
-    for (int i = 0; i < ITERATIONS; i++) {
+    long[] samples = new long[iterations];
+    for (int i = 0; i < iterations; i++) {
       long start = System.nanoTime();
       c.tryLock(name).orElseThrow(() -> new IllegalStateException("uncontended lock not granted"))
           .run();
@@ -239,7 +245,7 @@ public final class LockBenchmark {
       thread.start();
     }
     window[0] = System.nanoTime();
-    window[1] = window[0] + Duration.ofSeconds(CONTENDED_SECONDS).toNanos();
+    window[1] = window[0] + Duration.ofMillis(contendedMillis).toNanos();
     start.countDown();
     for (Thread t : threads) {
       t.join();
@@ -278,8 +284,8 @@ public final class LockBenchmark {
   private static String table(List<Result> results, String javaVersion) {
     StringBuilder b = new StringBuilder();
     b.append(String.format(Locale.ROOT, "Java %s, %d cores; %d x acquire+release uncontended, "
-        + "%d threads x %d s contended (pooled over 2 rounds)%n%n", javaVersion,
-        Runtime.getRuntime().availableProcessors(), 2 * ITERATIONS, THREADS, CONTENDED_SECONDS));
+        + "%d threads x %s s contended (pooled over 2 rounds)%n%n", javaVersion,
+        Runtime.getRuntime().availableProcessors(), 2 * iterations, THREADS, contendedMillis / 1000.0));
     b.append("| backend | library | uncontended median (ms) | p99 (ms) | contended acquisitions/s "
         + "(8 threads) | attempts/s | latency / ShedLock | throughput / ShedLock |\n");
     b.append("|---|---|---|---|---|---|---|---|\n");
