@@ -14,6 +14,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -75,11 +76,19 @@ public final class MicrometerObserver implements ListenerObserver {
 
   @Override
   public void stateChanged(String lease, PartitionState from, PartitionState to) {
-    active.computeIfAbsent(lease, l -> registry.gauge("sluice.partition.active",
-            io.micrometer.core.instrument.Tags.of("lease", l), new AtomicLong()))
-        .set(to == PartitionState.ACTIVE ? 1 : 0);
-    states.computeIfAbsent(lease, l -> {
-      AtomicReference<PartitionState> current = new AtomicReference<>(to);
+    activeGauge(lease).set(to == PartitionState.ACTIVE ? 1 : 0);
+    stateGauges(lease).set(to);
+  }
+
+  private AtomicLong activeGauge(String lease) {
+    return active.computeIfAbsent(lease, l -> registry.gauge("sluice.partition.active",
+        io.micrometer.core.instrument.Tags.of("lease", l), new AtomicLong()));
+  }
+
+  /** The partition's state gauges, one per {@link PartitionState}; registered at STOPPED the first time. */
+  private AtomicReference<PartitionState> stateGauges(String lease) {
+    return states.computeIfAbsent(lease, l -> {
+      AtomicReference<PartitionState> current = new AtomicReference<>(PartitionState.STOPPED);
       for (PartitionState state : PartitionState.values()) {
         Gauge.builder("sluice.partition.state", current, c -> c.get() == state ? 1 : 0)
             .tags("lease", l, "state", state.name())
@@ -87,14 +96,18 @@ public final class MicrometerObserver implements ListenerObserver {
             .register(registry);
       }
       return current;
-    }).set(to);
+    });
   }
 
   @Override
   public void flushed(String lease, int changes, long nanos, Throwable failure) {
-    Timer.builder("sluice.flush.duration").tags("lease", lease, "outcome", failure == null ? "acknowledged" : "failed")
+    flushTimer(lease, failure == null ? "acknowledged" : "failed").record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  private Timer flushTimer(String lease, String outcome) {
+    return Timer.builder("sluice.flush.duration").tags("lease", lease, "outcome", outcome)
         .description("From asking the handler to flush (a broker sink: to acknowledge) until it did")
-        .register(registry).record(nanos, TimeUnit.NANOSECONDS);
+        .register(registry);
   }
 
   @Override
@@ -133,8 +146,25 @@ public final class MicrometerObserver implements ListenerObserver {
    * built (its observer, this one, exists before it).
    */
   public void watch(Listener<?> listener) {
+    // Every series from the start, at zero: a rate or an alert on a counter that appears only at
+    // its first increment sees nothing until the second one.
+    io.micrometer.core.instrument.Tags change =
+        io.micrometer.core.instrument.Tags.of("group", group, "stream", listener.config().feed().stream());
+    for (String name : List.of("sluice.changes.delivered", "sluice.handler.failures", "sluice.changes.parked")) {
+      registry.counter(name, change);
+    }
+    Timer.builder("sluice.handler.duration").tags(change).register(registry);
     for (int i = 0; i < listener.config().partitions(); i++) {
       String lease = listener.config().leaseName(i);
+      for (String name : List.of("sluice.leases.acquired", "sluice.leases.lost", "sluice.checkpoints",
+          "sluice.history.lost", "sluice.feed.failures")) {
+        counter(name, lease);
+      }
+      for (String outcome : List.of("acknowledged", "failed")) {
+        flushTimer(lease, outcome);
+      }
+      activeGauge(lease);
+      stateGauges(lease);
       Gauge.builder("sluice.partition.lag.seconds", listener,
               l -> statusOf(l, lease).map(s -> s.lag().toMillis() / 1000.0).orElse(Double.NaN))
           .tags("lease", lease)

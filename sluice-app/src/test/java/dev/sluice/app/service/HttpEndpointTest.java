@@ -125,6 +125,10 @@ class HttpEndpointTest {
           "sluice_partition_history_seconds{lease=\"kafka-orders/shop.orders#0of2\"}");
       await().atMost(Duration.ofSeconds(30)).until(() -> get(base, "/metrics").body()
           .contains("sluice_changes_delivered_total{group=\"kafka-orders\",stream=\"shop.orders\"} 10.0"));
+      // The shipped dashboard and alert rules ask only for what the service exports (PostgreSQL's slot
+      // gauges are checked on a PostgreSQL source, in PostgresSourceServiceTest).
+      MonitoringFiles.assertExported(MonitoringFiles.queries(), get(base, "/metrics").body(),
+          metric -> !metric.startsWith("sluice_pg_"));
 
       assertThat(get(base, "/nothing-here").statusCode()).isEqualTo(404);
       HttpResponse<String> post = http.send(HttpRequest.newBuilder(URI.create(base + "/status"))

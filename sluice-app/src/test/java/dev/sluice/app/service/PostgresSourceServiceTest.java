@@ -187,6 +187,8 @@ class PostgresSourceServiceTest {
         assertThat(get(base, "/metrics").body())
             .containsPattern("sluice_pg_slot_retained_bytes\\{.*slot=\"" + slot + "\".*\\} [0-9.E]+")
             .contains("sluice_pg_slot_safe_bytes");
+        // Every metric and label the shipped dashboard and alert rules ask for is exported.
+        MonitoringFiles.assertExported(MonitoringFiles.queries(), get(base, "/metrics").body(), metric -> true);
         // ... and /status too, per slot (issue 33).
         assertThat(get(base, "/status").body()).contains("\"slot\" : \"" + slot + "\"")
             .containsPattern("\"retainedBytes\" : [0-9]+").contains("\"historyLost\" : false");
