@@ -1,5 +1,6 @@
 package dev.sluice.jdbc.lease;
 
+import dev.sluice.lease.LeaseStoreException;
 import java.sql.SQLDataException;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
@@ -12,13 +13,30 @@ import java.sql.SQLTimeoutException;
 import java.sql.SQLTransientException;
 
 /**
- * Whether a failed lease-store statement may succeed if simply tried again. Judged by the SQLSTATE
- * class first (the same on PostgreSQL and MariaDB/MySQL), then by the JDBC exception type for
- * drivers and pools that set no SQLSTATE. The duplicate-key and serialization races of the
- * compare-and-swap never get here: they are "not acquired" (ADR 0021).
+ * What a failed lease-store statement means. A lost race ({@link #lostRace}: a duplicate key or a
+ * serialization failure, deadlock or lock timeout, by the dialect's codes) is "not acquired" or
+ * "try the compare-and-swap again" (ADR 0021), never an error. Anything else is a
+ * {@link LeaseStoreException} ({@link #failure}) that says whether it may succeed if simply tried
+ * again ({@link #retryable}): judged by the SQLSTATE class first (the same on PostgreSQL and
+ * MariaDB/MySQL), then by the JDBC exception type for drivers and pools that set no SQLSTATE.
  */
 final class SqlFailures {
   private SqlFailures() {}
+
+  /** Whether {@code e} means someone else wrote the row first (or is writing it now). */
+  static boolean lostRace(SqlDialect d, SQLException e) {
+    return d.isConcurrentUpdate(e) || d.isDuplicateKey(e);
+  }
+
+  /** The failure of call {@code op} of lease {@code name} (null: none) on {@code table}. */
+  static LeaseStoreException failure(String op, String name, String table, SQLException e) {
+    boolean retryable = retryable(e);
+    return new LeaseStoreException("SqlLeaseStore " + op
+        + (name == null ? "" : " of '" + name + "'") + " on table " + table + " failed ("
+        + (retryable ? "may succeed if retried" : "will not succeed until the database or its"
+        + " configuration is fixed") + "): " + e.getMessage() + " (SQLState " + e.getSQLState()
+        + ", error " + e.getErrorCode() + ")", retryable, e);
+  }
 
   /**
    * {@code false} for what only a change of configuration can fix: authorization (28), syntax,

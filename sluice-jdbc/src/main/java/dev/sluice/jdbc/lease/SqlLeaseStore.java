@@ -3,26 +3,17 @@ package dev.sluice.jdbc.lease;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
-import dev.sluice.lease.LeaseLostException;
-import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseCallBounds;
+import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.LeaseStoreException;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Executor;
-import java.util.function.Function;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
@@ -52,10 +43,6 @@ import javax.sql.DataSource;
 public final class SqlLeaseStore implements LeaseStore {
   private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}"
       + "(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
-  /** Bounded: only our own concurrent commit/renew can make a held row's CAS fail. */
-  private static final int FENCED_WRITE_ATTEMPTS = 10;
-  private static final String COLUMNS =
-      "t.name, t.owner, t.epoch, t.expires_at, t.version, t.checkpoint, t.checkpoint_time";
 
   /** Which SQL database the store talks to. */
   public enum Dialect {
@@ -70,28 +57,29 @@ public final class SqlLeaseStore implements LeaseStore {
     }
   }
 
-  private final DataSource dataSource;
-  private final String table;
-  private final boolean createTable;
+  // The parts, one concern each (package-info lists them).
+  private final LeaseTable table;
   /** The network timeouts of its calls (ADR 0101), from {@link Builder#operationTimeout}. */
   private final LeaseCallBounds bounds;
-  private final boolean readThenWriteAcquire;
-  private volatile SqlDialect dialect;
-  private volatile boolean tableReady;
-  /** Whether the server takes a lease in one upsert with RETURNING (ADR 0072); null: not asked yet. */
-  private volatile Boolean upsertReturning;
-
-  /** The channel releases and deletions notify on PostgreSQL (release notices, ADR 0061). */
-  private final String releaseChannel;
+  private final LeaseCalls calls;
+  private final CasTransactions cas;
+  private final LeaseStatements statements;
+  private final ReleaseNotices notices;
+  private final AcquireStrategy upsertAcquire;
+  private final AcquireStrategy readThenWriteAcquire;
+  /** Tests only: the read-then-write acquisition also where the server has the upsert. */
+  private final boolean forceReadThenWrite;
 
   private SqlLeaseStore(Builder b) {
-    this.dataSource = b.dataSource;
-    this.table = b.table;
-    this.releaseChannel = releaseChannel(b.table);
-    this.createTable = b.createTable;
-    this.readThenWriteAcquire = b.readThenWriteAcquire;
-    this.dialect = b.dialect == null ? null : b.dialect.sql;
+    this.table = new LeaseTable(b.table, b.createTable, b.dialect == null ? null : b.dialect.sql);
     this.bounds = new LeaseCallBounds(b.operationTimeout);
+    this.calls = new LeaseCalls(b.dataSource, table, bounds.operationTimeoutMillis());
+    this.cas = new CasTransactions(calls);
+    this.notices = new ReleaseNotices(b.dataSource, b.table);
+    this.statements = new LeaseStatements(b.table, notices);
+    this.upsertAcquire = new UpsertAcquire(calls, b.table);
+    this.readThenWriteAcquire = new ReadThenWriteAcquire(statements, cas);
+    this.forceReadThenWrite = b.readThenWriteAcquire;
   }
 
   /** Default of {@link Builder#operationTimeout}. */
@@ -173,34 +161,6 @@ public final class SqlLeaseStore implements LeaseStore {
     }
   }
 
-  private record Row(String name, String owner, long epoch, Instant expiresAt, long version,
-      Position checkpoint, Instant now) {
-    boolean heldBySomeoneAt() {
-      return owner != null && expiresAt != null && expiresAt.isAfter(now);
-    }
-
-    boolean matches(Lease lease) {
-      return lease.owner().equals(owner) && lease.epoch() == epoch;
-    }
-
-    LeaseRecord toRecord() {
-      return new LeaseRecord(name, owner, epoch, expiresAt, checkpoint, now);
-    }
-  }
-
-  @FunctionalInterface
-  private interface Tx<T> {
-    T run(Connection c, SqlDialect d) throws SQLException;
-  }
-
-  /** Thrown inside a transaction to roll back and report "did not win the CAS". */
-  private static final class CasFailed extends Exception {
-    private static final long serialVersionUID = 1L;
-
-    CasFailed() {
-      super(null, null, false, false);
-    }
-  }
 
   // ---------------------------------------------------------------------------------------------
 
@@ -217,106 +177,23 @@ public final class SqlLeaseStore implements LeaseStore {
     requireDuration(duration);
     // An acquisition holds nothing yet: the operation timeout, not a third of the lease (ADR 0101).
     long bound = bounds.operationTimeoutMillis();
-    Boolean upsert = upsertReturning;
+    Boolean upsert = table.upsertReturning();
     if (upsert == null) {
-      upsert = query("tryAcquire", name, bound, (c, d) -> upsertReturning);
+      upsert = calls.call("tryAcquire", name, bound, (c, d) -> table.upsertReturning());
     }
-    Optional<Lease> lease = readThenWriteAcquire || !upsert
-        ? readThenWriteAcquire(name, owner, duration, bound)
-        : query("tryAcquire", name, bound, (c, d) -> upsertAcquire(c, d, name, owner, duration));
+    AcquireStrategy strategy = forceReadThenWrite || !upsert ? readThenWriteAcquire : upsertAcquire;
+    Optional<Lease> lease = strategy.acquire(name, owner, duration, bound);
     lease.ifPresent(l -> bounds.granted(name, duration));
     return lease;
-  }
-
-
-
-  /** The upsert; empty if someone else holds the lease or won the statement's race. */
-  private Optional<Lease> upsertAcquire(Connection c, SqlDialect d, String name, String owner,
-      Duration duration) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(d.acquireStatement(table))) {
-      ps.setString(1, name);
-      ps.setString(2, owner);
-      ps.setLong(3, durationMicros(duration));
-      Optional<Lease> lease = Optional.empty();
-      try (ResultSet rs = ps.executeQuery()) {
-        // No row (PostgreSQL's ON CONFLICT ... WHERE false) or the row unchanged, someone else's
-        // (MariaDB's ON DUPLICATE KEY UPDATE, whose IF()s keep every column): not acquired.
-        if (rs.next() && owner.equals(rs.getString(1))) {
-          String token = rs.getString(4);
-          lease = Optional.of(new Lease(name, owner, rs.getLong(2), d.getTime(rs, 3),
-              token == null ? null : new Position(token, d.getTime(rs, 5))));
-        }
-      }
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-      return lease;
-    } catch (SQLException e) {
-      if (!c.getAutoCommit()) {
-        rollbackQuietly(c);
-      }
-      if (d.isConcurrentUpdate(e) || d.isDuplicateKey(e)) {
-        return Optional.empty();
-      }
-      throw e;
-    }
-  }
-
-  private static long durationMicros(Duration duration) {
-    try {
-      return Math.addExact(Math.multiplyExact(duration.getSeconds(), 1_000_000L),
-          duration.getNano() / 1_000);
-    } catch (ArithmeticException e) {
-      throw new ConfigurationException("duration " + duration + " is too long for the lease table");
-    }
-  }
-
-  private Optional<Lease> readThenWriteAcquire(String name, String owner, Duration duration,
-      long bound) {
-    try {
-      return Optional.of(casTransaction("tryAcquire", name, bound, (c, d) -> {
-        Row row = select(c, d, name);
-        Instant expiresAt = expiry(row.now(), duration);
-        // Epochs are seeded from the database's clock in microseconds, so that a row deleted
-        // and re-created (deleteIfIdle, an operator's DELETE) continues above every epoch it
-        // granted before; max() keeps them increasing if the clock steps back meanwhile.
-        long seed = micros(row.now());
-        if (row.name() == null) {
-          try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + table
-              + " (name, owner, epoch, expires_at, version, checkpoint, checkpoint_time)"
-              + " VALUES (?, ?, ?, ?, 1, NULL, NULL)")) {
-            ps.setString(1, name);
-            ps.setString(2, owner);
-            ps.setLong(3, seed);
-            d.setTime(ps, 4, expiresAt);
-            ps.executeUpdate();
-          }
-          return new Lease(name, owner, seed, expiresAt, null);
-        }
-        if (row.heldBySomeoneAt() && !owner.equals(row.owner())) {
-          return null;
-        }
-        long epoch = Math.max(Math.addExact(row.epoch(), 1), seed);
-        casUpdate(c, "owner = ?, epoch = ?, expires_at = ?", row, ps -> {
-          ps.setString(1, owner);
-          ps.setLong(2, epoch);
-          d.setTime(ps, 3, expiresAt);
-          return 4;
-        });
-        return new Lease(name, owner, epoch, expiresAt, row.checkpoint());
-      }));
-    } catch (CasFailed e) {
-      return Optional.empty();
-    }
   }
 
   @Override
   public Lease renew(Lease lease, Duration duration) {
     requireDuration(duration);
-    Lease renewed = fencedWrite("renew", lease, bounds.forLease(duration), (c, d) -> {
-      Row row = selectMatching(c, d, lease);
-      Instant expiresAt = expiry(row.now(), duration);
-      casUpdate(c, "expires_at = ?", row, ps -> {
+    Lease renewed = cas.fencedWrite("renew", lease, bounds.forLease(duration), (c, d) -> {
+      LeaseStatements.Row row = statements.selectMatching(c, d, lease);
+      Instant expiresAt = LeaseStatements.expiry(row.now(), duration);
+      statements.casUpdate(c, "expires_at = ?", row, ps -> {
         d.setTime(ps, 1, expiresAt);
         return 2;
       });
@@ -332,9 +209,9 @@ public final class SqlLeaseStore implements LeaseStore {
     Position stored = new Position(checkpoint.token(),
         checkpoint.time() == null ? null : checkpoint.time().truncatedTo(ChronoUnit.MICROS));
     ConfigurationException.requireNonNull(lease, "lease");
-    return fencedWrite("commit", lease, bounds.forHeld(lease.name()), (c, d) -> {
-      Row row = selectMatching(c, d, lease);
-      casUpdate(c, "checkpoint = ?, checkpoint_time = ?", row, ps -> {
+    return cas.fencedWrite("commit", lease, bounds.forHeld(lease.name()), (c, d) -> {
+      LeaseStatements.Row row = statements.selectMatching(c, d, lease);
+      statements.casUpdate(c, "checkpoint = ?, checkpoint_time = ?", row, ps -> {
         ps.setString(1, stored.token());
         d.setTime(ps, 2, stored.time());
         return 3;
@@ -350,65 +227,11 @@ public final class SqlLeaseStore implements LeaseStore {
   @Override
   public boolean release(Lease lease) {
     ConfigurationException.requireNonNull(lease, "lease");
-    boolean released = query("release", lease.name(), bounds.forHeld(lease.name()), (c, d) -> {
-      try (PreparedStatement ps = c.prepareStatement(notifying(d, "UPDATE " + table + " SET owner = NULL,"
-          + " expires_at = NULL, version = version + 1 WHERE name = ? AND owner = ? AND epoch = ?"))) {
-        ps.setString(1, lease.name());
-        ps.setString(2, lease.owner());
-        ps.setLong(3, lease.epoch());
-        return changedAndCommitted(c, d, ps, 4) == 1;
-      }
-    });
+    boolean released = calls.call("release", lease.name(), bounds.forHeld(lease.name()),
+        (c, d) -> statements.release(c, d, lease));
     // Another holder of the name in this process (rare) falls back to the operation timeout.
     bounds.released(lease.name());
     return released;
-  }
-
-  /**
-   * {@code write} (an UPDATE or DELETE of one row by name) as it runs on {@code d}: on PostgreSQL
-   * it also notifies {@link #releaseChannel} with the row's name, in the same statement, so the
-   * notice goes out when the change commits and only if a row changed; its one extra parameter is
-   * the channel. Elsewhere {@code write} as it is.
-   */
-  private String notifying(SqlDialect d, String write) {
-    return d == SqlDialect.POSTGRESQL
-        ? "WITH changed AS (" + write + " RETURNING name) SELECT pg_notify(?, name) FROM changed"
-        : write;
-  }
-
-  /** Runs a statement {@link #notifying} made, commits, and returns how many rows it changed. */
-  private int changedAndCommitted(Connection c, SqlDialect d, PreparedStatement ps, int channelIndex)
-      throws SQLException {
-    int changed;
-    if (d == SqlDialect.POSTGRESQL) {
-      ps.setString(channelIndex, releaseChannel);
-      changed = 0;
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          changed++;
-        }
-      }
-    } else {
-      changed = ps.executeUpdate();
-    }
-    if (!c.getAutoCommit()) {
-      c.commit();
-    }
-    return changed;
-  }
-
-  /**
-   * The notification channel of {@code table}: one per table (unquoted names fold to lower case,
-   * so both spellings are one table and one channel), within PostgreSQL's 63 bytes.
-   */
-  static String releaseChannel(String table) {
-    String channel = "sluice_release." + table.toLowerCase(java.util.Locale.ROOT);
-    if (channel.length() <= 63) {
-      return channel;
-    }
-    String digest = java.util.UUID.nameUUIDFromBytes(channel.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-        .toString().replace("-", "");
-    return channel.substring(0, 46) + "." + digest.substring(0, 16);
   }
 
   /**
@@ -419,24 +242,10 @@ public final class SqlLeaseStore implements LeaseStore {
    * keeps trying in the background and ends quietly if it turns out not to be PostgreSQL.
    */
   @Override
-  public AutoCloseable watchReleases(String prefix, java.util.function.Consumer<String> released) {
+  public AutoCloseable watchReleases(String prefix, Consumer<String> released) {
     ConfigurationException.requireNonNull(prefix, "prefix");
     ConfigurationException.requireNonNull(released, "released");
-    SqlDialect d = dialect;
-    if (d != null && d != SqlDialect.POSTGRESQL || !pgJdbcPresent()) {
-      return () -> { };
-    }
-    PostgresReleaseWatch watch = new PostgresReleaseWatch(dataSource, releaseChannel, prefix, released).start();
-    return watch == null ? () -> { } : watch;
-  }
-
-  private static boolean pgJdbcPresent() {
-    try {
-      Class.forName("org.postgresql.PGConnection", false, SqlLeaseStore.class.getClassLoader());
-      return true;
-    } catch (ClassNotFoundException | LinkageError e) {
-      return false;
-    }
+    return notices.watch(table.knownDialect(), prefix, released);
   }
 
   /**
@@ -448,11 +257,14 @@ public final class SqlLeaseStore implements LeaseStore {
   @Override
   public boolean delete(Lease lease) {
     ConfigurationException.requireNonNull(lease, "lease");
-    return deleteWhere("delete", lease.name(), d -> "owner = ? AND epoch = ?", (ps, i) -> {
-      ps.setString(i, lease.owner());
-      ps.setLong(i + 1, lease.epoch());
-      return i + 2;
-    });
+    String name = lease.name();
+    requireName(name);
+    return calls.call("delete", name, (c, d) -> statements.deleteWhere(c, d, name,
+        x -> "owner = ? AND epoch = ?", (ps, i) -> {
+          ps.setString(i, lease.owner());
+          ps.setLong(i + 1, lease.epoch());
+          return i + 2;
+        }));
   }
 
   /**
@@ -463,36 +275,20 @@ public final class SqlLeaseStore implements LeaseStore {
    */
   @Override
   public boolean deleteIfIdle(String name, long epoch) {
-    return deleteWhere("deleteIfIdle", name, d -> "epoch = ? AND (owner IS NULL"
-        + " OR expires_at IS NULL OR expires_at <= " + d.now + ")", (ps, i) -> {
+    requireName(name);
+    return calls.call("deleteIfIdle", name, (c, d) -> statements.deleteWhere(c, d, name,
+        x -> "epoch = ? AND (owner IS NULL OR expires_at IS NULL OR expires_at <= " + x.now + ")",
+        (ps, i) -> {
           ps.setLong(i, epoch);
           return i + 1;
-        });
-  }
-
-  @FunctionalInterface
-  private interface WhereBinder {
-    /** Binds the condition's parameters from {@code firstIndex} on; returns the next free index. */
-    int bind(PreparedStatement ps, int firstIndex) throws SQLException;
-  }
-
-  private boolean deleteWhere(String op, String name, Function<SqlDialect, String> condition,
-      WhereBinder binder) {
-    requireName(name);
-    return query(op, name, (c, d) -> {
-      try (PreparedStatement ps = c.prepareStatement(notifying(d, "DELETE FROM " + table + " WHERE name = ?"
-          + " AND epoch < " + d.nowMicros + " AND " + condition.apply(d)))) {
-        ps.setString(1, name);
-        return changedAndCommitted(c, d, ps, binder.bind(ps, 2)) == 1;
-      }
-    });
+        }));
   }
 
   @Override
   public Optional<LeaseRecord> read(String name) {
     requireName(name);
-    return query("read", name, (c, d) -> {
-      Row row = select(c, d, name);
+    return calls.call("read", name, (c, d) -> {
+      LeaseStatements.Row row = statements.select(c, d, name);
       return row.name() == null ? Optional.<LeaseRecord>empty() : Optional.of(row.toRecord());
     });
   }
@@ -501,313 +297,21 @@ public final class SqlLeaseStore implements LeaseStore {
   public List<LeaseRecord> list(String prefix) {
     ConfigurationException.requireNonNull(prefix, "prefix");
     String pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%";
-    return query("list", prefix + "*", (c, d) -> {
-      List<LeaseRecord> records = new ArrayList<>();
-      try (PreparedStatement ps = c.prepareStatement("SELECT " + COLUMNS + ", " + d.now
-          + " FROM " + table + " t WHERE t.name LIKE ? ESCAPE '!'")) {
-        ps.setString(1, pattern);
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            records.add(row(rs, d).toRecord());
-          }
-        }
-      }
-      // Sorted here: the databases' collations disagree on order; Java's is the contract's.
-      records.sort(Comparator.comparing(LeaseRecord::name));
-      return records;
-    });
+    List<LeaseRecord> records = calls.call("list", prefix + "*",
+        (c, d) -> statements.list(c, d, pattern));
+    // Sorted here: the databases' collations disagree on order; Java's is the contract's.
+    records.sort(Comparator.comparing(LeaseRecord::name));
+    return records;
   }
 
   @Override
   public Instant now() {
-    return query("now", null, (c, d) -> {
-      try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT " + d.now)) {
-        rs.next();
-        return d.getTime(rs, 1);
-      }
-    });
+    return calls.call("now", null, LeaseStatements::now);
   }
 
   @Override
   public String toString() {
-    return "SqlLeaseStore[" + table + ", " + dialect + "]";
-  }
-
-  // ---------------------------------------------------------------------------------------------
-
-  private static long micros(Instant dbNow) {
-    return Math.addExact(Math.multiplyExact(dbNow.getEpochSecond(), 1_000_000L),
-        dbNow.getNano() / 1_000);
-  }
-
-  private static Instant expiry(Instant dbNow, Duration duration) {
-    // Truncated to what both databases store, so the lease we return equals the stored row.
-    return dbNow.plus(duration).truncatedTo(ChronoUnit.MICROS);
-  }
-
-  /** The row (name null if absent) and the database's clock, in one round trip. */
-  private Row select(Connection c, SqlDialect d, String name) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement("SELECT " + COLUMNS + ", " + d.now
-        + " FROM (SELECT 1 AS one) o LEFT JOIN " + table + " t ON t.name = ?")) {
-      ps.setString(1, name);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return row(rs, d);
-      }
-    }
-  }
-
-  private static Row row(ResultSet rs, SqlDialect d) throws SQLException {
-    String token = rs.getString(6);
-    Position checkpoint = token == null ? null : new Position(token, d.getTime(rs, 7));
-    return new Row(rs.getString(1), rs.getString(2), rs.getLong(3), d.getTime(rs, 4),
-        rs.getLong(5), checkpoint, d.getTime(rs, 8));
-  }
-
-  /** The row if it is still this lease's (owner and epoch); otherwise the lease is lost. */
-  private Row selectMatching(Connection c, SqlDialect d, Lease lease) throws SQLException {
-    Row row = select(c, d, lease.name());
-    if (row.name() == null) {
-      throw new LeaseLostException(lease.name(), lease.epoch(), "no lease row");
-    }
-    if (!row.matches(lease)) {
-      throw new LeaseLostException(lease.name(), lease.epoch(),
-          row.owner() == null ? "released (now epoch " + row.epoch() + ")"
-              : "now held by " + row.owner() + " with epoch " + row.epoch());
-    }
-    return row;
-  }
-
-  @FunctionalInterface
-  private interface Binder {
-    /** Binds the SET parameters and returns the index of the first WHERE parameter. */
-    int bind(PreparedStatement ps) throws SQLException;
-  }
-
-  /**
-   * The compare-and-swap: updates the row only if its version is still the one read in this
-   * transaction. Under REPEATABLE READ, PostgreSQL raises a serialization failure if the row
-   * changed since the snapshot; InnoDB re-reads the latest version for the UPDATE and matches
-   * zero rows. Both mean someone else wrote first.
-   */
-  /**
-   * Writes {@code row}'s record if it is still the one read: same version <em>and</em> epoch. The
-   * version alone is not enough: a record deleted (deleteIfIdle, delete) and inserted again starts
-   * at version 1 again, and MariaDB's UPDATE reads the newest committed row, not the
-   * transaction's snapshot, so a CAS on version 1 would overwrite the new record of someone else;
-   * the new record's epoch is always higher than the deleted one's.
-   */
-  private void casUpdate(Connection c, String set, Row row, Binder binder)
-      throws SQLException, CasFailed {
-    try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + " SET " + set
-        + ", version = version + 1 WHERE name = ? AND version = ? AND epoch = ?")) {
-      int i = binder.bind(ps);
-      ps.setString(i, row.name());
-      ps.setLong(i + 1, row.version());
-      ps.setLong(i + 2, row.epoch());
-      if (ps.executeUpdate() != 1) {
-        throw new CasFailed();
-      }
-    }
-  }
-
-  /** Renew/commit/release: retried while only the CAS (not owner or epoch) failed. */
-  private <T> T fencedWrite(String op, Lease lease, long bound, CasTx<T> body) {
-    ConfigurationException.requireNonNull(lease, "lease");
-    for (int attempt = 1; ; attempt++) {
-      try {
-        return casTransaction(op, lease.name(), bound, body);
-      } catch (CasFailed e) {
-        if (attempt >= FENCED_WRITE_ATTEMPTS) {
-          throw new LeaseStoreException("SqlLeaseStore " + op + " of '" + lease.name()
-              + "' lost " + attempt + " compare-and-swap races in a row; giving up", true, null);
-        }
-      }
-    }
-  }
-
-  @FunctionalInterface
-  private interface CasTx<T> {
-    T run(Connection c, SqlDialect d) throws SQLException, CasFailed;
-  }
-
-  /**
-   * Runs {@code body} in a REPEATABLE READ transaction and commits. A null result, a failed CAS,
-   * a lost insert race, a serialization failure or a failed commit roll back and throw CasFailed.
-   */
-  private <T> T casTransaction(String op, String name, long bound, CasTx<T> body) throws CasFailed {
-    try (Connection c = dataSource.getConnection()) {
-      int previousTimeout = limit(c, bound);
-      try {
-        return casTransaction(c, body);
-      } finally {
-        unlimit(c, previousTimeout);
-      }
-    } catch (SQLException e) {
-      throw failure(op, name, e);
-    }
-  }
-
-  private <T> T casTransaction(Connection c, CasTx<T> body) throws CasFailed, SQLException {
-    SqlDialect d = ready(c);
-    boolean autoCommit = c.getAutoCommit();
-    int isolation = c.getTransactionIsolation();
-    c.setAutoCommit(false);
-    c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-    try {
-      d.guard(c);
-      T result = body.run(c, d);
-      if (result == null) {
-        throw new CasFailed();
-      }
-      try {
-        c.commit();
-      } catch (SQLException e) {
-        // Seed 002: a commit that fails because someone else changed the row first is a lost
-        // race. Any other failure (connection lost, permission) is reported as such.
-        if (d.isConcurrentUpdate(e) || d.isDuplicateKey(e)) {
-          throw new CasFailed();
-        }
-        throw e;
-      }
-      return result;
-    } catch (CasFailed | RuntimeException e) {
-      rollbackQuietly(c);
-      throw e;
-    } catch (SQLException e) {
-      rollbackQuietly(c);
-      if (d.isDuplicateKey(e) || d.isConcurrentUpdate(e)) {
-        throw new CasFailed();
-      }
-      throw e;
-    } finally {
-      restore(c, autoCommit, isolation);
-    }
-  }
-
-  private <T> T query(String op, String name, Tx<T> body) {
-    return query(op, name, bounds.operationTimeoutMillis(), body);
-  }
-
-  /** {@code body} on a connection whose requests wait at most {@code bound} ms for an answer. */
-  private <T> T query(String op, String name, long bound, Tx<T> body) {
-    try (Connection c = dataSource.getConnection()) {
-      int previousTimeout = limit(c, bound);
-      try {
-        SqlDialect d = ready(c);
-        return body.run(c, d);
-      } finally {
-        unlimit(c, previousTimeout);
-      }
-    } catch (SQLException e) {
-      throw failure(op, name, e);
-    }
-  }
-
-  /** Runs {@code setNetworkTimeout}'s work, if any, on the calling thread. */
-  private static final Executor DIRECT = Runnable::run;
-
-  /**
-   * Sets the connection's network timeout to {@code boundMillis}, unless it already has a shorter
-   * one; returns the one to restore. A driver without network timeouts is left as it is.
-   */
-  private static int limit(Connection c, long boundMillis) throws SQLException {
-    int previous;
-    try {
-      previous = c.getNetworkTimeout();
-    } catch (SQLFeatureNotSupportedException e) {
-      return -1;
-    }
-    int bound = (int) Math.min(Integer.MAX_VALUE, boundMillis);
-    if (previous == 0 || previous > bound) {
-      c.setNetworkTimeout(DIRECT, bound);
-    }
-    return previous;
-  }
-
-  /** Gives the connection its own network timeout back (the pool's connection outlives the call). */
-  private static void unlimit(Connection c, int previous) {
-    if (previous < 0) {
-      return;
-    }
-    try {
-      if (!c.isClosed() && c.getNetworkTimeout() != previous) {
-        c.setNetworkTimeout(DIRECT, previous);
-      }
-    } catch (SQLException | RuntimeException e) {
-      // A connection that timed out is closed; the pool discards it.
-    }
-  }
-
-  /** Retryable or not by SQLSTATE ({@link SqlFailures}), naming the operation and the cause. */
-  private LeaseStoreException failure(String op, String name, SQLException e) {
-    boolean retryable = SqlFailures.retryable(e);
-    return new LeaseStoreException("SqlLeaseStore " + op
-        + (name == null ? "" : " of '" + name + "'") + " on table " + table + " failed ("
-        + (retryable ? "may succeed if retried" : "will not succeed until the database or its"
-        + " configuration is fixed") + "): " + e.getMessage() + " (SQLState " + e.getSQLState()
-        + ", error " + e.getErrorCode() + ")", retryable, e);
-  }
-
-  private static void rollbackQuietly(Connection c) {
-    try {
-      c.rollback();
-    } catch (SQLException ignored) {
-      // The connection is broken; closing it is all that is left to do.
-    }
-  }
-
-  private static void restore(Connection c, boolean autoCommit, int isolation) {
-    try {
-      c.setTransactionIsolation(isolation);
-      c.setAutoCommit(autoCommit);
-    } catch (SQLException ignored) {
-      // Broken connection: the pool discards it.
-    }
-  }
-
-  /** Detects the dialect and creates the table, once. */
-  private SqlDialect ready(Connection c) throws SQLException {
-    SqlDialect d = dialect;
-    if (d == null) {
-      String product = c.getMetaData().getDatabaseProductName();
-      d = SqlDialect.detect(product);
-      if (d == null) {
-        throw new ConfigurationException("SqlLeaseStore supports PostgreSQL and MariaDB/MySQL, "
-            + "but the DataSource is " + product + "; set dialect(...) if it is compatible");
-      }
-      dialect = d;
-    }
-    if (upsertReturning == null) {
-      upsertReturning = d.upsertReturning(c.getMetaData());
-    }
-    if (!tableReady && createTable) {
-      createTable(c, d);
-    }
-    tableReady = true;
-    return d;
-  }
-
-  private synchronized void createTable(Connection c, SqlDialect d) throws SQLException {
-    if (tableReady) {
-      return;
-    }
-    String ddl = d.ddl(table);
-    try (Statement st = c.createStatement()) {
-      st.execute(ddl);
-    } catch (SQLException first) {
-      // Two processes creating the table at once: PostgreSQL's IF NOT EXISTS can still fail
-      // on its catalog's unique index. The table exists then; a second attempt proves it.
-      try (Statement st = c.createStatement()) {
-        st.execute(ddl);
-      } catch (SQLException second) {
-        second.addSuppressed(first);
-        throw second;
-      }
-    }
-    if (!c.getAutoCommit()) {
-      c.commit();
-    }
+    return "SqlLeaseStore[" + table.name() + ", " + table.knownDialect() + "]";
   }
 
   private static void requireName(String name) {
@@ -821,5 +325,4 @@ public final class SqlLeaseStore implements LeaseStore {
     ConfigurationException.require(duration.toMillis() >= 1, "duration", duration,
         "must be at least 1 ms");
   }
-
 }

@@ -151,11 +151,11 @@ class PostgresReleaseNoticesTest {
 
   @Test
   void aChannelNameStaysWithinPostgresLimitAndFoldsCaseLikeTheTable() {
-    assertThat(SqlLeaseStore.releaseChannel("Sluice_Lease")).isEqualTo("sluice_release.sluice_lease");
+    assertThat(ReleaseNotices.channel("Sluice_Lease")).isEqualTo("sluice_release.sluice_lease");
     String longTable = "s".repeat(63) + "." + "t".repeat(63);
-    String channel = SqlLeaseStore.releaseChannel(longTable);
+    String channel = ReleaseNotices.channel(longTable);
     assertThat(channel).hasSizeLessThanOrEqualTo(63);
-    assertThat(channel).isNotEqualTo(SqlLeaseStore.releaseChannel("s".repeat(63) + "." + "u".repeat(63)));
+    assertThat(channel).isNotEqualTo(ReleaseNotices.channel("s".repeat(63) + "." + "u".repeat(63)));
   }
 
   private static long watchThreads(String prefix) {
