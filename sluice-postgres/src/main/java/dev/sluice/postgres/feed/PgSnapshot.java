@@ -71,12 +71,12 @@ final class PgSnapshot implements AutoCloseable {
       return Collections.unmodifiableMap(out);
     }
 
-    /** The value of {@code text} in column {@code c}, or an {@link PgFeedCursor.Unconvertible} naming it. */
+    /** The value of {@code text} in column {@code c}, or an {@link Unconvertible} naming it. */
     private static Object convert(Column c, String text) {
       try {
         return PgValues.convert(c.typeOid(), text);
       } catch (RuntimeException e) {
-        throw new PgFeedCursor.Unconvertible(c.name(), c.type(), text, e);
+        throw new Unconvertible(c.name(), c.type(), text, e);
       }
     }
 
