@@ -40,8 +40,6 @@ import org.slf4j.LoggerFactory;
 final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private static final Logger log = LoggerFactory.getLogger(PgFeedCursor.class);
   private static final ObjectMapper JSON = new ObjectMapper();
-  /** OIDs below this are the built-in types'. */
-  private static final int FIRST_NORMAL_OBJECT_ID = 16384;
   private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
   /** How long a listener's cursor waits for the session it ended to let go of the slot. */
@@ -52,10 +50,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private final String slot;
   private final PgSlot slots;
   private final Map<Integer, PgOutput.Relation> relations = new HashMap<>();
-  /** The base type of each non-built-in column type seen (a domain's; others themselves), by OID. */
-  private final Map<Integer, Integer> baseTypes = new HashMap<>();
-  /** Names of the non-built-in types the stream described (TYPE messages), by OID. */
-  private final Map<Integer, String> typeNames = new HashMap<>();
 
   private Connection connection;
   private PGReplicationStream stream;
@@ -78,10 +72,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private List<PgPosition.Cover> covers = List.of();
   /** Tables uncovered while covers apply: none of their later changes is left out. */
   private final java.util.Set<String> uncovered = new java.util.TreeSet<>();
-  /** A plain connection for the catalog and key comparisons, opened when first needed. */
-  private Connection sql;
-  /** Tables by qualified name, read from the catalog when first needed. */
-  private final Map<String, PgSnapshot.Table> tables = new HashMap<>();
+  private final PgCatalog catalog;
   /** The key columns of each relation, until its next RELATION message. */
   private final Map<Integer, boolean[]> keyColumns = new HashMap<>();
   /** Rows of the first transaction to skip: processed before the restart that opened this cursor. */
@@ -109,6 +100,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     this.partition = partition;
     this.slot = slot;
     this.slots = new PgSlot(feed, slot);
+    this.catalog = new PgCatalog(feed, slot);
   }
 
   void start(StartPoint start) {
@@ -538,7 +530,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       skipXid = 0;
     } else if (m instanceof PgOutput.Relation r) {
       relations.put(r.id(), r);
-      tables.remove(r.qualifiedName());
+      catalog.forget(r);
       keyColumns.remove(r.id());
     } else if (m instanceof PgOutput.Insert i) {
       row(i.relationId(), Operation.INSERT, i.row(), null, out);
@@ -565,7 +557,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     } else if (m instanceof PgOutput.LogicalMessage lm) {
       message(lm, out);
     } else if (m instanceof PgOutput.Type t) {
-      typeNames.put(t.oid(), t.namespace() + "." + t.name()); // for errors naming a column's type
+      catalog.described(t);
     }
     // ORIGIN carries nothing a change needs.
   }
@@ -793,38 +785,14 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
         null, commitTime, new dev.sluice.feed.UndecodableChange(reason, Collections.unmodifiableMap(raw)));
   }
 
-  /**
-   * The type whose values a column of type {@code oid} holds: for a domain its base type, read
-   * from the catalog once per type (built-in types, below FirstNormalObjectId, are no domains).
-   */
-  private int baseType(PgOutput.Relation r, int oid) {
-    if (oid < FIRST_NORMAL_OBJECT_ID) {
-      return oid;
-    }
-    Integer base = baseTypes.get(oid);
-    if (base == null) {
-      try (java.sql.PreparedStatement s = sql().prepareStatement("SELECT " + PgSnapshot.baseTypeOf("?::oid"))) {
-        s.setInt(1, oid);
-        try (ResultSet rs = s.executeQuery()) {
-          base = rs.next() && rs.getObject(1) != null ? (int) rs.getLong(1) : oid;
-        }
-      } catch (SQLException e) {
-        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot read the type of a column of "
-            + r.qualifiedName() + " (oid " + oid + ") from the catalog: " + e.getMessage(), e, true);
-      }
-      baseTypes.put(oid, base);
-    }
-    return base;
-  }
-
   /** Column {@code i}'s value of {@code text}, or an {@link Unconvertible} naming it. */
   private Object convert(PgOutput.Relation r, int i, String text) {
     PgOutput.Column c = r.columns().get(i);
-    int base = baseType(r, c.typeOid());
+    int base = catalog.baseType(r, c.typeOid());
     try {
       return PgValues.convert(base, text);
     } catch (RuntimeException e) {
-      String type = typeNames.get(c.typeOid());
+      String type = catalog.typeName(c.typeOid());
       throw new Unconvertible(c.name(), type != null ? type : PgValues.typeName(c.typeOid()), text, e);
     }
   }
@@ -872,7 +840,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   private boolean[] keyColumnsOf(PgOutput.Relation r) {
     boolean[] out = new boolean[r.columns().size()];
-    PgSnapshot.Table table = r.replicaIdentity() == 'f' ? catalog(r) : null;
+    PgSnapshot.Table table = r.replicaIdentity() == 'f' ? catalog.table(r) : null;
     for (int i = 0; i < out.length; i++) {
       PgOutput.Column c = r.columns().get(i);
       out[i] = table != null && !table.primaryKey().isEmpty()
@@ -886,7 +854,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
    * of the bootstrap), and the change committed before that snapshot, so it is in it already.
    */
   private boolean coveredBefore(PgOutput.Relation r, List<PgOutput.Value> values) {
-    PgSnapshot.Table table = catalog(r);
+    PgSnapshot.Table table = catalog.table(r);
     if (table == null || table.primaryKey().isEmpty()) {
       return false;
     }
@@ -903,7 +871,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       for (PgPosition.Cover c : covers) {
         int order = compareTables(r.namespace(), r.name(), c.table());
         boolean covered = order > 0 || order == 0
-            && (c.after() == null || PgSnapshot.greater(sql(), table, pk, c.after()));
+            && (c.after() == null || PgSnapshot.greater(catalog.connection(), table, pk, c.after()));
         if (covered) {
           applicable = c;
         }
@@ -929,28 +897,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
     }
     return -1;
-  }
-
-  /** The catalog's description of a relation's table (primary key, types), cached until its next RELATION. */
-  private PgSnapshot.Table catalog(PgOutput.Relation r) {
-    PgSnapshot.Table t = tables.get(r.qualifiedName());
-    if (t == null) {
-      try {
-        t = PgSnapshot.describe(sql(), r.namespace(), r.name());
-      } catch (SQLException e) {
-        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot read the primary key of "
-            + r.qualifiedName() + " from the catalog: " + e.getMessage(), e, true);
-      }
-      tables.put(r.qualifiedName(), t);
-    }
-    return t;
-  }
-
-  private Connection sql() throws SQLException {
-    if (sql == null || sql.isClosed()) {
-      sql = feed.connectForSnapshot();
-    }
-    return sql;
   }
 
   private static boolean oldIsWholeRow(PgOutput.Relation r) {
@@ -1107,14 +1053,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       snapshot.close();
       snapshot = null;
     }
-    if (sql != null) {
-      try {
-        sql.close();
-      } catch (SQLException e) {
-        log.debug("closing the catalog connection of {}: {}", slot, e.toString());
-      }
-      sql = null;
-    }
+    catalog.close();
   }
 
   /**
