@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * FeedException naming the table.
  */
 final class PgCatalog implements AutoCloseable {
-  private static final Logger log = LoggerFactory.getLogger(PgCatalog.class);
+  private static final Logger log = LoggerFactory.getLogger(PgFeedCursor.class); // the cursor's log, as before the split
   /** OIDs below this are the built-in types'. */
   private static final int FIRST_NORMAL_OBJECT_ID = 16384;
 

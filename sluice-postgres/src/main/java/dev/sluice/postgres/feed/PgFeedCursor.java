@@ -42,8 +42,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
-  /** How long a listener's cursor waits for the session it ended to let go of the slot. */
-  private static final long TAKE_OVER_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final PostgresChangeFeed feed;
   private final PartitionSpec partition;
@@ -51,8 +49,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private final PgSlot slots;
   private final Map<Integer, PgOutput.Relation> relations = new HashMap<>();
 
-  private Connection connection;
-  private PGReplicationStream stream;
+  private final PgSlotStream stream;
   private Position position;
   /** The transaction boundary the stream stands after (where a restart resumes). */
   private long boundary;
@@ -83,24 +80,13 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private int skipPart;
   private boolean caughtUp;
   private FeedException failure;
-  /** Held while the stream is used: by poll, acknowledge and close, and by the keep-alive. */
-  private final java.util.concurrent.locks.ReentrantLock streamLock = new java.util.concurrent.locks.ReentrantLock();
-  /** When the server was last told our status and asked for a reply (System.nanoTime). */
-  private volatile long lastProbe = System.nanoTime();
-  private java.util.concurrent.ScheduledFuture<?> keepAlive;
-  /** The replication connection's token for {@link ReplicationSockets}. */
-  private String token;
-  /** When bytes last arrived on the replication connection (System.nanoTime); null: not known. */
-  private java.util.concurrent.atomic.AtomicLong heard;
-  /** Whether the replication connection was found silent: closed without ending the stream. */
-  private boolean silent;
-
   PgFeedCursor(PostgresChangeFeed feed, PartitionSpec partition, String slot) {
     this.feed = feed;
     this.partition = partition;
     this.slot = slot;
     this.slots = new PgSlot(feed, slot);
     this.catalog = new PgCatalog(feed, slot);
+    this.stream = new PgSlotStream(feed, slot, slots);
   }
 
   void start(StartPoint start) {
@@ -115,7 +101,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       uncovered.addAll(from.uncovered());
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
       if (snapshotAt == null) {
-        openStream(from.lsn());
+        stream.open(from.lsn());
       }
     } catch (SQLException e) {
       close();
@@ -125,61 +111,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       close();
       throw e;
     }
-  }
-
-  private void openStream(long lsn) throws SQLException {
-    long deadline = System.nanoTime() + TAKE_OVER_NANOS;
-    boolean ended = false;
-    while (true) {
-      try {
-        startStream(lsn);
-        return;
-      } catch (SQLException e) {
-        closeStream();
-        String message = e.getMessage() == null ? "" : e.getMessage();
-        if (feed.group == null || !message.contains("is active for PID") || System.nanoTime() > deadline) {
-          throw e;
-        }
-        if (!ended) {
-          ended = slots.endHolder();
-        }
-        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // the ended session lets go of the slot
-      }
-    }
-  }
-
-  private void startStream(long lsn) throws SQLException {
-    token = java.util.UUID.randomUUID().toString();
-    heard = ReplicationSockets.register(token);
-    silent = false;
-    connection = feed.connectForReplication(token);
-    if (heard.get() == ReplicationSockets.NO_SOCKET) {
-      // The URL named a socket factory of its own, which wins over the feed's: silence cannot be told.
-      log.warn("PostgreSQL feed '{}': the replication URL sets its own socketFactory, so the feed cannot tell"
-          + " when the server last sent anything: a cut-off replication connection of slot {} is noticed only"
-          + " when the operating system gives it up (replicationTimeout does not apply)", feed.stream(), slot);
-      heard = null;
-    }
-    var builder = connection.unwrap(PGConnection.class).getReplicationAPI()
-        .replicationStream()
-        .logical()
-        .withSlotName(slot)
-        .withStartPosition(LogSequenceNumber.valueOf(lsn))
-        .withSlotOption("proto_version", "1")
-        .withSlotOption("publication_names", feed.publication);
-    if (feed.wantsMessages()) {
-      // pgoutput sends logical-decoding messages only when asked (PostgreSQL 14 and later; an
-      // older server refuses the option, naming it).
-      builder = builder.withSlotOption("messages", "true");
-    }
-    stream = builder
-        .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
-        // pgjdbc would otherwise confirm the server's position on its own when idle, moving the
-        // slot past the engine's checkpoint; the slot moves only through acknowledge (ADR 0063).
-        .withAutomaticFlush(false)
-        .start();
-    lastProbe = System.nanoTime();
-    keepAlive = feed.keepAlive(this::keepAlive, feed.statusInterval.toNanos());
   }
 
   /** Where to stream from; creates the slot when the partition has none. */
@@ -284,40 +215,17 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     if (snapshotAt != null) {
       return readSnapshot();
     }
-    streamLock.lock();
+    stream.lock();
     try {
       return read(maxWait);
     } finally {
-      streamLock.unlock();
-    }
-  }
-
-  /**
-   * Tells the server this reader is alive and what it confirmed while the engine does not read (a
-   * slow handler, a long checkpoint): the server ends a replication connection that says nothing
-   * for {@code wal_sender_timeout} (60 s by default). Runs on the feed's keep-alive thread; never
-   * waits for a read in progress.
-   */
-  private void keepAlive() {
-    if (System.nanoTime() - lastProbe < feed.statusInterval.toNanos() || !streamLock.tryLock()) {
-      return;
-    }
-    try {
-      if (stream != null && !stream.isClosed()) {
-        stream.forceUpdateStatus();
-        lastProbe = System.nanoTime();
-      }
-    } catch (SQLException e) {
-      log.debug("PostgreSQL feed '{}': keep-alive of slot {} failed (the next read reports it): {}",
-          feed.stream(), slot, e.toString());
-    } finally {
-      streamLock.unlock();
+      stream.unlock();
     }
   }
 
   private List<ChangeEvent<Map<String, Object>>> read(Duration maxWait) {
     List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
-    if (stream == null) {
+    if (!stream.isOpen()) {
       return out;
     }
     long deadline = System.nanoTime() + Math.max(0, maxWait.toNanos());
@@ -337,10 +245,10 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       if (message == null) {
         // Everything the server sent has been read: a connection silent past the replication
         // timeout although asked for a reply every status interval is cut off (ADR 0106).
-        FeedException dead = silence();
+        FeedException dead = stream.silence();
         if (dead == null) {
           try {
-            probeIfDue();
+            stream.probeIfDue();
           } catch (SQLException e) {
             dead = translate(e, "tell slot " + slot + " its status");
           }
@@ -392,42 +300,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
-  /**
-   * Tells the server our status and asks it for a reply once the last ask is a status interval old
-   * (pgjdbc's own periodic status asks for none): the server answers at once, so a live
-   * connection is never silent much longer than a status interval.
-   */
-  private void probeIfDue() throws SQLException {
-    if (System.nanoTime() - lastProbe >= feed.statusInterval.toNanos()) {
-      stream.forceUpdateStatus();
-      lastProbe = System.nanoTime();
-    }
-  }
-
-  /**
-   * The failure of a replication connection from which nothing arrived for longer than the
-   * replication timeout, or null: it is closed without the goodbye a half-open connection would
-   * never answer, and the engine re-opens the partition at its last checkpoint.
-   */
-  private FeedException silence() {
-    if (heard == null) {
-      return null;
-    }
-    long quietNanos = System.nanoTime() - heard.get();
-    if (quietNanos <= feed.replicationTimeout.toNanos()) {
-      return null;
-    }
-    silent = true;
-    String reason = "PostgreSQL feed '" + feed.stream() + "': nothing arrived on the replication connection of"
-        + " slot " + slot + " for " + TimeUnit.NANOSECONDS.toMillis(quietNanos) + " ms although the server was"
-        + " asked for a reply every " + feed.statusInterval.toMillis() + " ms (replicationTimeout "
-        + feed.replicationTimeout.toMillis() + " ms): the connection is cut off or half-open (a network"
-        + " partition, a server that is gone, a walsender the server ended); closing it to read again from the"
-        + " last checkpoint";
-    log.warn(reason);
-    return new FeedException(reason, null, true);
-  }
-
   /** The next chunk of the snapshot; at its end the stream starts where the slot did. */
   private List<ChangeEvent<Map<String, Object>>> readSnapshot() {
     List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
@@ -468,7 +340,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
           snapshotAt = null;
           boundary = slotStart;
           position = positionAt(slotStart, 0, 0, null, null);
-          openStream(slotStart);
+          stream.open(slotStart);
         }
       }
       return out;
@@ -497,7 +369,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     if (xid != 0 || skipXid != 0) {
       return; // inside a transaction, or before the one a checkpoint inside it names: the position names it
     }
-    long sent = stream.getLastReceiveLSN().asLong();
+    long sent = stream.lastReceiveLsn();
     if (sent > boundary) {
       boundary = sent;
       position = positionAt(boundary, 0, 0, null, position.time());
@@ -1019,74 +891,16 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** Confirms the transaction boundary of {@code committed} to the slot: the server may recycle WAL before it. */
   @Override
   public void acknowledge(Position committed) {
-    streamLock.lock();
-    try {
-      if (stream == null || stream.isClosed()) {
-        return;
-      }
-      LogSequenceNumber lsn = LogSequenceNumber.valueOf(PgPosition.parse(committed).lsn());
-      stream.setFlushedLSN(lsn);
-      stream.setAppliedLSN(lsn);
-      stream.forceUpdateStatus();
-      lastProbe = System.nanoTime();
-    } catch (SQLException e) {
-      log.debug("PostgreSQL feed '{}': status update to slot {} failed (sent again with the next): {}",
-          feed.stream(), slot, e.toString());
-    } finally {
-      streamLock.unlock();
-    }
+    stream.acknowledge(committed);
   }
 
   @Override
   public void close() {
-    if (keepAlive != null) {
-      feed.keepAliveDone(keepAlive);
-      keepAlive = null;
-    }
-    streamLock.lock();
-    try {
-      closeStream();
-    } finally {
-      streamLock.unlock();
-    }
+    stream.close();
     if (snapshot != null) {
       snapshot.close();
       snapshot = null;
     }
     catalog.close();
-  }
-
-  /**
-   * Ends the stream and closes its connection, never waiting long on a server that does not
-   * answer: a connection found silent is closed at once; otherwise the end of the stream (which
-   * waits for the server's reply) may wait at most 2 s (or the status interval, if shorter) for
-   * each read (ADR 0106).
-   */
-  private void closeStream() {
-    if (stream != null) {
-      try {
-        if (!silent && connection != null && !connection.isClosed()) {
-          // pgjdbc reads a replication connection with the status interval as its socket timeout
-          // (10 s by default): ending the stream waits no longer than 2 s for each read.
-          connection.setNetworkTimeout(null, (int) Math.min(2_000, feed.statusInterval.toMillis()));
-          stream.close();
-        }
-      } catch (SQLException e) {
-        log.debug("closing the replication stream of {}: {}", slot, e.toString());
-      }
-      stream = null;
-    }
-    if (token != null) {
-      ReplicationSockets.unregister(token);
-      token = null;
-    }
-    if (connection != null) {
-      try {
-        connection.close();
-      } catch (SQLException e) {
-        log.debug("closing the replication connection of {}: {}", slot, e.toString());
-      }
-      connection = null;
-    }
   }
 }
