@@ -47,7 +47,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private final PartitionSpec partition;
   private final String slot;
   private final PgSlot slots;
-  private final Map<Integer, PgOutput.Relation> relations = new HashMap<>();
 
   private final PgSlotStream stream;
   private Position position;
@@ -65,13 +64,10 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private PgPosition.SnapshotAt snapshotAt;
   /** Where the slot started (the snapshot's consistent point): the stream's start after the snapshot. */
   private long slotStart;
-  /** Key ranges read in a later snapshot after a restart: their earlier changes are left out. */
-  private List<PgPosition.Cover> covers = List.of();
-  /** Tables uncovered while covers apply: none of their later changes is left out. */
-  private final java.util.Set<String> uncovered = new java.util.TreeSet<>();
+  /** Key ranges read in a later snapshot after a restart, whose earlier changes are left out. */
+  private final PgCovers covers;
   private final PgCatalog catalog;
-  /** The key columns of each relation, until its next RELATION message. */
-  private final Map<Integer, boolean[]> keyColumns = new HashMap<>();
+  private final PgRowDecoder decoder;
   /** Rows of the first transaction to skip: processed before the restart that opened this cursor. */
   private long skipXid;
   private long skipRows;
@@ -86,6 +82,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     this.slot = slot;
     this.slots = new PgSlot(feed, slot);
     this.catalog = new PgCatalog(feed, slot);
+    this.decoder = new PgRowDecoder(catalog);
+    this.covers = new PgCovers(feed, catalog);
     this.stream = new PgSlotStream(feed, slot, slots);
   }
 
@@ -97,8 +95,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       skipRows = from.rows();
       skipMessages = from.messages();
       skipPart = from.part();
-      covers = from.covers();
-      uncovered.addAll(from.uncovered());
+      covers.resume(from);
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
       if (snapshotAt == null) {
         stream.open(from.lsn());
@@ -393,17 +390,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
             + ") now has " + rows + " changes");
       }
       boundary = c.endLsn();
-      if (!covers.isEmpty() && covers.stream().allMatch(cover -> boundary >= cover.lsn())) {
-        covers = List.of(); // every later transaction committed after every covering snapshot
-        uncovered.clear();
-      }
+      covers.committed(boundary);
       position = positionAt(boundary, 0, 0, null, c.commitTime());
       xid = 0;
       skipXid = 0;
     } else if (m instanceof PgOutput.Relation r) {
-      relations.put(r.id(), r);
-      catalog.forget(r);
-      keyColumns.remove(r.id());
+      decoder.described(r);
     } else if (m instanceof PgOutput.Insert i) {
       row(i.relationId(), Operation.INSERT, i.row(), null, out);
     } else if (m instanceof PgOutput.Update u) {
@@ -412,12 +404,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       row(d.relationId(), Operation.DELETE, null, d.old(), out);
     } else if (m instanceof PgOutput.Truncate t) {
       for (int id : t.relationIds()) {
-        PgOutput.Relation r = relation(id);
-        if (!covers.isEmpty()) {
-          // The consumer empties the table: rows a later snapshot held, written again after this,
-          // must then come through the stream too.
-          uncovered.add(r.qualifiedName());
-        }
+        PgOutput.Relation r = decoder.relation(id);
+        covers.truncated(r.qualifiedName());
         if (!advance() || !wanted(r)) {
           continue;
         }
@@ -465,7 +453,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
     Map<String, Object> document = new LinkedHashMap<>();
     document.put("prefix", m.prefix());
-    document.put("content", content(m.content()));
+    document.put("content", PgRowDecoder.content(m.content()));
     document.put("transactional", m.transactional());
     document.put("lsn", LogSequenceNumber.valueOf(m.lsn()).asString());
     Map<String, Object> raw = new LinkedHashMap<>(document);
@@ -473,18 +461,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     out.add(new ChangeEvent<>(id, feed.stream(), position, Operation.MESSAGE, m.prefix(),
         Map.of("prefix", m.prefix()), Collections.unmodifiableMap(document), time,
         Collections.unmodifiableMap(raw), DocumentState.AFTER_CHANGE, null, null));
-  }
-
-  /** A message's content as text when it is UTF-8 (as {@code pg_logical_emit_message(bool, text, text)} writes), else its bytes. */
-  private static Object content(byte[] bytes) {
-    try {
-      return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
-          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
-          .decode(ByteBuffer.wrap(bytes)).toString();
-    } catch (java.nio.charset.CharacterCodingException e) {
-      return bytes;
-    }
   }
 
   /**
@@ -503,7 +479,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   /** A position of this cursor: at {@code lsn} (and inside transaction {@code xid}), with its snapshot state. */
   private Position positionAt(long lsn, long xid, long rows, PgPosition.SnapshotAt at, Instant time) {
-    return new PgPosition(lsn, xid, rows, at, covers, uncovered, 0, xid == 0 ? 0 : messages).toPosition(time);
+    return covers.at(lsn, xid, rows, at, 0, xid == 0 ? 0 : messages).toPosition(time);
   }
 
   /** Counts one change of the transaction; false if it was processed before this cursor opened. */
@@ -515,33 +491,26 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   private void row(int relationId, Operation op, List<PgOutput.Value> row, List<PgOutput.Value> old,
       List<ChangeEvent<Map<String, Object>>> out) {
-    PgOutput.Relation r = relation(relationId);
+    PgOutput.Relation r = decoder.relation(relationId);
     if (!advance() || !wanted(r)) {
       return;
     }
     List<PgOutput.Value> keySource = row != null ? row : old;
-    boolean[] keyColumns = keyColumns(r);
-    List<String> keyTexts = new ArrayList<>();
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (keyColumns[i]) {
-        keyTexts.add(keyValue(keySource, old, i).text());
-      }
-    }
-    String key = key(r.qualifiedName(), keyTexts);
-    String rowId = rowId(r.qualifiedName(), keyTexts);
-    if (!covers.isEmpty() && !uncovered.contains(r.qualifiedName()) && !uncovered.contains(rowId)
-        && coveredBefore(r, keySource)) {
-      if (old == null || coveredBefore(r, old)) {
+    List<String> keyTexts = decoder.keyTexts(r, keySource, old);
+    String key = PgRowDecoder.key(r.qualifiedName(), keyTexts);
+    String rowId = PgRowDecoder.rowId(r.qualifiedName(), keyTexts);
+    if (covers.applyTo(r, rowId) && covers.coveredBefore(r, keySource, finalLsn)) {
+      if (old == null || covers.coveredBefore(r, old, finalLsn)) {
         return; // the row was read, with this change, in a snapshot taken after it
       }
       // An update moved the key out of a range read earlier: delivered, so the consumer drops the
       // old key; the new key then holds this older state, so its later changes must come too.
-      uncovered.add(rowId);
+      covers.uncover(rowId);
       position = positionAt(boundary, xid, rows, null, commitTime);
     }
     // An update that changed the row's key: its old key's partition gets a delete (ADR 0094),
     // unless that delete was processed before this cursor opened.
-    String oldKey = old != null && op == Operation.UPDATE ? oldKey(r, old, keyTexts) : null;
+    String oldKey = old != null && op == Operation.UPDATE ? decoder.oldKey(r, old, keyTexts) : null;
     boolean deliverOldKeysDelete = oldKey != null && partition.receives(oldKey)
         && !(xid == skipXid && rows == skipRows + 1 && skipPart == 1);
     if (!partition.receives(key) && !deliverOldKeysDelete) {
@@ -550,38 +519,33 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     Map<String, Object> raw = new LinkedHashMap<>();
     raw.put("table", r.qualifiedName());
     raw.put("xid", xid);
-    boolean wholeRow = old != null && old.size() == r.columns().size() && oldIsWholeRow(r);
-    Map<String, Object> documentKey = new LinkedHashMap<>();
+    boolean wholeRow = old != null && old.size() == r.columns().size() && PgRowDecoder.oldIsWholeRow(r);
+    Map<String, Object> documentKey;
     Map<String, Object> document = null;
     Map<String, Object> before = null;
     Map<String, Object> oldValues = null;
     Map<String, Object> oldKeyValues = null;
     List<String> unchanged = List.of();
     try {
-      for (int i = 0; i < r.columns().size(); i++) {
-        if (keyColumns[i]) {
-          documentKey.put(r.columns().get(i).name(), convert(r, i, keyValue(keySource, old, i).text()));
-        }
-      }
+      documentKey = decoder.documentKey(r, keySource, old);
       if (old != null) {
-        oldValues = Collections.unmodifiableMap(values(r, old, null, true));
+        oldValues = Collections.unmodifiableMap(decoder.values(r, old, null, true));
         raw.put(wholeRow ? "before" : "oldKey", oldValues);
         before = wholeRow ? oldValues : null; // REPLICA IDENTITY FULL: the whole row before the change
         if (oldKey != null) {
-          oldKeyValues = keyOf(r, oldValues);
+          oldKeyValues = decoder.keyOf(r, oldValues);
         }
       }
       if (row != null) {
         // An unchanged TOASTed value is not sent ('u'): the whole old row (REPLICA IDENTITY FULL)
         // has it; without one the row is partial (ADR 0092).
-        document = values(r, row, wholeRow ? old : null, false);
-        unchanged = unchangedColumns(r, row, wholeRow ? old : null);
+        document = decoder.values(r, row, wholeRow ? old : null, false);
+        unchanged = PgRowDecoder.unchangedColumns(r, row, wholeRow ? old : null);
       }
     } catch (Unconvertible e) {
       // Handed on under the key this partition delivers (the new one, else the old key's delete).
       boolean asNew = partition.receives(key);
-      out.add(undecodable(r, asNew ? op : Operation.DELETE, asNew ? key : oldKey, keyTexts, keyColumns, keySource,
-          raw, e));
+      out.add(undecodable(r, asNew ? op : Operation.DELETE, asNew ? key : oldKey, keyTexts, keySource, raw, e));
       return;
     }
     if (oldKey != null) {
@@ -595,8 +559,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       deleteRaw.put(before != null ? "before" : "oldKey", oldValues);
       deleteRaw.put("keyChangedTo", key);
       if (deliverOldKeysDelete) {
-        Position between = new PgPosition(boundary, xid, rows - 1, null, covers, uncovered, 1, messages)
-            .toPosition(commitTime);
+        Position between = covers.at(boundary, xid, rows - 1, null, 1, messages).toPosition(commitTime);
         out.add(new ChangeEvent<>(eventId() + ":old-key", feed.stream(), between, Operation.DELETE, oldKey,
             oldKeyValues, null, commitTime, Collections.unmodifiableMap(deleteRaw), DocumentState.NONE, null,
             before));
@@ -625,162 +588,19 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     out.add(event);
   }
 
-  /** A key column's value: the old one when the new row does not carry it (an unchanged TOASTed key). */
-  private static PgOutput.Value keyValue(List<PgOutput.Value> source, List<PgOutput.Value> old, int i) {
-    PgOutput.Value v = source.get(i);
-    return v.kind() == 'u' && old != null ? old.get(i) : v;
-  }
-
   /**
    * A row that cannot be converted (a value no mapping reads): handed on as an undecodable change of
    * its own key, which the engine parks or blocks on by the failure policy; every other key goes on.
    */
   private ChangeEvent<Map<String, Object>> undecodable(PgOutput.Relation r, Operation op, String key,
-      List<String> keyTexts, boolean[] keyColumns, List<PgOutput.Value> keySource, Map<String, Object> raw,
-      Unconvertible e) {
-    Map<String, Object> texts = new LinkedHashMap<>();
-    for (int i = 0; i < r.columns().size() && i < keySource.size(); i++) {
-      texts.put(r.columns().get(i).name(), keySource.get(i).text());
-    }
-    raw.put("columns", Collections.unmodifiableMap(texts));
-    Map<String, Object> documentKey = new LinkedHashMap<>();
-    int k = 0;
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (keyColumns[i]) {
-        documentKey.put(r.columns().get(i).name(), keyTexts.get(k++)); // the key's text: it may be what failed
-      }
-    }
+      List<String> keyTexts, List<PgOutput.Value> keySource, Map<String, Object> raw, Unconvertible e) {
+    raw.put("columns", PgRowDecoder.columnTexts(r, keySource));
+    Map<String, Object> documentKey = decoder.keyByName(r, keyTexts); // the key's text: it may be what failed
     String reason = "PostgreSQL feed '" + feed.stream() + "': change " + eventId() + " at " + position + " "
         + e.describe(r.qualifiedName());
     log.warn("{}; handed on as an undecodable change of key {}", reason, key);
     return new ChangeEvent<>(eventId(), feed.stream(), position, op, key, Collections.unmodifiableMap(documentKey),
         null, commitTime, new dev.sluice.feed.UndecodableChange(reason, Collections.unmodifiableMap(raw)));
-  }
-
-  /** Column {@code i}'s value of {@code text}, or an {@link Unconvertible} naming it. */
-  private Object convert(PgOutput.Relation r, int i, String text) {
-    PgOutput.Column c = r.columns().get(i);
-    int base = catalog.baseType(r, c.typeOid());
-    try {
-      return PgValues.convert(base, text);
-    } catch (RuntimeException e) {
-      String type = catalog.typeName(c.typeOid());
-      throw new Unconvertible(c.name(), type != null ? type : PgValues.typeName(c.typeOid()), text, e);
-    }
-  }
-
-  /**
-   * The old key of an update that changed its row's key, or null when the key stayed. pgoutput
-   * sends the old key ('K') only when the replica identity's columns changed, or the whole old row
-   * ('O') under REPLICA IDENTITY FULL: either way the key columns' texts tell.
-   */
-  private String oldKey(PgOutput.Relation r, List<PgOutput.Value> old, List<String> newKey) {
-    boolean[] keyColumns = keyColumns(r);
-    List<String> texts = new ArrayList<>();
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (keyColumns[i]) {
-        PgOutput.Value v = i < old.size() ? old.get(i) : null;
-        if (v == null || v.kind() == 'u' || v.kind() == 'n') {
-          return null; // not sent: the key cannot be compared, and pgoutput sends a changed key whole
-        }
-        texts.add(v.text());
-      }
-    }
-    return texts.equals(newKey) ? null : key(r.qualifiedName(), texts);
-  }
-
-  /** The key columns' values of an old tuple, converted as {@link #values} converts them. */
-  private Map<String, Object> keyOf(PgOutput.Relation r, Map<String, Object> oldValues) {
-    boolean[] keyColumns = keyColumns(r);
-    Map<String, Object> out = new LinkedHashMap<>();
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (keyColumns[i]) {
-        String name = r.columns().get(i).name();
-        out.put(name, oldValues.get(name));
-      }
-    }
-    return Collections.unmodifiableMap(out);
-  }
-
-  /**
-   * The columns that make a row's key: the replica identity's, which pgoutput flags; with REPLICA
-   * IDENTITY FULL it flags every column, and the primary key is the key.
-   */
-  private boolean[] keyColumns(PgOutput.Relation r) {
-    return keyColumns.computeIfAbsent(r.id(), id -> keyColumnsOf(r));
-  }
-
-  private boolean[] keyColumnsOf(PgOutput.Relation r) {
-    boolean[] out = new boolean[r.columns().size()];
-    PgSnapshot.Table table = r.replicaIdentity() == 'f' ? catalog.table(r) : null;
-    for (int i = 0; i < out.length; i++) {
-      PgOutput.Column c = r.columns().get(i);
-      out[i] = table != null && !table.primaryKey().isEmpty()
-          ? table.primaryKey().stream().anyMatch(k -> k.name().equals(c.name())) : c.key();
-    }
-    return out;
-  }
-
-  /**
-   * Whether this change's row lies in a range a later snapshot read (after a restart in the middle
-   * of the bootstrap), and the change committed before that snapshot, so it is in it already.
-   */
-  private boolean coveredBefore(PgOutput.Relation r, List<PgOutput.Value> values) {
-    PgSnapshot.Table table = catalog.table(r);
-    if (table == null || table.primaryKey().isEmpty()) {
-      return false;
-    }
-    List<String> pk = new ArrayList<>();
-    for (PgSnapshot.Column k : table.primaryKey()) {
-      int i = indexOf(r, k.name());
-      if (i < 0 || values.get(i).kind() == 'u' || values.get(i).kind() == 'n') {
-        return false; // no key to place it by: delivered
-      }
-      pk.add(values.get(i).text());
-    }
-    PgPosition.Cover applicable = null;
-    try {
-      for (PgPosition.Cover c : covers) {
-        int order = compareTables(r.namespace(), r.name(), c.table());
-        boolean covered = order > 0 || order == 0
-            && (c.after() == null || PgSnapshot.greater(catalog.connection(), table, pk, c.after()));
-        if (covered) {
-          applicable = c;
-        }
-      }
-    } catch (SQLException e) {
-      throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot place a change of " + r.qualifiedName()
-          + " against the snapshot read after a restart: " + e.getMessage(), e, true);
-    }
-    return applicable != null && finalLsn < applicable.lsn();
-  }
-
-  /** Orders tables as the snapshot reads them: by schema, then name (C collation). */
-  private static int compareTables(String schema, String name, String qualified) {
-    int dot = qualified.indexOf('.');
-    int bySchema = schema.compareTo(qualified.substring(0, dot));
-    return bySchema != 0 ? bySchema : name.compareTo(qualified.substring(dot + 1));
-  }
-
-  private static int indexOf(PgOutput.Relation r, String column) {
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (r.columns().get(i).name().equals(column)) {
-        return i;
-      }
-    }
-    return -1;
-  }
-
-  private static boolean oldIsWholeRow(PgOutput.Relation r) {
-    return r.replicaIdentity() == 'f';
-  }
-
-  private PgOutput.Relation relation(int id) {
-    PgOutput.Relation r = relations.get(id);
-    if (r == null) {
-      throw new PgOutput.Malformed("a change of relation " + id + " came before its RELATION message");
-    }
-    return r;
   }
 
   private boolean wanted(PgOutput.Relation r) {
@@ -790,64 +610,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** The change's id, the same on every replay: the transaction's commit LSN and the change's number in it. */
   private String eventId() {
     return LogSequenceNumber.valueOf(finalLsn).asString() + "#" + rows;
-  }
-
-  /**
-   * The canonical key: the table and a JSON array of the key columns' texts, {@code public.t["1"]}
-   * or {@code public.t["1","x"]}, so that rows of different tables never share a key, a partition's
-   * key order, a parked key or a Kafka record key (ADR 0093). Empty for a change of no row.
-   */
-  static String key(String table, List<String> parts) {
-    if (parts.isEmpty()) {
-      return "";
-    }
-    try {
-      return table + JSON.writeValueAsString(parts);
-    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  /**
-   * A row as positions name it ({@code uncovered}): the key form before ADR 0093 (a single column's
-   * bare text), kept so that positions written by earlier versions still name the same rows.
-   */
-  private static String rowId(String table, List<String> parts) {
-    String key = parts.size() == 1 ? (parts.get(0) == null ? "null" : parts.get(0)) : key(table, parts);
-    return table + "\t" + key;
-  }
-
-  /**
-   * The columns sent; an unchanged TOASTed value (not sent) taken from {@code whole}, the whole old
-   * row, when there is one, else left out ({@link #unchangedColumns} names it).
-   */
-  private Map<String, Object> values(PgOutput.Relation r, List<PgOutput.Value> values,
-      List<PgOutput.Value> whole, boolean keyOnly) {
-    Map<String, Object> out = new LinkedHashMap<>();
-    for (int i = 0; i < r.columns().size() && i < values.size(); i++) {
-      PgOutput.Column c = r.columns().get(i);
-      PgOutput.Value v = values.get(i);
-      if (v.kind() == 'u' && whole != null && i < whole.size()) {
-        v = whole.get(i);
-      }
-      if (v.kind() == 'u' || (keyOnly && v.kind() == 'n' && !c.key())) {
-        continue;
-      }
-      out.put(c.name(), convert(r, i, v.text()));
-    }
-    return out;
-  }
-
-  /** The columns of {@code values} not sent (unchanged TOASTed) that {@code whole} does not have either. */
-  private static List<String> unchangedColumns(PgOutput.Relation r, List<PgOutput.Value> values,
-      List<PgOutput.Value> whole) {
-    List<String> out = new ArrayList<>();
-    for (int i = 0; i < r.columns().size() && i < values.size(); i++) {
-      if (values.get(i).kind() == 'u' && (whole == null || i >= whole.size() || whole.get(i).kind() == 'u')) {
-        out.add(r.columns().get(i).name());
-      }
-    }
-    return List.copyOf(out);
   }
 
   private FeedException translate(SQLException e, String doing) {

@@ -89,7 +89,7 @@ final class PgSnapshot implements AutoCloseable {
       return Collections.unmodifiableMap(out);
     }
 
-    /** The change key, as the stream gives it ({@link PgFeedCursor#key}): primary key texts in column order. */
+    /** The change key, as the stream gives it ({@link PgRowDecoder#key}): primary key texts in column order. */
     String eventKey() {
       List<String> texts = new ArrayList<>();
       for (int i = 0; i < table.columns().size(); i++) {
@@ -97,7 +97,7 @@ final class PgSnapshot implements AutoCloseable {
           texts.add(this.texts.get(i));
         }
       }
-      return PgFeedCursor.key(table.qualifiedName(), texts);
+      return PgRowDecoder.key(table.qualifiedName(), texts);
     }
 
     Map<String, Object> documentKey() {
