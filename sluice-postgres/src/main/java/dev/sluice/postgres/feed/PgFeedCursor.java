@@ -1,6 +1,5 @@
 package dev.sluice.postgres.feed;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.FeedCursor;
@@ -11,23 +10,17 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
 import java.nio.ByteBuffer;
-import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import org.postgresql.PGConnection;
 import org.postgresql.replication.LogSequenceNumber;
-import org.postgresql.replication.PGReplicationStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,7 +32,6 @@ import org.slf4j.LoggerFactory;
  */
 final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private static final Logger log = LoggerFactory.getLogger(PgFeedCursor.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
@@ -59,11 +51,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private long rows;
   /** The logical-decoding messages of the transaction being read, counted apart from rows (ADR 0096). */
   private long messages;
-  /** The snapshot being read (bootstrap), and where it stands; null once it is complete. */
-  private PgSnapshot snapshot;
-  private PgPosition.SnapshotAt snapshotAt;
-  /** Where the slot started (the snapshot's consistent point): the stream's start after the snapshot. */
-  private long slotStart;
+  /** The snapshot being read (bootstrap); null once it is complete, or when the partition starts with the stream. */
+  private PgSnapshotRead snapshot;
   /** Key ranges read in a later snapshot after a restart, whose earlier changes are left out. */
   private final PgCovers covers;
   private final PgCatalog catalog;
@@ -89,7 +78,11 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   void start(StartPoint start) {
     try {
-      PgPosition from = startPosition(start);
+      PgStartPosition.Start begin = new PgStartPosition(feed, slot, slots).resolve(start);
+      PgPosition from = begin.from();
+      if (begin.snapshot() != null) {
+        snapshot = new PgSnapshotRead(feed, partition, slot, covers, begin.snapshot(), from);
+      }
       boundary = from.lsn();
       skipXid = from.xid();
       skipRows = from.rows();
@@ -97,12 +90,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       skipPart = from.part();
       covers.resume(from);
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
-      if (snapshotAt == null) {
+      if (snapshot == null) {
         stream.open(from.lsn());
       }
     } catch (SQLException e) {
       close();
-      throw translate(e, snapshotAt != null || start instanceof StartPoint.Snapshot
+      throw translate(e, start instanceof StartPoint.Snapshot
           ? "read the snapshot of slot " + slot : "open the replication stream of slot " + slot);
     } catch (RuntimeException e) {
       close();
@@ -110,106 +103,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
-  /** Where to stream from; creates the slot when the partition has none. */
-  private PgPosition startPosition(StartPoint start) throws SQLException {
-    feed.checkPublication();
-    PgSlot.State state = slots.state();
-    if (start instanceof StartPoint.After after) {
-      PgPosition at;
-      try {
-        at = PgPosition.parse(after.position());
-      } catch (IllegalArgumentException e) {
-        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': the checkpoint " + e.getMessage()
-            + "; it was not written by this feed", e, false);
-      }
-      if (state == null) {
-        // Not created again here: a new slot would start now and, read from this checkpoint, skip
-        // everything in between without a word. The history-lost policy chooses the new start
-        // (re-snapshot or latest, each with the gap recorded), and creates the slot for it.
-        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " does not exist,"
-            + " so the server kept no WAL since the checkpoint: history lost. It was dropped (by an operator, by"
-            + " 'sluice slots --drop' while no lease used it, or by a tool), or the checkpoint is from another"
-            + " database. The slot is created again only when the history-lost policy starts the partition"
-            + " afresh (RESNAPSHOT or SKIP_TO_LATEST)", null);
-      }
-      if (state.lost()) {
-        throw lost(after.position(), state);
-      }
-      if (state.confirmed() > at.lsn()) {
-        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " has already"
-            + " confirmed " + LogSequenceNumber.valueOf(state.confirmed()).asString() + ", past the checkpoint:"
-            + " something else read and confirmed through this slot", null);
-      }
-      if (at.snapshot() != null) {
-        // The snapshot the checkpoint was read in died with its session: the rest of the rows are
-        // read in a new one, and the changes it already holds are left out of the stream.
-        snapshot = PgSnapshot.export(feed, temporarySlotName(), true);
-        snapshot.table(at.snapshot().table());
-        snapshotAt = at.snapshot();
-        slotStart = at.lsn();
-        List<PgPosition.Cover> more = new ArrayList<>(at.covers());
-        more.add(new PgPosition.Cover(at.snapshot().table(), at.snapshot().after(), snapshot.consistentPoint()));
-        log.info("PostgreSQL feed '{}': slot {} resumes its snapshot after {} {} in a new snapshot consistent at {}",
-            feed.stream(), slot, at.snapshot().table(), at.snapshot().after() == null ? "(start)" : at.snapshot().after(),
-            PgSnapshot.lsn(snapshot.consistentPoint()));
-        return new PgPosition(at.lsn(), 0, 0, snapshotAt, more, at.uncovered());
-      }
-      return at;
-    }
-    if (start instanceof StartPoint.Snapshot) {
-      if (state != null) {
-        // Nothing to resume from this slot: a bootstrap that crashed before its first commit, a
-        // group started afresh, or lost history repaired by a snapshot (HistoryLostPolicy
-        // RESNAPSHOT). The snapshot needs a slot created with it.
-        log.warn("PostgreSQL feed '{}': replication slot {} exists but a snapshot starts the partition (no"
-            + " checkpoint, or lost history repaired); dropping it to create it again with a snapshot", feed.stream(), slot);
-        slots.drop();
-      }
-      snapshot = PgSnapshot.export(feed, slot, false);
-      slotStart = snapshot.consistentPoint();
-      snapshotAt = new PgPosition.SnapshotAt(snapshot.tables().get(0).qualifiedName(), null);
-      log.info("PostgreSQL feed '{}': created replication slot {} at {} with a snapshot of {}", feed.stream(), slot,
-          PgSnapshot.lsn(slotStart), snapshot.tables().stream().map(PgSnapshot.Table::qualifiedName).toList());
-      return new PgPosition(slotStart, 0, 0, snapshotAt, List.of());
-    }
-    if (start instanceof StartPoint.AtTime) {
-      throw new FeedException("PostgreSQL feed '" + feed.stream() + "': starting at a time is not supported"
-          + " (WAL positions are not indexed by time); start at oldest (what the slot still holds) or latest", null, false);
-    }
-    if (state != null && state.lost()) {
-      // Starting afresh (the policy skips to latest, or a new group starts at oldest): the
-      // invalidated slot can never be read again; a new one starts now.
-      log.warn("PostgreSQL feed '{}': replication slot {} was invalidated (wal_status lost); dropping it and"
-          + " creating it again to start at {}", feed.stream(), slot, start);
-      slots.drop();
-      state = null;
-    }
-    long created = state == null ? slots.create() : -1;
-    if (start instanceof StartPoint.Oldest) {
-      return PgPosition.boundary(state == null ? created : state.confirmed());
-    }
-    // Latest: the server's current WAL position (what was committed before is not delivered).
-    try (Connection c = feed.connect(false); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()")) {
-      rs.next();
-      long current = LogSequenceNumber.valueOf(rs.getString(1)).asLong();
-      return PgPosition.boundary(Math.max(current, state == null ? created : state.confirmed()));
-    }
-  }
-
-  private HistoryLostException lost(Position from, PgSlot.State state) {
-    return new HistoryLostException(from == null ? new Position("0/0", null) : from, null,
-        "replication slot " + slot + " was invalidated (wal_status " + state.walStatus() + "): it fell behind"
-            + " max_slot_wal_keep_size and the server removed WAL it still needed; drop it"
-            + " (SELECT pg_drop_replication_slot('" + slot + "')) for the feed to create it again", null);
-  }
-
   @Override
   public List<ChangeEvent<Map<String, Object>>> poll(Duration maxWait) {
     if (failure != null) {
       throw failure;
     }
-    if (snapshotAt != null) {
+    if (snapshot != null) {
       return readSnapshot();
     }
     stream.lock();
@@ -301,44 +200,17 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private List<ChangeEvent<Map<String, Object>>> readSnapshot() {
     List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
     try {
-      PgSnapshot.Table table = snapshot.table(snapshotAt.table());
-      List<PgSnapshot.Row> chunk = snapshot.read(table, snapshotAt.after(), feed.batchSize);
-      String at = PgSnapshot.lsn(slotStart);
-      for (PgSnapshot.Row row : chunk) {
-        snapshotAt = new PgPosition.SnapshotAt(table.qualifiedName(), row.key());
-        position = positionAt(slotStart, 0, 0, snapshotAt, null);
-        String key = row.eventKey();
-        if (partition.owns(key)) {
-          String id = "snapshot@" + at + ":" + table.qualifiedName() + ":" + key;
-          ChangeEvent<Map<String, Object>> change;
-          try {
-            change = new ChangeEvent<>(id, feed.stream(), position, Operation.SNAPSHOT, key, row.documentKey(),
-                row.document(), null, Map.of("table", table.qualifiedName(), "snapshot", at));
-          } catch (Unconvertible e) {
-            String reason = "PostgreSQL feed '" + feed.stream() + "': snapshot row " + id + " at " + position + " "
-                + e.describe(table.qualifiedName());
-            log.warn("{}; handed on as an undecodable change of key {}", reason, key);
-            change = new ChangeEvent<>(id, feed.stream(), position, Operation.SNAPSHOT, key, null, null, null,
-                new dev.sluice.feed.UndecodableChange(reason, Map.of("table", table.qualifiedName(), "snapshot", at,
-                    "columns", row.columnTexts())));
-          }
-          out.add(change);
+      try {
+        snapshot.read(out);
+      } finally {
+        if (snapshot.position() != null) {
+          position = snapshot.position(); // the last row or table read
         }
       }
-      if (chunk.size() < feed.batchSize) {
-        PgSnapshot.Table next = snapshot.next(table.qualifiedName());
-        if (next != null) {
-          snapshotAt = new PgPosition.SnapshotAt(next.qualifiedName(), null);
-          position = positionAt(slotStart, 0, 0, snapshotAt, null);
-        } else {
-          log.info("PostgreSQL feed '{}': snapshot of slot {} read; streaming from {}", feed.stream(), slot, at);
-          snapshot.close();
-          snapshot = null;
-          snapshotAt = null;
-          boundary = slotStart;
-          position = positionAt(slotStart, 0, 0, null, null);
-          stream.open(slotStart);
-        }
+      if (snapshot.done()) {
+        boundary = snapshot.slotStart();
+        snapshot = null;
+        stream.open(boundary);
       }
       return out;
     } catch (SQLException e) {
@@ -349,11 +221,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
       return out;
     }
-  }
-
-  /** Gives the slot name of a temporary slot exporting a snapshot (dropped with its session). */
-  private String temporarySlotName() {
-    return "sluice_snapshot_" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong() >>> 1);
   }
 
   /**
