@@ -94,7 +94,7 @@ final class PgCatalog implements AutoCloseable {
   /** The plain connection, opened (again) when needed: for the catalog and for key comparisons. */
   Connection connection() throws SQLException {
     if (sql == null || sql.isClosed()) {
-      sql = feed.connectForSnapshot();
+      sql = feed.connections.connectForSnapshot();
     }
     return sql;
   }

@@ -29,6 +29,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Every row change of a transaction counts, whatever its table or partition, so that a position
  * inside a transaction ({@link PgPosition}) names the same change on every replay.
+ *
+ * <p>This class follows the stream message by message (transactions, the position, the changes
+ * this partition receives); the rest has a file of its own: where the read starts ({@link
+ * PgStartPosition}), the bootstrap snapshot ({@link PgSnapshotRead}), the replication stream with
+ * its slot take-over, keep-alive and acknowledgements ({@link PgSlotStream}), the rows of pgoutput
+ * messages ({@link PgRowDecoder}), the catalog queries ({@link PgCatalog}) and the key ranges a
+ * restarted snapshot covers ({@link PgCovers}).
  */
 final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private static final Logger log = LoggerFactory.getLogger(PgFeedCursor.class);

@@ -82,7 +82,7 @@ final class PgSlotStream {
     token = UUID.randomUUID().toString();
     heard = ReplicationSockets.register(token);
     silent = false;
-    connection = feed.connectForReplication(token);
+    connection = feed.connections.connectForReplication(token);
     if (heard.get() == ReplicationSockets.NO_SOCKET) {
       // The URL named a socket factory of its own, which wins over the feed's: silence cannot be told.
       log.warn("PostgreSQL feed '{}': the replication URL sets its own socketFactory, so the feed cannot tell"
@@ -109,7 +109,7 @@ final class PgSlotStream {
         .withAutomaticFlush(false)
         .start();
     lastProbe = System.nanoTime();
-    keepAlive = feed.keepAlive(this::keepAlive, feed.statusInterval.toNanos());
+    keepAlive = feed.keepAlives.schedule(this::keepAlive, feed.statusInterval.toNanos());
   }
 
   /** Whether the stream was opened (and not closed since). */
@@ -218,7 +218,7 @@ final class PgSlotStream {
   /** Ends the keep-alive, then the stream and its connection. */
   void close() {
     if (keepAlive != null) {
-      feed.keepAliveDone(keepAlive);
+      feed.keepAlives.done(keepAlive);
       keepAlive = null;
     }
     streamLock.lock();

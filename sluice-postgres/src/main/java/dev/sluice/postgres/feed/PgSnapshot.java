@@ -129,13 +129,13 @@ final class PgSnapshot implements AutoCloseable {
    * and opens a read-only transaction in it.
    */
   static PgSnapshot export(PostgresChangeFeed feed, String slot, boolean temporary) throws SQLException {
-    Connection reader = feed.connectForSnapshot();
+    Connection reader = feed.connections.connectForSnapshot();
     try {
       List<Table> tables = tables(feed, reader);
       if (feed.failover && !temporary) {
         PgSlot.requireFailover(reader, feed);
       }
-      try (Connection replication = feed.connect(true)) {
+      try (Connection replication = feed.connections.connect(true)) {
         var builder = replication.unwrap(PGConnection.class).getReplicationAPI().createReplicationSlot()
             .logical().withSlotName(slot).withOutputPlugin("pgoutput");
         if (temporary) {
@@ -169,7 +169,7 @@ final class PgSnapshot implements AutoCloseable {
    * current-state replay, which needs no point in time).
    */
   static PgSnapshot current(PostgresChangeFeed feed) throws SQLException {
-    Connection reader = feed.connectForSnapshot();
+    Connection reader = feed.connections.connectForSnapshot();
     try {
       return new PgSnapshot(feed, tables(feed, reader), reader, -1);
     } catch (SQLException | RuntimeException e) {

@@ -40,7 +40,7 @@ final class PgStartPosition {
 
   /** Where to stream from; creates the slot when the partition has none. */
   Start resolve(StartPoint start) throws SQLException {
-    feed.checkPublication();
+    new PgPublicationCheck(feed).run();
     PgSlot.State state = slots.state();
     if (start instanceof StartPoint.After after) {
       PgPosition at;
@@ -126,7 +126,7 @@ final class PgStartPosition {
       return new Start(PgPosition.boundary(state == null ? created : state.confirmed()), null);
     }
     // Latest: the server's current WAL position (what was committed before is not delivered).
-    try (Connection c = feed.connect(false); Statement s = c.createStatement();
+    try (Connection c = feed.connections.connect(false); Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()")) {
       rs.next();
       long current = LogSequenceNumber.valueOf(rs.getString(1)).asLong();
