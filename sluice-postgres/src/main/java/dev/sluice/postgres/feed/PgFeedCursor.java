@@ -46,7 +46,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private final PartitionSpec partition;
   private final String slot;
   private final PgSlot slots;
-
   private final PgSlotStream stream;
   private Position position;
   /** The transaction boundary the stream stands after (where a restart resumes). */
@@ -72,6 +71,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private int skipPart;
   private boolean caughtUp;
   private FeedException failure;
+
   PgFeedCursor(PostgresChangeFeed feed, PartitionSpec partition, String slot) {
     this.feed = feed;
     this.partition = partition;
@@ -138,12 +138,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       try {
         message = stream.readPending();
       } catch (SQLException e) {
-        failure = translate(e, "read slot " + slot);
-        close();
-        if (out.isEmpty()) {
-          throw failure;
-        }
-        return out;
+        return stop(translate(e, "read slot " + slot), out);
       }
       if (message == null) {
         // Everything the server sent has been read: a connection silent past the replication
@@ -157,12 +152,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
           }
         }
         if (dead != null) {
-          failure = dead;
-          close();
-          if (out.isEmpty()) {
-            throw failure;
-          }
-          return out;
+          return stop(dead, out);
         }
         caughtUp = true;
         idleAdvance();
@@ -183,14 +173,9 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       try {
         decoded = PgOutput.decode(message);
       } catch (PgOutput.Malformed e) {
-        failure = new FeedException("PostgreSQL feed '" + feed.stream() + "': a message after " + position
+        return stop(new FeedException("PostgreSQL feed '" + feed.stream() + "': a message after " + position
             + " of slot " + slot + " cannot be decoded: " + e.getMessage() + ". The cursor stops here so that"
-            + " nothing is skipped", e, false);
-        close();
-        if (out.isEmpty()) {
-          throw failure;
-        }
-        return out;
+            + " nothing is skipped", e, false), out);
       }
       accept(decoded, out);
       // The deadline holds whatever arrives: a backlog or a large transaction of other keys or
@@ -221,13 +206,22 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       }
       return out;
     } catch (SQLException e) {
-      failure = translate(e, "read the snapshot of slot " + slot);
-      close();
-      if (out.isEmpty()) {
-        throw failure;
-      }
-      return out;
+      return stop(translate(e, "read the snapshot of slot " + slot), out);
     }
+  }
+
+  /**
+   * The cursor stops at {@code failure}: closed, it returns what was read before it, and the next
+   * poll (or this one, when nothing was read) throws it.
+   */
+  private List<ChangeEvent<Map<String, Object>>> stop(FeedException failure,
+      List<ChangeEvent<Map<String, Object>>> out) {
+    this.failure = failure;
+    close();
+    if (out.isEmpty()) {
+      throw failure;
+    }
+    return out;
   }
 
   /**
