@@ -6,17 +6,13 @@ import dev.sluice.feed.HistoryLostException;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * ({@code docs/adr/0074-one-reader-per-process.md}): N partitions in one process read the stream
  * once, not N times, and hold one server cursor, not N.
  *
- * <p>Each partition gets a {@link FeedCursor} of its own ({@link #join}) that behaves as if it read
+ * <p>Each partition gets a {@link FeedCursor} of its own ({@link #join}; {@code SharedMember}) that behaves as if it read
  * the stream alone: its changes in stream order, its position advancing with the shared reader's
  * progress, its caught-up and end-of-stream states. There is no reader thread: whichever partition
  * finds its queue empty reads the next batch for all (one at a time) and hands each change to the
@@ -67,36 +63,33 @@ public final class SharedReader<D> {
     FeedCursor<D> open(PartitionSpec partition, Position after);
   }
 
-  private final String stream;
-  private final Opener<D> opener;
-  private final Function<Position, String> sortKey;
-  private final int batchSize;
+  final String stream;
+  final Opener<D> opener;
+  final Function<Position, String> sortKey;
+  final int batchSize;
   private final int queueLimit;
   private final int totalLimit;
-  private final int windowSize;
-  private final long stallNanos;
+  final long stallNanos;
 
-  private final ReentrantLock lock = new ReentrantLock();
+  final ReentrantLock lock = new ReentrantLock();
   /**
    * Partitions waiting in a poll (for a read by another partition, or for room), oldest first, and
    * partitions parked instead ({@link FeedCursor#wakeInsteadOfWaiting}).
    */
-  private final LinkedHashSet<Member> waiting = new LinkedHashSet<>();
-  private final List<Member> members = new ArrayList<>();
+  private final LinkedHashSet<SharedMember<D>> waiting = new LinkedHashSet<>();
+  private final List<SharedMember<D>> members = new ArrayList<>();
   /** Members reading through the shared cursor, by partition index. */
-  private final Map<Integer, List<Member>> shared = new HashMap<>();
+  private final Map<Integer, List<SharedMember<D>>> shared = new HashMap<>();
   private FeedCursor<D> upstream;
-  private Position upstreamPosition;
-  private String upstreamKey;
-  private boolean upstreamCaughtUp;
-  private boolean upstreamEnded;
-  private String upstreamEndReason;
+  Position upstreamPosition;
+  String upstreamKey;
+  boolean upstreamCaughtUp;
+  boolean upstreamEnded;
+  String upstreamEndReason;
   /** A member is reading the next batch for all (outside the lock). */
-  private boolean reading;
+  boolean reading;
   /** The most recent changes read, of every partition, oldest first. */
-  private final ArrayDeque<Keyed<D>> window = new ArrayDeque<>();
-  /** Every change after this key up to {@link #upstreamKey} is in {@link #window}. */
-  private String windowFloorKey;
+  private final SharedWindow<D> window;
 
   /**
    * @param stream the stream's name, for logs
@@ -122,7 +115,7 @@ public final class SharedReader<D> {
     this.batchSize = batchSize;
     this.queueLimit = queueLimit;
     this.totalLimit = totalLimit;
-    this.windowSize = windowSize;
+    this.window = new SharedWindow<>(windowSize);
     this.stallNanos = stallTimeout.toNanos();
   }
 
@@ -140,7 +133,7 @@ public final class SharedReader<D> {
     if (key == null) {
       return opener.open(partition, after);
     }
-    Member m = new Member(partition, after, key);
+    SharedMember<D> m = new SharedMember<>(this, partition, after, key);
     lock.lock();
     try {
       if (attach(m, true)) {
@@ -150,7 +143,7 @@ public final class SharedReader<D> {
     } finally {
       lock.unlock();
     }
-    m.own = opener.open(partition, after);
+    m.ownCursor(opener.open(partition, after));
     lock.lock();
     try {
       members.add(m);
@@ -164,7 +157,7 @@ public final class SharedReader<D> {
   public int[] readers() {
     lock.lock();
     try {
-      int sharing = (int) members.stream().filter(m -> m.sharing).count();
+      int sharing = (int) members.stream().filter(SharedMember::sharing).count();
       return new int[] {sharing, members.size() - sharing};
     } finally {
       lock.unlock();
@@ -185,43 +178,39 @@ public final class SharedReader<D> {
    * Makes {@code m} read through the shared cursor if it can from where it stands, opening the
    * shared cursor when there is none (only when {@code mayOpen}). Caller holds the lock.
    */
-  private boolean attach(Member m, boolean mayOpen) {
+  boolean attach(SharedMember<D> m, boolean mayOpen) {
     int count = anyPartitionCount();
     if (count > 0 && count != m.partition.count()) {
       return false; // partitions of another layout: they never share one distribution
     }
+    List<ChangeEvent<D>> missed = List.of();
+    boolean ahead = false;
     if (upstream == null) {
       if (!mayOpen || reading) {
         return false;
       }
-      upstream = opener.open(PartitionSpec.single(), m.floor);
-      upstreamPosition = m.floor;
-      upstreamKey = m.floorKey;
+      upstream = opener.open(PartitionSpec.single(), m.floor());
+      upstreamPosition = m.floor();
+      upstreamKey = m.floorKey();
       upstreamCaughtUp = false;
       upstreamEnded = false;
-      window.clear();
-      windowFloorKey = upstreamKey;
-    } else if (m.floorKey.compareTo(upstreamKey) < 0) {
-      if (windowFloorKey == null || m.floorKey.compareTo(windowFloorKey) < 0) {
+      window.startAt(upstreamKey);
+    } else if (m.floorKey().compareTo(upstreamKey) < 0) {
+      if (!window.serves(m.floorKey())) {
         return false; // behind what the shared cursor can still give it
       }
-      for (Keyed<D> k : window) {
-        if (k.key.compareTo(m.floorKey) > 0 && m.partition.receives(k.event.key())) {
-          m.queue.add(k.event);
-        }
-      }
-    } else if (m.floorKey.compareTo(upstreamKey) > 0) {
-      m.skipThrough = m.floorKey; // ahead of the shared cursor: what it reads up to here is old
+      missed = window.after(m.floorKey(), m.partition);
+    } else if (m.floorKey().compareTo(upstreamKey) > 0) {
+      ahead = true; // ahead of the shared cursor: what it reads up to here is old
     }
-    m.sharing = true;
-    m.lastPoll = System.nanoTime();
+    m.share(missed, ahead);
     shared.computeIfAbsent(m.partition.index(), i -> new ArrayList<>(1)).add(m);
     return true;
   }
 
-  private void detach(Member m) {
-    m.sharing = false;
-    List<Member> list = shared.get(m.partition.index());
+  void detach(SharedMember<D> m) {
+    m.unshare();
+    List<SharedMember<D>> list = shared.get(m.partition.index());
     if (list != null) {
       list.remove(m);
       if (list.isEmpty()) {
@@ -242,7 +231,6 @@ public final class SharedReader<D> {
       }
       upstream = null;
       window.clear();
-      windowFloorKey = null;
     }
   }
 
@@ -253,31 +241,24 @@ public final class SharedReader<D> {
     for (ChangeEvent<D> e : batch) {
       String key = sortKey.apply(e.position());
       if (e.key().isEmpty()) {
-        for (List<Member> list : shared.values()) {
+        for (List<SharedMember<D>> list : shared.values()) {
           list.forEach(m -> m.offer(e, key));
         }
       } else {
         if (count < 0) {
           count = anyPartitionCount();
         }
-        List<Member> list = count < 0 ? null : shared.get(PartitionSpec.indexOf(e.key(), count));
+        List<SharedMember<D>> list = count < 0 ? null : shared.get(PartitionSpec.indexOf(e.key(), count));
         if (list != null) {
           list.forEach(m -> m.offer(e, key));
         }
       }
-      if (windowSize > 0 && key != null) {
-        window.addLast(new Keyed<>(e, key));
-        if (window.size() > windowSize) {
-          windowFloorKey = window.removeFirst().key;
-        }
-      } else {
-        windowFloorKey = null; // a change whose place is unknown: the window cannot vouch for it
-      }
+      window.add(e, key);
     }
     upstreamPosition = at;
     String atKey = sortKey.apply(at);
     if (atKey == null) {
-      windowFloorKey = null;
+      window.broken();
     } else {
       upstreamKey = atKey;
     }
@@ -289,7 +270,7 @@ public final class SharedReader<D> {
   }
 
   private int anyPartitionCount() {
-    for (List<Member> list : shared.values()) {
+    for (List<SharedMember<D>> list : shared.values()) {
       if (!list.isEmpty()) {
         return list.get(0).partition.count();
       }
@@ -300,392 +281,108 @@ public final class SharedReader<D> {
   /** The shared cursor failed: tell the partitions reading through it. Caller holds the lock. */
   private void failed(RuntimeException e) {
     boolean lost = e instanceof HistoryLostException;
-    for (Member m : List.copyOf(members)) {
-      if (!m.sharing) {
+    for (SharedMember<D> m : List.copyOf(members)) {
+      if (!m.sharing()) {
         continue;
       }
       detach(m);
-      if (lost && m.floorKey.compareTo(upstreamKey) > 0) {
+      if (lost && m.floorKey().compareTo(upstreamKey) > 0) {
         continue; // ahead of what was lost: reads on a cursor of its own from its position
       }
-      m.failure = e;
+      m.fail(e);
     }
     closeUpstream();
   }
 
+  /** {@code m} waits in a poll, or parked instead. Caller holds the lock. */
+  void addWaiting(SharedMember<D> m) {
+    waiting.add(m);
+  }
+
+  /** {@code m} no longer waits. Caller holds the lock. */
+  void removeWaiting(SharedMember<D> m) {
+    waiting.remove(m);
+  }
+
+  /** {@code m} was closed. Caller holds the lock. */
+  void removeMember(SharedMember<D> m) {
+    members.remove(m);
+  }
+
   /** Wakes the partition that has waited longest, to read the next batch. Caller holds the lock. */
-  private void wakeNextReader() {
+  void wakeNextReader() {
     if (!waiting.isEmpty()) {
       waiting.iterator().next().signal();
     }
   }
 
-  private record Keyed<D>(ChangeEvent<D> event, String key) {}
-
-  /** One partition's cursor. Used by one thread, like any cursor. */
-  private final class Member implements FeedCursor<D> {
-    final PartitionSpec partition;
-    final ArrayDeque<ChangeEvent<D>> queue = new ArrayDeque<>();
-    final Condition ready = lock.newCondition();
-    /** Where the partition stands: the last change returned, or the shared cursor's progress. */
-    Position floor;
-    String floorKey;
-    /** Ahead of the shared cursor: its changes up to this key were handled already. */
-    String skipThrough;
-    boolean sharing;
-    long lastPoll;
-    /** A cursor of its own while it cannot read through the shared one. */
-    FeedCursor<D> own;
-    RuntimeException failure;
-    boolean caughtUp;
-    boolean ended;
-    String endReason;
-    boolean closed;
-    /** Run instead of waiting in a poll (FeedCursor#wakeInsteadOfWaiting), or null. */
-    Runnable wake;
-    /** Whether its next poll waits for one of the engine's threads; never for a cursor that waits itself. */
-    BooleanSupplier waitingForThread = () -> false;
-    /** In {@link #waiting} without a thread: {@link #wake} runs when it may poll again. */
-    boolean parked;
-
-    Member(PartitionSpec partition, Position floor, String floorKey) {
-      this.partition = partition;
-      this.floor = floor;
-      this.floorKey = floorKey;
-    }
-
-    void offer(ChangeEvent<D> e, String key) {
-      if (skipThrough != null) {
-        if (key != null && key.compareTo(skipThrough) <= 0) {
-          return;
-        }
-        skipThrough = null;
-      }
-      queue.addLast(e);
-    }
-
-    @Override
-    public List<ChangeEvent<D>> poll(Duration maxWait) {
-      long deadline = System.nanoTime() + Math.max(0, maxWait.toNanos());
-      lock.lock();
-      try {
-        if (closed) {
-          throw new IllegalStateException("cursor of " + partition + " of " + stream + " is closed");
-        }
-        lastPoll = System.nanoTime();
-        if (parked) {
-          parked = false; // polled before its wake: no longer waiting
-          waiting.remove(this);
-        }
-        while (true) {
-          if (!queue.isEmpty()) {
-            return take();
-          }
-          if (failure != null) {
-            throw failure;
-          }
-          if (!sharing) {
-            break;
-          }
-          if (upstreamEnded) {
-            caughtUp = true;
-            ended = true;
-            endReason = upstreamEndReason;
-            return List.of();
-          }
-          long remaining = deadline - System.nanoTime();
-          if (reading) {
-            if (remaining <= 0) {
-              return advanced();
-            }
-            if (wake != null) {
-              return park();
-            }
-            await(remaining);
-            continue;
-          }
-          Member full = holdingBack();
-          if (full != null) {
-            long stalledFor = System.nanoTime() - full.lastPoll;
-            if (stalledFor >= stallNanos && !full.waitingForThread.getAsBoolean()) {
-              log.info("{} of {} has not taken a change for {} ms with {} queued: it reads on a cursor of its own"
-                  + " from now on, so the other partitions of this process go on", full.partition, stream,
-                  TimeUnit.NANOSECONDS.toMillis(stalledFor), full.queue.size());
-              detach(full);
-              continue;
-            }
-            if (remaining <= 0) {
-              return advanced();
-            }
-            if (wake != null) {
-              return park(); // polled again within the engine's poll wait, which re-checks the stall
-            }
-            long untilStalled = stallNanos - stalledFor; // <= 0: it waits for a thread, not stalled
-            await(untilStalled > 0 ? Math.min(remaining, untilStalled) : remaining);
-            continue;
-          }
-          readForAll(Duration.ofNanos(Math.max(0, remaining)));
-          if (queue.isEmpty() && failure == null && deadline - System.nanoTime() <= 0) {
-            return advanced();
-          }
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return List.of();
-      } finally {
-        lock.unlock();
-      }
-      return pollOwn(maxWait);
-    }
-
-    /** Reads the next batch on the shared cursor for every partition. Caller holds the lock. */
-    private void readForAll(Duration wait) {
-      FeedCursor<D> cursor = upstream;
-      reading = true;
-      List<ChangeEvent<D>> batch;
-      Position at;
-      boolean caught;
-      boolean end;
-      String reason;
-      lock.unlock();
-      try {
-        batch = cursor.poll(wait);
-        at = cursor.position();
-        caught = cursor.caughtUp();
-        end = cursor.ended();
-        reason = end ? cursor.endReason() : null;
-      } catch (RuntimeException e) {
-        lock.lock();
-        reading = false;
-        failed(e);
-        List.copyOf(waiting).forEach(Member::signal);
-        return;
-      } catch (Error e) {
-        lock.lock();
-        reading = false;
-        wakeNextReader();
-        throw e;
-      }
+  /** Reads the next batch on the shared cursor for every partition. Caller holds the lock. */
+  void readForAll(Duration wait) {
+    FeedCursor<D> cursor = upstream;
+    reading = true;
+    List<ChangeEvent<D>> batch;
+    Position at;
+    boolean caught;
+    boolean end;
+    String reason;
+    lock.unlock();
+    try {
+      batch = cursor.poll(wait);
+      at = cursor.position();
+      caught = cursor.caughtUp();
+      end = cursor.ended();
+      reason = end ? cursor.endReason() : null;
+    } catch (RuntimeException e) {
       lock.lock();
       reading = false;
-      if (upstream == cursor) {
-        distribute(batch, at, caught, end, reason);
-      }
-      if (shared.isEmpty()) {
-        closeUpstream();
-      }
-      // Wake the partitions that have something now, and one more to read the next batch.
-      boolean next = false;
-      for (Member m : List.copyOf(waiting)) {
-        if (!m.queue.isEmpty() || !m.sharing || upstreamEnded) {
-          m.signal();
-        } else if (!next) {
-          next = true;
-          m.signal();
-        }
-      }
-    }
-
-    /** Leaves the poll without waiting; {@link #signal} runs the wake. Caller holds the lock. */
-    private List<ChangeEvent<D>> park() {
-      parked = true;
-      waiting.add(this);
-      return advanced();
-    }
-
-    /** Lets the partition poll again: wakes its thread, or runs its wake if it parked. Caller holds the lock. */
-    void signal() {
-      if (wake == null) {
-        ready.signal();
-      } else if (parked) {
-        parked = false;
-        waiting.remove(this);
-        wake.run();
-      }
-    }
-
-    @Override
-    public boolean wakeInsteadOfWaiting(Runnable wake, BooleanSupplier waitingForThread) {
+      failed(e);
+      List.copyOf(waiting).forEach(SharedMember::signal);
+      return;
+    } catch (Error e) {
       lock.lock();
-      try {
-        this.wake = Objects.requireNonNull(wake, "wake");
-        this.waitingForThread = Objects.requireNonNull(waitingForThread, "waitingForThread");
-        return true;
-      } finally {
-        lock.unlock();
+      reading = false;
+      wakeNextReader();
+      throw e;
+    }
+    lock.lock();
+    reading = false;
+    if (upstream == cursor) {
+      distribute(batch, at, caught, end, reason);
+    }
+    if (shared.isEmpty()) {
+      closeUpstream();
+    }
+    // Wake the partitions that have something now, and one more to read the next batch.
+    boolean next = false;
+    for (SharedMember<D> m : List.copyOf(waiting)) {
+      if (!m.queue.isEmpty() || !m.sharing() || upstreamEnded) {
+        m.signal();
+      } else if (!next) {
+        next = true;
+        m.signal();
       }
     }
+  }
 
-    @Override
-    public boolean parked() {
-      lock.lock();
-      try {
-        return parked;
-      } finally {
-        lock.unlock();
-      }
-    }
-
-    /** Waits for a wake-up or the time. Caller holds the lock. */
-    private void await(long nanos) throws InterruptedException {
-      waiting.add(this);
-      try {
-        ready.awaitNanos(nanos);
-      } finally {
-        waiting.remove(this);
-      }
-    }
-
-    /**
-     * The partition that holds the shared cursor back, or null: one whose queue is full, or, when
-     * the partitions' queues hold {@code totalLimit} changes together, the one with the most.
-     */
-    private Member holdingBack() {
-      Member largest = null;
-      int total = 0;
-      for (List<Member> list : shared.values()) {
-        for (Member m : list) {
-          int size = m.queue.size();
-          if (size >= queueLimit) {
-            return m;
-          }
-          total += size;
-          if (largest == null || size > largest.queue.size()) {
-            largest = m;
-          }
+  /**
+   * The partition that holds the shared cursor back, or null: one whose queue is full, or, when
+   * the partitions' queues hold {@code totalLimit} changes together, the one with the most.
+   */
+  SharedMember<D> holdingBack() {
+    SharedMember<D> largest = null;
+    int total = 0;
+    for (List<SharedMember<D>> list : shared.values()) {
+      for (SharedMember<D> m : list) {
+        int size = m.queue.size();
+        if (size >= queueLimit) {
+          return m;
+        }
+        total += size;
+        if (largest == null || size > largest.queue.size()) {
+          largest = m;
         }
       }
-      return total >= totalLimit ? largest : null;
     }
-
-    /** Up to a batch from the queue. Caller holds the lock. */
-    private List<ChangeEvent<D>> take() {
-      int n = Math.min(batchSize, queue.size());
-      List<ChangeEvent<D>> out = new ArrayList<>(n);
-      for (int i = 0; i < n; i++) {
-        out.add(queue.removeFirst());
-      }
-      ChangeEvent<D> last = out.get(n - 1);
-      String key = sortKey.apply(last.position());
-      floor = last.position();
-      floorKey = key != null ? key : floorKey;
-      caughtUp = false;
-      if (queue.isEmpty()) {
-        advanced();
-      }
-      if (!reading) {
-        wakeNextReader(); // there may be room now for the next read
-      }
-      return out;
-    }
-
-    /**
-     * Nothing queued: everything the shared cursor read up to its position that is this
-     * partition's was returned, so the partition stands there too. Caller holds the lock.
-     */
-    private List<ChangeEvent<D>> advanced() {
-      if (sharing && queue.isEmpty() && upstreamKey != null && upstreamKey.compareTo(floorKey) > 0
-          && skipThrough == null) {
-        floor = upstreamPosition;
-        floorKey = upstreamKey;
-      }
-      caughtUp = sharing && queue.isEmpty() && upstreamCaughtUp && skipThrough == null;
-      return List.of();
-    }
-
-    /** Reads on its own cursor, and joins the shared one once it stands where that one can serve it. */
-    private List<ChangeEvent<D>> pollOwn(Duration maxWait) {
-      if (own == null) {
-        own = opener.open(partition, floor);
-      }
-      List<ChangeEvent<D>> out = own.poll(maxWait);
-      Position at = own.position();
-      String key = sortKey.apply(at);
-      floor = at;
-      if (key == null) {
-        return out; // a position the shared cursor cannot place: stays on its own
-      }
-      floorKey = key;
-      caughtUp = own.caughtUp();
-      ended = own.ended();
-      if (ended) {
-        endReason = own.endReason();
-        return out;
-      }
-      if (!out.isEmpty() && !caughtUp) {
-        return out; // still catching up
-      }
-      lock.lock();
-      try {
-        if (!closed && attach(this, true)) {
-          FeedCursor<D> mine = own;
-          own = null;
-          mine.close();
-        }
-      } finally {
-        lock.unlock();
-      }
-      return out;
-    }
-
-    @Override
-    public Position position() {
-      return floor;
-    }
-
-    @Override
-    public boolean caughtUp() {
-      return caughtUp;
-    }
-
-    @Override
-    public boolean ended() {
-      return ended && queue.isEmpty();
-    }
-
-    @Override
-    public String endReason() {
-      return endReason != null ? endReason : "the source ended the stream at " + floor;
-    }
-
-    @Override
-    public void acknowledge(Position committed) {
-      FeedCursor<D> mine = own;
-      if (mine != null) {
-        mine.acknowledge(committed);
-      }
-    }
-
-    @Override
-    public void close() {
-      FeedCursor<D> mine;
-      lock.lock();
-      try {
-        if (closed) {
-          return;
-        }
-        closed = true;
-        members.remove(this);
-        waiting.remove(this);
-        parked = false;
-        if (sharing) {
-          detach(this);
-        }
-        queue.clear();
-        mine = own;
-        own = null;
-        wakeNextReader();
-      } finally {
-        lock.unlock();
-      }
-      if (mine != null) {
-        mine.close();
-      }
-    }
-
-    @Override
-    public String toString() {
-      return partition + " of " + stream + (sharing ? " (shared reader)" : " (own cursor)") + " at " + floor;
-    }
+    return total >= totalLimit ? largest : null;
   }
 }

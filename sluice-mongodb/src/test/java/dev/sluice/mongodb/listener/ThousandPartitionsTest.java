@@ -81,7 +81,7 @@ class ThousandPartitionsTest {
       // Idle partitions park (ADR 0075): no thread waits in a poll for another partition's read.
       for (int sample = 0; sample < 20; sample++) {
         assertThat(Thread.getAllStackTraces().values().stream().flatMap(Arrays::stream)
-            .filter(f -> f.getClassName().endsWith("SharedReader$Member") && f.getMethodName().equals("await"))
+            .filter(f -> f.getClassName().endsWith("SharedMember") && f.getMethodName().equals("await"))
             .toList()).isEmpty();
       }
     } finally {

@@ -1,6 +1,5 @@
 package dev.sluice.postgres.feed;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.DocumentState;
 import dev.sluice.feed.FeedCursor;
@@ -11,23 +10,17 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.Position;
 import dev.sluice.feed.StartPoint;
 import java.nio.ByteBuffer;
-import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import org.postgresql.PGConnection;
 import org.postgresql.replication.LogSequenceNumber;
-import org.postgresql.replication.PGReplicationStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,29 +29,24 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Every row change of a transaction counts, whatever its table or partition, so that a position
  * inside a transaction ({@link PgPosition}) names the same change on every replay.
+ *
+ * <p>This class follows the stream message by message (transactions, the position, the changes
+ * this partition receives); the rest has a file of its own: where the read starts ({@link
+ * PgStartPosition}), the bootstrap snapshot ({@link PgSnapshotRead}), the replication stream with
+ * its slot take-over, keep-alive and acknowledgements ({@link PgSlotStream}), the rows of pgoutput
+ * messages ({@link PgRowDecoder}), the catalog queries ({@link PgCatalog}) and the key ranges a
+ * restarted snapshot covers ({@link PgCovers}).
  */
 final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private static final Logger log = LoggerFactory.getLogger(PgFeedCursor.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
-  /** OIDs below this are the built-in types'. */
-  private static final int FIRST_NORMAL_OBJECT_ID = 16384;
   private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
-  /** How long a listener's cursor waits for the session it ended to let go of the slot. */
-  private static final long TAKE_OVER_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final PostgresChangeFeed feed;
   private final PartitionSpec partition;
   private final String slot;
   private final PgSlot slots;
-  private final Map<Integer, PgOutput.Relation> relations = new HashMap<>();
-  /** The base type of each non-built-in column type seen (a domain's; others themselves), by OID. */
-  private final Map<Integer, Integer> baseTypes = new HashMap<>();
-  /** Names of the non-built-in types the stream described (TYPE messages), by OID. */
-  private final Map<Integer, String> typeNames = new HashMap<>();
-
-  private Connection connection;
-  private PGReplicationStream stream;
+  private final PgSlotStream stream;
   private Position position;
   /** The transaction boundary the stream stands after (where a restart resumes). */
   private long boundary;
@@ -69,21 +57,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private long rows;
   /** The logical-decoding messages of the transaction being read, counted apart from rows (ADR 0096). */
   private long messages;
-  /** The snapshot being read (bootstrap), and where it stands; null once it is complete. */
-  private PgSnapshot snapshot;
-  private PgPosition.SnapshotAt snapshotAt;
-  /** Where the slot started (the snapshot's consistent point): the stream's start after the snapshot. */
-  private long slotStart;
-  /** Key ranges read in a later snapshot after a restart: their earlier changes are left out. */
-  private List<PgPosition.Cover> covers = List.of();
-  /** Tables uncovered while covers apply: none of their later changes is left out. */
-  private final java.util.Set<String> uncovered = new java.util.TreeSet<>();
-  /** A plain connection for the catalog and key comparisons, opened when first needed. */
-  private Connection sql;
-  /** Tables by qualified name, read from the catalog when first needed. */
-  private final Map<String, PgSnapshot.Table> tables = new HashMap<>();
-  /** The key columns of each relation, until its next RELATION message. */
-  private final Map<Integer, boolean[]> keyColumns = new HashMap<>();
+  /** The snapshot being read (bootstrap); null once it is complete, or when the partition starts with the stream. */
+  private PgSnapshotRead snapshot;
+  /** Key ranges read in a later snapshot after a restart, whose earlier changes are left out. */
+  private final PgCovers covers;
+  private final PgCatalog catalog;
+  private final PgRowDecoder decoder;
   /** Rows of the first transaction to skip: processed before the restart that opened this cursor. */
   private long skipXid;
   private long skipRows;
@@ -92,42 +71,38 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private int skipPart;
   private boolean caughtUp;
   private FeedException failure;
-  /** Held while the stream is used: by poll, acknowledge and close, and by the keep-alive. */
-  private final java.util.concurrent.locks.ReentrantLock streamLock = new java.util.concurrent.locks.ReentrantLock();
-  /** When the server was last told our status and asked for a reply (System.nanoTime). */
-  private volatile long lastProbe = System.nanoTime();
-  private java.util.concurrent.ScheduledFuture<?> keepAlive;
-  /** The replication connection's token for {@link ReplicationSockets}. */
-  private String token;
-  /** When bytes last arrived on the replication connection (System.nanoTime); null: not known. */
-  private java.util.concurrent.atomic.AtomicLong heard;
-  /** Whether the replication connection was found silent: closed without ending the stream. */
-  private boolean silent;
 
   PgFeedCursor(PostgresChangeFeed feed, PartitionSpec partition, String slot) {
     this.feed = feed;
     this.partition = partition;
     this.slot = slot;
     this.slots = new PgSlot(feed, slot);
+    this.catalog = new PgCatalog(feed, slot);
+    this.decoder = new PgRowDecoder(catalog);
+    this.covers = new PgCovers(feed, catalog);
+    this.stream = new PgSlotStream(feed, slot, slots);
   }
 
   void start(StartPoint start) {
     try {
-      PgPosition from = startPosition(start);
+      PgStartPosition.Start begin = new PgStartPosition(feed, slot, slots).resolve(start);
+      PgPosition from = begin.from();
+      if (begin.snapshot() != null) {
+        snapshot = new PgSnapshotRead(feed, partition, slot, covers, begin.snapshot(), from);
+      }
       boundary = from.lsn();
       skipXid = from.xid();
       skipRows = from.rows();
       skipMessages = from.messages();
       skipPart = from.part();
-      covers = from.covers();
-      uncovered.addAll(from.uncovered());
+      covers.resume(from);
       position = from.toPosition(start instanceof StartPoint.After a ? a.position().time() : null);
-      if (snapshotAt == null) {
-        openStream(from.lsn());
+      if (snapshot == null) {
+        stream.open(from.lsn());
       }
     } catch (SQLException e) {
       close();
-      throw translate(e, snapshotAt != null || start instanceof StartPoint.Snapshot
+      throw translate(e, start instanceof StartPoint.Snapshot
           ? "read the snapshot of slot " + slot : "open the replication stream of slot " + slot);
     } catch (RuntimeException e) {
       close();
@@ -135,197 +110,25 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
-  private void openStream(long lsn) throws SQLException {
-    long deadline = System.nanoTime() + TAKE_OVER_NANOS;
-    boolean ended = false;
-    while (true) {
-      try {
-        startStream(lsn);
-        return;
-      } catch (SQLException e) {
-        closeStream();
-        String message = e.getMessage() == null ? "" : e.getMessage();
-        if (feed.group == null || !message.contains("is active for PID") || System.nanoTime() > deadline) {
-          throw e;
-        }
-        if (!ended) {
-          ended = slots.endHolder();
-        }
-        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // the ended session lets go of the slot
-      }
-    }
-  }
-
-  private void startStream(long lsn) throws SQLException {
-    token = java.util.UUID.randomUUID().toString();
-    heard = ReplicationSockets.register(token);
-    silent = false;
-    connection = feed.connectForReplication(token);
-    if (heard.get() == ReplicationSockets.NO_SOCKET) {
-      // The URL named a socket factory of its own, which wins over the feed's: silence cannot be told.
-      log.warn("PostgreSQL feed '{}': the replication URL sets its own socketFactory, so the feed cannot tell"
-          + " when the server last sent anything: a cut-off replication connection of slot {} is noticed only"
-          + " when the operating system gives it up (replicationTimeout does not apply)", feed.stream(), slot);
-      heard = null;
-    }
-    var builder = connection.unwrap(PGConnection.class).getReplicationAPI()
-        .replicationStream()
-        .logical()
-        .withSlotName(slot)
-        .withStartPosition(LogSequenceNumber.valueOf(lsn))
-        .withSlotOption("proto_version", "1")
-        .withSlotOption("publication_names", feed.publication);
-    if (feed.wantsMessages()) {
-      // pgoutput sends logical-decoding messages only when asked (PostgreSQL 14 and later; an
-      // older server refuses the option, naming it).
-      builder = builder.withSlotOption("messages", "true");
-    }
-    stream = builder
-        .withStatusInterval((int) feed.statusInterval.toMillis(), TimeUnit.MILLISECONDS)
-        // pgjdbc would otherwise confirm the server's position on its own when idle, moving the
-        // slot past the engine's checkpoint; the slot moves only through acknowledge (ADR 0063).
-        .withAutomaticFlush(false)
-        .start();
-    lastProbe = System.nanoTime();
-    keepAlive = feed.keepAlive(this::keepAlive, feed.statusInterval.toNanos());
-  }
-
-  /** Where to stream from; creates the slot when the partition has none. */
-  private PgPosition startPosition(StartPoint start) throws SQLException {
-    feed.checkPublication();
-    PgSlot.State state = slots.state();
-    if (start instanceof StartPoint.After after) {
-      PgPosition at;
-      try {
-        at = PgPosition.parse(after.position());
-      } catch (IllegalArgumentException e) {
-        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': the checkpoint " + e.getMessage()
-            + "; it was not written by this feed", e, false);
-      }
-      if (state == null) {
-        // Not created again here: a new slot would start now and, read from this checkpoint, skip
-        // everything in between without a word. The history-lost policy chooses the new start
-        // (re-snapshot or latest, each with the gap recorded), and creates the slot for it.
-        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " does not exist,"
-            + " so the server kept no WAL since the checkpoint: history lost. It was dropped (by an operator, by"
-            + " 'sluice slots --drop' while no lease used it, or by a tool), or the checkpoint is from another"
-            + " database. The slot is created again only when the history-lost policy starts the partition"
-            + " afresh (RESNAPSHOT or SKIP_TO_LATEST)", null);
-      }
-      if (state.lost()) {
-        throw lost(after.position(), state);
-      }
-      if (state.confirmed() > at.lsn()) {
-        throw new HistoryLostException(after.position(), null, "replication slot " + slot + " has already"
-            + " confirmed " + LogSequenceNumber.valueOf(state.confirmed()).asString() + ", past the checkpoint:"
-            + " something else read and confirmed through this slot", null);
-      }
-      if (at.snapshot() != null) {
-        // The snapshot the checkpoint was read in died with its session: the rest of the rows are
-        // read in a new one, and the changes it already holds are left out of the stream.
-        snapshot = PgSnapshot.export(feed, temporarySlotName(), true);
-        snapshot.table(at.snapshot().table());
-        snapshotAt = at.snapshot();
-        slotStart = at.lsn();
-        List<PgPosition.Cover> more = new ArrayList<>(at.covers());
-        more.add(new PgPosition.Cover(at.snapshot().table(), at.snapshot().after(), snapshot.consistentPoint()));
-        log.info("PostgreSQL feed '{}': slot {} resumes its snapshot after {} {} in a new snapshot consistent at {}",
-            feed.stream(), slot, at.snapshot().table(), at.snapshot().after() == null ? "(start)" : at.snapshot().after(),
-            PgSnapshot.lsn(snapshot.consistentPoint()));
-        return new PgPosition(at.lsn(), 0, 0, snapshotAt, more, at.uncovered());
-      }
-      return at;
-    }
-    if (start instanceof StartPoint.Snapshot) {
-      if (state != null) {
-        // Nothing to resume from this slot: a bootstrap that crashed before its first commit, a
-        // group started afresh, or lost history repaired by a snapshot (HistoryLostPolicy
-        // RESNAPSHOT). The snapshot needs a slot created with it.
-        log.warn("PostgreSQL feed '{}': replication slot {} exists but a snapshot starts the partition (no"
-            + " checkpoint, or lost history repaired); dropping it to create it again with a snapshot", feed.stream(), slot);
-        slots.drop();
-      }
-      snapshot = PgSnapshot.export(feed, slot, false);
-      slotStart = snapshot.consistentPoint();
-      snapshotAt = new PgPosition.SnapshotAt(snapshot.tables().get(0).qualifiedName(), null);
-      log.info("PostgreSQL feed '{}': created replication slot {} at {} with a snapshot of {}", feed.stream(), slot,
-          PgSnapshot.lsn(slotStart), snapshot.tables().stream().map(PgSnapshot.Table::qualifiedName).toList());
-      return new PgPosition(slotStart, 0, 0, snapshotAt, List.of());
-    }
-    if (start instanceof StartPoint.AtTime) {
-      throw new FeedException("PostgreSQL feed '" + feed.stream() + "': starting at a time is not supported"
-          + " (WAL positions are not indexed by time); start at oldest (what the slot still holds) or latest", null, false);
-    }
-    if (state != null && state.lost()) {
-      // Starting afresh (the policy skips to latest, or a new group starts at oldest): the
-      // invalidated slot can never be read again; a new one starts now.
-      log.warn("PostgreSQL feed '{}': replication slot {} was invalidated (wal_status lost); dropping it and"
-          + " creating it again to start at {}", feed.stream(), slot, start);
-      slots.drop();
-      state = null;
-    }
-    long created = state == null ? slots.create() : -1;
-    if (start instanceof StartPoint.Oldest) {
-      return PgPosition.boundary(state == null ? created : state.confirmed());
-    }
-    // Latest: the server's current WAL position (what was committed before is not delivered).
-    try (Connection c = feed.connect(false); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()")) {
-      rs.next();
-      long current = LogSequenceNumber.valueOf(rs.getString(1)).asLong();
-      return PgPosition.boundary(Math.max(current, state == null ? created : state.confirmed()));
-    }
-  }
-
-  private HistoryLostException lost(Position from, PgSlot.State state) {
-    return new HistoryLostException(from == null ? new Position("0/0", null) : from, null,
-        "replication slot " + slot + " was invalidated (wal_status " + state.walStatus() + "): it fell behind"
-            + " max_slot_wal_keep_size and the server removed WAL it still needed; drop it"
-            + " (SELECT pg_drop_replication_slot('" + slot + "')) for the feed to create it again", null);
-  }
-
   @Override
   public List<ChangeEvent<Map<String, Object>>> poll(Duration maxWait) {
     if (failure != null) {
       throw failure;
     }
-    if (snapshotAt != null) {
+    if (snapshot != null) {
       return readSnapshot();
     }
-    streamLock.lock();
+    stream.lock();
     try {
       return read(maxWait);
     } finally {
-      streamLock.unlock();
-    }
-  }
-
-  /**
-   * Tells the server this reader is alive and what it confirmed while the engine does not read (a
-   * slow handler, a long checkpoint): the server ends a replication connection that says nothing
-   * for {@code wal_sender_timeout} (60 s by default). Runs on the feed's keep-alive thread; never
-   * waits for a read in progress.
-   */
-  private void keepAlive() {
-    if (System.nanoTime() - lastProbe < feed.statusInterval.toNanos() || !streamLock.tryLock()) {
-      return;
-    }
-    try {
-      if (stream != null && !stream.isClosed()) {
-        stream.forceUpdateStatus();
-        lastProbe = System.nanoTime();
-      }
-    } catch (SQLException e) {
-      log.debug("PostgreSQL feed '{}': keep-alive of slot {} failed (the next read reports it): {}",
-          feed.stream(), slot, e.toString());
-    } finally {
-      streamLock.unlock();
+      stream.unlock();
     }
   }
 
   private List<ChangeEvent<Map<String, Object>>> read(Duration maxWait) {
     List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
-    if (stream == null) {
+    if (!stream.isOpen()) {
       return out;
     }
     long deadline = System.nanoTime() + Math.max(0, maxWait.toNanos());
@@ -335,31 +138,21 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       try {
         message = stream.readPending();
       } catch (SQLException e) {
-        failure = translate(e, "read slot " + slot);
-        close();
-        if (out.isEmpty()) {
-          throw failure;
-        }
-        return out;
+        return stop(translate(e, "read slot " + slot), out);
       }
       if (message == null) {
         // Everything the server sent has been read: a connection silent past the replication
         // timeout although asked for a reply every status interval is cut off (ADR 0106).
-        FeedException dead = silence();
+        FeedException dead = stream.silence();
         if (dead == null) {
           try {
-            probeIfDue();
+            stream.probeIfDue();
           } catch (SQLException e) {
             dead = translate(e, "tell slot " + slot + " its status");
           }
         }
         if (dead != null) {
-          failure = dead;
-          close();
-          if (out.isEmpty()) {
-            throw failure;
-          }
-          return out;
+          return stop(dead, out);
         }
         caughtUp = true;
         idleAdvance();
@@ -380,14 +173,9 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       try {
         decoded = PgOutput.decode(message);
       } catch (PgOutput.Malformed e) {
-        failure = new FeedException("PostgreSQL feed '" + feed.stream() + "': a message after " + position
+        return stop(new FeedException("PostgreSQL feed '" + feed.stream() + "': a message after " + position
             + " of slot " + slot + " cannot be decoded: " + e.getMessage() + ". The cursor stops here so that"
-            + " nothing is skipped", e, false);
-        close();
-        if (out.isEmpty()) {
-          throw failure;
-        }
-        return out;
+            + " nothing is skipped", e, false), out);
       }
       accept(decoded, out);
       // The deadline holds whatever arrives: a backlog or a large transaction of other keys or
@@ -400,99 +188,40 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
   }
 
-  /**
-   * Tells the server our status and asks it for a reply once the last ask is a status interval old
-   * (pgjdbc's own periodic status asks for none): the server answers at once, so a live
-   * connection is never silent much longer than a status interval.
-   */
-  private void probeIfDue() throws SQLException {
-    if (System.nanoTime() - lastProbe >= feed.statusInterval.toNanos()) {
-      stream.forceUpdateStatus();
-      lastProbe = System.nanoTime();
-    }
-  }
-
-  /**
-   * The failure of a replication connection from which nothing arrived for longer than the
-   * replication timeout, or null: it is closed without the goodbye a half-open connection would
-   * never answer, and the engine re-opens the partition at its last checkpoint.
-   */
-  private FeedException silence() {
-    if (heard == null) {
-      return null;
-    }
-    long quietNanos = System.nanoTime() - heard.get();
-    if (quietNanos <= feed.replicationTimeout.toNanos()) {
-      return null;
-    }
-    silent = true;
-    String reason = "PostgreSQL feed '" + feed.stream() + "': nothing arrived on the replication connection of"
-        + " slot " + slot + " for " + TimeUnit.NANOSECONDS.toMillis(quietNanos) + " ms although the server was"
-        + " asked for a reply every " + feed.statusInterval.toMillis() + " ms (replicationTimeout "
-        + feed.replicationTimeout.toMillis() + " ms): the connection is cut off or half-open (a network"
-        + " partition, a server that is gone, a walsender the server ended); closing it to read again from the"
-        + " last checkpoint";
-    log.warn(reason);
-    return new FeedException(reason, null, true);
-  }
-
   /** The next chunk of the snapshot; at its end the stream starts where the slot did. */
   private List<ChangeEvent<Map<String, Object>>> readSnapshot() {
     List<ChangeEvent<Map<String, Object>>> out = new ArrayList<>();
     try {
-      PgSnapshot.Table table = snapshot.table(snapshotAt.table());
-      List<PgSnapshot.Row> chunk = snapshot.read(table, snapshotAt.after(), feed.batchSize);
-      String at = PgSnapshot.lsn(slotStart);
-      for (PgSnapshot.Row row : chunk) {
-        snapshotAt = new PgPosition.SnapshotAt(table.qualifiedName(), row.key());
-        position = positionAt(slotStart, 0, 0, snapshotAt, null);
-        String key = row.eventKey();
-        if (partition.owns(key)) {
-          String id = "snapshot@" + at + ":" + table.qualifiedName() + ":" + key;
-          ChangeEvent<Map<String, Object>> change;
-          try {
-            change = new ChangeEvent<>(id, feed.stream(), position, Operation.SNAPSHOT, key, row.documentKey(),
-                row.document(), null, Map.of("table", table.qualifiedName(), "snapshot", at));
-          } catch (Unconvertible e) {
-            String reason = "PostgreSQL feed '" + feed.stream() + "': snapshot row " + id + " at " + position + " "
-                + e.describe(table.qualifiedName());
-            log.warn("{}; handed on as an undecodable change of key {}", reason, key);
-            change = new ChangeEvent<>(id, feed.stream(), position, Operation.SNAPSHOT, key, null, null, null,
-                new dev.sluice.feed.UndecodableChange(reason, Map.of("table", table.qualifiedName(), "snapshot", at,
-                    "columns", row.columnTexts())));
-          }
-          out.add(change);
+      try {
+        snapshot.read(out);
+      } finally {
+        if (snapshot.position() != null) {
+          position = snapshot.position(); // the last row or table read
         }
       }
-      if (chunk.size() < feed.batchSize) {
-        PgSnapshot.Table next = snapshot.next(table.qualifiedName());
-        if (next != null) {
-          snapshotAt = new PgPosition.SnapshotAt(next.qualifiedName(), null);
-          position = positionAt(slotStart, 0, 0, snapshotAt, null);
-        } else {
-          log.info("PostgreSQL feed '{}': snapshot of slot {} read; streaming from {}", feed.stream(), slot, at);
-          snapshot.close();
-          snapshot = null;
-          snapshotAt = null;
-          boundary = slotStart;
-          position = positionAt(slotStart, 0, 0, null, null);
-          openStream(slotStart);
-        }
+      if (snapshot.done()) {
+        boundary = snapshot.slotStart();
+        snapshot = null;
+        stream.open(boundary);
       }
       return out;
     } catch (SQLException e) {
-      failure = translate(e, "read the snapshot of slot " + slot);
-      close();
-      if (out.isEmpty()) {
-        throw failure;
-      }
-      return out;
+      return stop(translate(e, "read the snapshot of slot " + slot), out);
     }
   }
 
-  /** Gives the slot name of a temporary slot exporting a snapshot (dropped with its session). */
-  private String temporarySlotName() {
-    return "sluice_snapshot_" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong() >>> 1);
+  /**
+   * The cursor stops at {@code failure}: closed, it returns what was read before it, and the next
+   * poll (or this one, when nothing was read) throws it.
+   */
+  private List<ChangeEvent<Map<String, Object>>> stop(FeedException failure,
+      List<ChangeEvent<Map<String, Object>>> out) {
+    this.failure = failure;
+    close();
+    if (out.isEmpty()) {
+      throw failure;
+    }
+    return out;
   }
 
   /**
@@ -505,7 +234,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     if (xid != 0 || skipXid != 0) {
       return; // inside a transaction, or before the one a checkpoint inside it names: the position names it
     }
-    long sent = stream.getLastReceiveLSN().asLong();
+    long sent = stream.lastReceiveLsn();
     if (sent > boundary) {
       boundary = sent;
       position = positionAt(boundary, 0, 0, null, position.time());
@@ -529,17 +258,12 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
             + ") now has " + rows + " changes");
       }
       boundary = c.endLsn();
-      if (!covers.isEmpty() && covers.stream().allMatch(cover -> boundary >= cover.lsn())) {
-        covers = List.of(); // every later transaction committed after every covering snapshot
-        uncovered.clear();
-      }
+      covers.committed(boundary);
       position = positionAt(boundary, 0, 0, null, c.commitTime());
       xid = 0;
       skipXid = 0;
     } else if (m instanceof PgOutput.Relation r) {
-      relations.put(r.id(), r);
-      tables.remove(r.qualifiedName());
-      keyColumns.remove(r.id());
+      decoder.described(r);
     } else if (m instanceof PgOutput.Insert i) {
       row(i.relationId(), Operation.INSERT, i.row(), null, out);
     } else if (m instanceof PgOutput.Update u) {
@@ -548,12 +272,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       row(d.relationId(), Operation.DELETE, null, d.old(), out);
     } else if (m instanceof PgOutput.Truncate t) {
       for (int id : t.relationIds()) {
-        PgOutput.Relation r = relation(id);
-        if (!covers.isEmpty()) {
-          // The consumer empties the table: rows a later snapshot held, written again after this,
-          // must then come through the stream too.
-          uncovered.add(r.qualifiedName());
-        }
+        PgOutput.Relation r = decoder.relation(id);
+        covers.truncated(r.qualifiedName());
         if (!advance() || !wanted(r)) {
           continue;
         }
@@ -565,7 +285,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     } else if (m instanceof PgOutput.LogicalMessage lm) {
       message(lm, out);
     } else if (m instanceof PgOutput.Type t) {
-      typeNames.put(t.oid(), t.namespace() + "." + t.name()); // for errors naming a column's type
+      catalog.described(t);
     }
     // ORIGIN carries nothing a change needs.
   }
@@ -601,7 +321,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     }
     Map<String, Object> document = new LinkedHashMap<>();
     document.put("prefix", m.prefix());
-    document.put("content", content(m.content()));
+    document.put("content", PgRowDecoder.content(m.content()));
     document.put("transactional", m.transactional());
     document.put("lsn", LogSequenceNumber.valueOf(m.lsn()).asString());
     Map<String, Object> raw = new LinkedHashMap<>(document);
@@ -609,18 +329,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     out.add(new ChangeEvent<>(id, feed.stream(), position, Operation.MESSAGE, m.prefix(),
         Map.of("prefix", m.prefix()), Collections.unmodifiableMap(document), time,
         Collections.unmodifiableMap(raw), DocumentState.AFTER_CHANGE, null, null));
-  }
-
-  /** A message's content as text when it is UTF-8 (as {@code pg_logical_emit_message(bool, text, text)} writes), else its bytes. */
-  private static Object content(byte[] bytes) {
-    try {
-      return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
-          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
-          .decode(ByteBuffer.wrap(bytes)).toString();
-    } catch (java.nio.charset.CharacterCodingException e) {
-      return bytes;
-    }
   }
 
   /**
@@ -639,7 +347,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   /** A position of this cursor: at {@code lsn} (and inside transaction {@code xid}), with its snapshot state. */
   private Position positionAt(long lsn, long xid, long rows, PgPosition.SnapshotAt at, Instant time) {
-    return new PgPosition(lsn, xid, rows, at, covers, uncovered, 0, xid == 0 ? 0 : messages).toPosition(time);
+    return covers.at(lsn, xid, rows, at, 0, xid == 0 ? 0 : messages).toPosition(time);
   }
 
   /** Counts one change of the transaction; false if it was processed before this cursor opened. */
@@ -651,33 +359,26 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   private void row(int relationId, Operation op, List<PgOutput.Value> row, List<PgOutput.Value> old,
       List<ChangeEvent<Map<String, Object>>> out) {
-    PgOutput.Relation r = relation(relationId);
+    PgOutput.Relation r = decoder.relation(relationId);
     if (!advance() || !wanted(r)) {
       return;
     }
     List<PgOutput.Value> keySource = row != null ? row : old;
-    boolean[] keyColumns = keyColumns(r);
-    List<String> keyTexts = new ArrayList<>();
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (keyColumns[i]) {
-        keyTexts.add(keyValue(keySource, old, i).text());
-      }
-    }
-    String key = key(r.qualifiedName(), keyTexts);
-    String rowId = rowId(r.qualifiedName(), keyTexts);
-    if (!covers.isEmpty() && !uncovered.contains(r.qualifiedName()) && !uncovered.contains(rowId)
-        && coveredBefore(r, keySource)) {
-      if (old == null || coveredBefore(r, old)) {
+    List<String> keyTexts = decoder.keyTexts(r, keySource, old);
+    String key = PgRowDecoder.key(r.qualifiedName(), keyTexts);
+    String rowId = PgRowDecoder.rowId(r.qualifiedName(), keyTexts);
+    if (covers.applyTo(r, rowId) && covers.coveredBefore(r, keySource, finalLsn)) {
+      if (old == null || covers.coveredBefore(r, old, finalLsn)) {
         return; // the row was read, with this change, in a snapshot taken after it
       }
       // An update moved the key out of a range read earlier: delivered, so the consumer drops the
       // old key; the new key then holds this older state, so its later changes must come too.
-      uncovered.add(rowId);
+      covers.uncover(rowId);
       position = positionAt(boundary, xid, rows, null, commitTime);
     }
     // An update that changed the row's key: its old key's partition gets a delete (ADR 0094),
     // unless that delete was processed before this cursor opened.
-    String oldKey = old != null && op == Operation.UPDATE ? oldKey(r, old, keyTexts) : null;
+    String oldKey = old != null && op == Operation.UPDATE ? decoder.oldKey(r, old, keyTexts) : null;
     boolean deliverOldKeysDelete = oldKey != null && partition.receives(oldKey)
         && !(xid == skipXid && rows == skipRows + 1 && skipPart == 1);
     if (!partition.receives(key) && !deliverOldKeysDelete) {
@@ -686,38 +387,33 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     Map<String, Object> raw = new LinkedHashMap<>();
     raw.put("table", r.qualifiedName());
     raw.put("xid", xid);
-    boolean wholeRow = old != null && old.size() == r.columns().size() && oldIsWholeRow(r);
-    Map<String, Object> documentKey = new LinkedHashMap<>();
+    boolean wholeRow = old != null && old.size() == r.columns().size() && PgRowDecoder.oldIsWholeRow(r);
+    Map<String, Object> documentKey;
     Map<String, Object> document = null;
     Map<String, Object> before = null;
     Map<String, Object> oldValues = null;
     Map<String, Object> oldKeyValues = null;
     List<String> unchanged = List.of();
     try {
-      for (int i = 0; i < r.columns().size(); i++) {
-        if (keyColumns[i]) {
-          documentKey.put(r.columns().get(i).name(), convert(r, i, keyValue(keySource, old, i).text()));
-        }
-      }
+      documentKey = decoder.documentKey(r, keySource, old);
       if (old != null) {
-        oldValues = Collections.unmodifiableMap(values(r, old, null, true));
+        oldValues = Collections.unmodifiableMap(decoder.values(r, old, null, true));
         raw.put(wholeRow ? "before" : "oldKey", oldValues);
         before = wholeRow ? oldValues : null; // REPLICA IDENTITY FULL: the whole row before the change
         if (oldKey != null) {
-          oldKeyValues = keyOf(r, oldValues);
+          oldKeyValues = decoder.keyOf(r, oldValues);
         }
       }
       if (row != null) {
         // An unchanged TOASTed value is not sent ('u'): the whole old row (REPLICA IDENTITY FULL)
         // has it; without one the row is partial (ADR 0092).
-        document = values(r, row, wholeRow ? old : null, false);
-        unchanged = unchangedColumns(r, row, wholeRow ? old : null);
+        document = decoder.values(r, row, wholeRow ? old : null, false);
+        unchanged = PgRowDecoder.unchangedColumns(r, row, wholeRow ? old : null);
       }
     } catch (Unconvertible e) {
       // Handed on under the key this partition delivers (the new one, else the old key's delete).
       boolean asNew = partition.receives(key);
-      out.add(undecodable(r, asNew ? op : Operation.DELETE, asNew ? key : oldKey, keyTexts, keyColumns, keySource,
-          raw, e));
+      out.add(undecodable(r, asNew ? op : Operation.DELETE, asNew ? key : oldKey, keyTexts, keySource, raw, e));
       return;
     }
     if (oldKey != null) {
@@ -731,8 +427,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       deleteRaw.put(before != null ? "before" : "oldKey", oldValues);
       deleteRaw.put("keyChangedTo", key);
       if (deliverOldKeysDelete) {
-        Position between = new PgPosition(boundary, xid, rows - 1, null, covers, uncovered, 1, messages)
-            .toPosition(commitTime);
+        Position between = covers.at(boundary, xid, rows - 1, null, 1, messages).toPosition(commitTime);
         out.add(new ChangeEvent<>(eventId() + ":old-key", feed.stream(), between, Operation.DELETE, oldKey,
             oldKeyValues, null, commitTime, Collections.unmodifiableMap(deleteRaw), DocumentState.NONE, null,
             before));
@@ -761,230 +456,19 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     out.add(event);
   }
 
-  /** A key column's value: the old one when the new row does not carry it (an unchanged TOASTed key). */
-  private static PgOutput.Value keyValue(List<PgOutput.Value> source, List<PgOutput.Value> old, int i) {
-    PgOutput.Value v = source.get(i);
-    return v.kind() == 'u' && old != null ? old.get(i) : v;
-  }
-
   /**
    * A row that cannot be converted (a value no mapping reads): handed on as an undecodable change of
    * its own key, which the engine parks or blocks on by the failure policy; every other key goes on.
    */
   private ChangeEvent<Map<String, Object>> undecodable(PgOutput.Relation r, Operation op, String key,
-      List<String> keyTexts, boolean[] keyColumns, List<PgOutput.Value> keySource, Map<String, Object> raw,
-      Unconvertible e) {
-    Map<String, Object> texts = new LinkedHashMap<>();
-    for (int i = 0; i < r.columns().size() && i < keySource.size(); i++) {
-      texts.put(r.columns().get(i).name(), keySource.get(i).text());
-    }
-    raw.put("columns", Collections.unmodifiableMap(texts));
-    Map<String, Object> documentKey = new LinkedHashMap<>();
-    int k = 0;
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (keyColumns[i]) {
-        documentKey.put(r.columns().get(i).name(), keyTexts.get(k++)); // the key's text: it may be what failed
-      }
-    }
+      List<String> keyTexts, List<PgOutput.Value> keySource, Map<String, Object> raw, Unconvertible e) {
+    raw.put("columns", PgRowDecoder.columnTexts(r, keySource));
+    Map<String, Object> documentKey = decoder.keyByName(r, keyTexts); // the key's text: it may be what failed
     String reason = "PostgreSQL feed '" + feed.stream() + "': change " + eventId() + " at " + position + " "
         + e.describe(r.qualifiedName());
     log.warn("{}; handed on as an undecodable change of key {}", reason, key);
     return new ChangeEvent<>(eventId(), feed.stream(), position, op, key, Collections.unmodifiableMap(documentKey),
         null, commitTime, new dev.sluice.feed.UndecodableChange(reason, Collections.unmodifiableMap(raw)));
-  }
-
-  /** A column value that cannot be converted, naming the column, its type and its text. */
-  static final class Unconvertible extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-    final String column;
-    final String type;
-    final String text;
-
-    Unconvertible(String column, String type, String text, RuntimeException cause) {
-      super("column " + column + " (" + type + "): " + cause.getMessage(), cause);
-      this.column = column;
-      this.type = type;
-      this.text = text.length() <= 1000 ? "'" + text + "'"
-          : "'" + text.substring(0, 1000) + "'... (" + text.length() + " characters)";
-    }
-
-    /** What cannot be converted, where: for the reason of an undecodable change. */
-    String describe(String table) {
-      return "of " + table + ": column " + column + " of type " + type + " holds a value that cannot be converted ("
-          + getCause() + "): " + text;
-    }
-  }
-
-  /**
-   * The type whose values a column of type {@code oid} holds: for a domain its base type, read
-   * from the catalog once per type (built-in types, below FirstNormalObjectId, are no domains).
-   */
-  private int baseType(PgOutput.Relation r, int oid) {
-    if (oid < FIRST_NORMAL_OBJECT_ID) {
-      return oid;
-    }
-    Integer base = baseTypes.get(oid);
-    if (base == null) {
-      try (java.sql.PreparedStatement s = sql().prepareStatement("SELECT " + PgSnapshot.baseTypeOf("?::oid"))) {
-        s.setInt(1, oid);
-        try (ResultSet rs = s.executeQuery()) {
-          base = rs.next() && rs.getObject(1) != null ? (int) rs.getLong(1) : oid;
-        }
-      } catch (SQLException e) {
-        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot read the type of a column of "
-            + r.qualifiedName() + " (oid " + oid + ") from the catalog: " + e.getMessage(), e, true);
-      }
-      baseTypes.put(oid, base);
-    }
-    return base;
-  }
-
-  /** Column {@code i}'s value of {@code text}, or an {@link Unconvertible} naming it. */
-  private Object convert(PgOutput.Relation r, int i, String text) {
-    PgOutput.Column c = r.columns().get(i);
-    int base = baseType(r, c.typeOid());
-    try {
-      return PgValues.convert(base, text);
-    } catch (RuntimeException e) {
-      String type = typeNames.get(c.typeOid());
-      throw new Unconvertible(c.name(), type != null ? type : PgValues.typeName(c.typeOid()), text, e);
-    }
-  }
-
-  /**
-   * The old key of an update that changed its row's key, or null when the key stayed. pgoutput
-   * sends the old key ('K') only when the replica identity's columns changed, or the whole old row
-   * ('O') under REPLICA IDENTITY FULL: either way the key columns' texts tell.
-   */
-  private String oldKey(PgOutput.Relation r, List<PgOutput.Value> old, List<String> newKey) {
-    boolean[] keyColumns = keyColumns(r);
-    List<String> texts = new ArrayList<>();
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (keyColumns[i]) {
-        PgOutput.Value v = i < old.size() ? old.get(i) : null;
-        if (v == null || v.kind() == 'u' || v.kind() == 'n') {
-          return null; // not sent: the key cannot be compared, and pgoutput sends a changed key whole
-        }
-        texts.add(v.text());
-      }
-    }
-    return texts.equals(newKey) ? null : key(r.qualifiedName(), texts);
-  }
-
-  /** The key columns' values of an old tuple, converted as {@link #values} converts them. */
-  private Map<String, Object> keyOf(PgOutput.Relation r, Map<String, Object> oldValues) {
-    boolean[] keyColumns = keyColumns(r);
-    Map<String, Object> out = new LinkedHashMap<>();
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (keyColumns[i]) {
-        String name = r.columns().get(i).name();
-        out.put(name, oldValues.get(name));
-      }
-    }
-    return Collections.unmodifiableMap(out);
-  }
-
-  /**
-   * The columns that make a row's key: the replica identity's, which pgoutput flags; with REPLICA
-   * IDENTITY FULL it flags every column, and the primary key is the key.
-   */
-  private boolean[] keyColumns(PgOutput.Relation r) {
-    return keyColumns.computeIfAbsent(r.id(), id -> keyColumnsOf(r));
-  }
-
-  private boolean[] keyColumnsOf(PgOutput.Relation r) {
-    boolean[] out = new boolean[r.columns().size()];
-    PgSnapshot.Table table = r.replicaIdentity() == 'f' ? catalog(r) : null;
-    for (int i = 0; i < out.length; i++) {
-      PgOutput.Column c = r.columns().get(i);
-      out[i] = table != null && !table.primaryKey().isEmpty()
-          ? table.primaryKey().stream().anyMatch(k -> k.name().equals(c.name())) : c.key();
-    }
-    return out;
-  }
-
-  /**
-   * Whether this change's row lies in a range a later snapshot read (after a restart in the middle
-   * of the bootstrap), and the change committed before that snapshot, so it is in it already.
-   */
-  private boolean coveredBefore(PgOutput.Relation r, List<PgOutput.Value> values) {
-    PgSnapshot.Table table = catalog(r);
-    if (table == null || table.primaryKey().isEmpty()) {
-      return false;
-    }
-    List<String> pk = new ArrayList<>();
-    for (PgSnapshot.Column k : table.primaryKey()) {
-      int i = indexOf(r, k.name());
-      if (i < 0 || values.get(i).kind() == 'u' || values.get(i).kind() == 'n') {
-        return false; // no key to place it by: delivered
-      }
-      pk.add(values.get(i).text());
-    }
-    PgPosition.Cover applicable = null;
-    try {
-      for (PgPosition.Cover c : covers) {
-        int order = compareTables(r.namespace(), r.name(), c.table());
-        boolean covered = order > 0 || order == 0
-            && (c.after() == null || PgSnapshot.greater(sql(), table, pk, c.after()));
-        if (covered) {
-          applicable = c;
-        }
-      }
-    } catch (SQLException e) {
-      throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot place a change of " + r.qualifiedName()
-          + " against the snapshot read after a restart: " + e.getMessage(), e, true);
-    }
-    return applicable != null && finalLsn < applicable.lsn();
-  }
-
-  /** Orders tables as the snapshot reads them: by schema, then name (C collation). */
-  private static int compareTables(String schema, String name, String qualified) {
-    int dot = qualified.indexOf('.');
-    int bySchema = schema.compareTo(qualified.substring(0, dot));
-    return bySchema != 0 ? bySchema : name.compareTo(qualified.substring(dot + 1));
-  }
-
-  private static int indexOf(PgOutput.Relation r, String column) {
-    for (int i = 0; i < r.columns().size(); i++) {
-      if (r.columns().get(i).name().equals(column)) {
-        return i;
-      }
-    }
-    return -1;
-  }
-
-  /** The catalog's description of a relation's table (primary key, types), cached until its next RELATION. */
-  private PgSnapshot.Table catalog(PgOutput.Relation r) {
-    PgSnapshot.Table t = tables.get(r.qualifiedName());
-    if (t == null) {
-      try {
-        t = PgSnapshot.describe(sql(), r.namespace(), r.name());
-      } catch (SQLException e) {
-        throw new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot read the primary key of "
-            + r.qualifiedName() + " from the catalog: " + e.getMessage(), e, true);
-      }
-      tables.put(r.qualifiedName(), t);
-    }
-    return t;
-  }
-
-  private Connection sql() throws SQLException {
-    if (sql == null || sql.isClosed()) {
-      sql = feed.connectForSnapshot();
-    }
-    return sql;
-  }
-
-  private static boolean oldIsWholeRow(PgOutput.Relation r) {
-    return r.replicaIdentity() == 'f';
-  }
-
-  private PgOutput.Relation relation(int id) {
-    PgOutput.Relation r = relations.get(id);
-    if (r == null) {
-      throw new PgOutput.Malformed("a change of relation " + id + " came before its RELATION message");
-    }
-    return r;
   }
 
   private boolean wanted(PgOutput.Relation r) {
@@ -994,64 +478,6 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** The change's id, the same on every replay: the transaction's commit LSN and the change's number in it. */
   private String eventId() {
     return LogSequenceNumber.valueOf(finalLsn).asString() + "#" + rows;
-  }
-
-  /**
-   * The canonical key: the table and a JSON array of the key columns' texts, {@code public.t["1"]}
-   * or {@code public.t["1","x"]}, so that rows of different tables never share a key, a partition's
-   * key order, a parked key or a Kafka record key (ADR 0093). Empty for a change of no row.
-   */
-  static String key(String table, List<String> parts) {
-    if (parts.isEmpty()) {
-      return "";
-    }
-    try {
-      return table + JSON.writeValueAsString(parts);
-    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  /**
-   * A row as positions name it ({@code uncovered}): the key form before ADR 0093 (a single column's
-   * bare text), kept so that positions written by earlier versions still name the same rows.
-   */
-  private static String rowId(String table, List<String> parts) {
-    String key = parts.size() == 1 ? (parts.get(0) == null ? "null" : parts.get(0)) : key(table, parts);
-    return table + "\t" + key;
-  }
-
-  /**
-   * The columns sent; an unchanged TOASTed value (not sent) taken from {@code whole}, the whole old
-   * row, when there is one, else left out ({@link #unchangedColumns} names it).
-   */
-  private Map<String, Object> values(PgOutput.Relation r, List<PgOutput.Value> values,
-      List<PgOutput.Value> whole, boolean keyOnly) {
-    Map<String, Object> out = new LinkedHashMap<>();
-    for (int i = 0; i < r.columns().size() && i < values.size(); i++) {
-      PgOutput.Column c = r.columns().get(i);
-      PgOutput.Value v = values.get(i);
-      if (v.kind() == 'u' && whole != null && i < whole.size()) {
-        v = whole.get(i);
-      }
-      if (v.kind() == 'u' || (keyOnly && v.kind() == 'n' && !c.key())) {
-        continue;
-      }
-      out.put(c.name(), convert(r, i, v.text()));
-    }
-    return out;
-  }
-
-  /** The columns of {@code values} not sent (unchanged TOASTed) that {@code whole} does not have either. */
-  private static List<String> unchangedColumns(PgOutput.Relation r, List<PgOutput.Value> values,
-      List<PgOutput.Value> whole) {
-    List<String> out = new ArrayList<>();
-    for (int i = 0; i < r.columns().size() && i < values.size(); i++) {
-      if (values.get(i).kind() == 'u' && (whole == null || i >= whole.size() || whole.get(i).kind() == 'u')) {
-        out.add(r.columns().get(i).name());
-      }
-    }
-    return List.copyOf(out);
   }
 
   private FeedException translate(SQLException e, String doing) {
@@ -1095,81 +521,16 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   /** Confirms the transaction boundary of {@code committed} to the slot: the server may recycle WAL before it. */
   @Override
   public void acknowledge(Position committed) {
-    streamLock.lock();
-    try {
-      if (stream == null || stream.isClosed()) {
-        return;
-      }
-      LogSequenceNumber lsn = LogSequenceNumber.valueOf(PgPosition.parse(committed).lsn());
-      stream.setFlushedLSN(lsn);
-      stream.setAppliedLSN(lsn);
-      stream.forceUpdateStatus();
-      lastProbe = System.nanoTime();
-    } catch (SQLException e) {
-      log.debug("PostgreSQL feed '{}': status update to slot {} failed (sent again with the next): {}",
-          feed.stream(), slot, e.toString());
-    } finally {
-      streamLock.unlock();
-    }
+    stream.acknowledge(committed);
   }
 
   @Override
   public void close() {
-    if (keepAlive != null) {
-      feed.keepAliveDone(keepAlive);
-      keepAlive = null;
-    }
-    streamLock.lock();
-    try {
-      closeStream();
-    } finally {
-      streamLock.unlock();
-    }
+    stream.close();
     if (snapshot != null) {
       snapshot.close();
       snapshot = null;
     }
-    if (sql != null) {
-      try {
-        sql.close();
-      } catch (SQLException e) {
-        log.debug("closing the catalog connection of {}: {}", slot, e.toString());
-      }
-      sql = null;
-    }
-  }
-
-  /**
-   * Ends the stream and closes its connection, never waiting long on a server that does not
-   * answer: a connection found silent is closed at once; otherwise the end of the stream (which
-   * waits for the server's reply) may wait at most 2 s (or the status interval, if shorter) for
-   * each read (ADR 0106).
-   */
-  private void closeStream() {
-    if (stream != null) {
-      try {
-        if (!silent && connection != null && !connection.isClosed()) {
-          // pgjdbc reads a replication connection with the status interval as its socket timeout
-          // (10 s by default): ending the stream waits no longer than 2 s for each read.
-          connection.setNetworkTimeout(null, (int) Math.min(2_000, feed.statusInterval.toMillis()));
-          stream.close();
-        }
-      } catch (SQLException e) {
-        log.debug("closing the replication stream of {}: {}", slot, e.toString());
-      }
-      stream = null;
-    }
-    if (token != null) {
-      ReplicationSockets.unregister(token);
-      token = null;
-    }
-    if (connection != null) {
-      try {
-        connection.close();
-      } catch (SQLException e) {
-        log.debug("closing the replication connection of {}: {}", slot, e.toString());
-      }
-      connection = null;
-    }
+    catalog.close();
   }
 }

@@ -33,7 +33,7 @@ final class PgSlot {
    * Ending it is the slot's fence. Needs the same role, or pg_signal_backend.
    */
   boolean endHolder() throws SQLException {
-    try (Connection c = feed.connect(false);
+    try (Connection c = feed.connections.connect(false);
         PreparedStatement s = c.prepareStatement("SELECT active_pid, pg_terminate_backend(active_pid)"
             + " FROM pg_replication_slots WHERE slot_name = ? AND active_pid IS NOT NULL")) {
       s.setString(1, name);
@@ -57,7 +57,7 @@ final class PgSlot {
 
   /** The slot's state, or null if it does not exist; a slot this feed cannot use is refused. */
   State state() throws SQLException {
-    try (Connection c = feed.connect(false);
+    try (Connection c = feed.connections.connect(false);
         PreparedStatement s = c.prepareStatement(
             "SELECT confirmed_flush_lsn, wal_status, plugin, database = current_database()"
                 + " FROM pg_replication_slots WHERE slot_name = ?")) {
@@ -82,7 +82,7 @@ final class PgSlot {
 
   /** What the slot keeps and how close it is to the limit, or empty if it does not exist. */
   java.util.Optional<PostgresChangeFeed.SlotStats> stats() throws SQLException {
-    try (Connection c = feed.connect(false);
+    try (Connection c = feed.connections.connect(false);
         PreparedStatement s = c.prepareStatement("SELECT active, wal_status,"
             + " coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, safe_wal_size"
             + " FROM pg_replication_slots WHERE slot_name = ?")) {
@@ -99,7 +99,7 @@ final class PgSlot {
   }
 
   void drop() throws SQLException {
-    try (Connection c = feed.connect(false);
+    try (Connection c = feed.connections.connect(false);
         PreparedStatement s = c.prepareStatement("SELECT pg_drop_replication_slot(?)")) {
       s.setString(1, name);
       s.execute();
@@ -107,7 +107,7 @@ final class PgSlot {
   }
 
   long create() throws SQLException {
-    try (Connection c = feed.connect(false)) {
+    try (Connection c = feed.connections.connect(false)) {
       if (feed.failover) {
         requireFailover(c, feed);
       }

@@ -71,12 +71,12 @@ final class PgSnapshot implements AutoCloseable {
       return Collections.unmodifiableMap(out);
     }
 
-    /** The value of {@code text} in column {@code c}, or an {@link PgFeedCursor.Unconvertible} naming it. */
+    /** The value of {@code text} in column {@code c}, or an {@link Unconvertible} naming it. */
     private static Object convert(Column c, String text) {
       try {
         return PgValues.convert(c.typeOid(), text);
       } catch (RuntimeException e) {
-        throw new PgFeedCursor.Unconvertible(c.name(), c.type(), text, e);
+        throw new Unconvertible(c.name(), c.type(), text, e);
       }
     }
 
@@ -89,7 +89,7 @@ final class PgSnapshot implements AutoCloseable {
       return Collections.unmodifiableMap(out);
     }
 
-    /** The change key, as the stream gives it ({@link PgFeedCursor#key}): primary key texts in column order. */
+    /** The change key, as the stream gives it ({@link PgRowDecoder#key}): primary key texts in column order. */
     String eventKey() {
       List<String> texts = new ArrayList<>();
       for (int i = 0; i < table.columns().size(); i++) {
@@ -97,7 +97,7 @@ final class PgSnapshot implements AutoCloseable {
           texts.add(this.texts.get(i));
         }
       }
-      return PgFeedCursor.key(table.qualifiedName(), texts);
+      return PgRowDecoder.key(table.qualifiedName(), texts);
     }
 
     Map<String, Object> documentKey() {
@@ -129,13 +129,13 @@ final class PgSnapshot implements AutoCloseable {
    * and opens a read-only transaction in it.
    */
   static PgSnapshot export(PostgresChangeFeed feed, String slot, boolean temporary) throws SQLException {
-    Connection reader = feed.connectForSnapshot();
+    Connection reader = feed.connections.connectForSnapshot();
     try {
       List<Table> tables = tables(feed, reader);
       if (feed.failover && !temporary) {
         PgSlot.requireFailover(reader, feed);
       }
-      try (Connection replication = feed.connect(true)) {
+      try (Connection replication = feed.connections.connect(true)) {
         var builder = replication.unwrap(PGConnection.class).getReplicationAPI().createReplicationSlot()
             .logical().withSlotName(slot).withOutputPlugin("pgoutput");
         if (temporary) {
@@ -169,7 +169,7 @@ final class PgSnapshot implements AutoCloseable {
    * current-state replay, which needs no point in time).
    */
   static PgSnapshot current(PostgresChangeFeed feed) throws SQLException {
-    Connection reader = feed.connectForSnapshot();
+    Connection reader = feed.connections.connectForSnapshot();
     try {
       return new PgSnapshot(feed, tables(feed, reader), reader, -1);
     } catch (SQLException | RuntimeException e) {

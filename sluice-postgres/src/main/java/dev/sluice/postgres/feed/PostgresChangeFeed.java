@@ -11,7 +11,6 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -65,6 +64,10 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   final List<String> messagePrefixes;
   /** Whether row changes are delivered (false: only messages). */
   final boolean rows;
+  /** The connections this feed opens, each with its settings. */
+  final PgConnections connections;
+  /** The thread keeping this feed's replication connections alive while nobody reads them. */
+  final PgKeepAlives keepAlives;
 
   private PostgresChangeFeed(Builder b) {
     this.url = b.url;
@@ -84,6 +87,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     Properties parsed = org.postgresql.Driver.parseURL(b.url, null);
     this.database = parsed == null ? "" : parsed.getProperty(PGProperty.PG_DBNAME.getName(), "");
     this.group = null;
+    this.connections = new PgConnections(url, replicationUrl, user, password, stream, replicationTimeout);
+    this.keepAlives = new PgKeepAlives(stream);
   }
 
   private PostgresChangeFeed(PostgresChangeFeed base, String group) {
@@ -103,6 +108,8 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     this.rows = base.rows;
     this.database = base.database;
     this.group = group;
+    this.connections = base.connections;
+    this.keepAlives = new PgKeepAlives(stream);
   }
 
   /** Whether the server should send logical-decoding messages to this feed. */
@@ -339,7 +346,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
   /** The source's clock; the oldest retained change is not known (the slot keeps what it needs). */
   @Override
   public SourceHistory history() {
-    try (Connection c = connect(false); Statement s = c.createStatement();
+    try (Connection c = connections.connect(false); Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT now()")) {
       rs.next();
       return new SourceHistory(null, rs.getTimestamp(1).toInstant());
@@ -359,53 +366,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
    */
   public Iterable<CurrentRow> currentRows(int chunk) {
     ConfigurationException.require(chunk >= 1, "chunk", chunk, "must be >= 1");
-    return () -> new java.util.Iterator<>() {
-      private PgSnapshot reader;
-      private int table;
-      private List<String> after;
-      private final java.util.ArrayDeque<CurrentRow> buffer = new java.util.ArrayDeque<>();
-      private boolean done;
-
-      @Override
-      public boolean hasNext() {
-        try {
-          if (reader == null && !done) {
-            reader = PgSnapshot.current(PostgresChangeFeed.this);
-          }
-          while (buffer.isEmpty() && !done) {
-            PgSnapshot.Table t = reader.tables().get(table);
-            List<PgSnapshot.Row> rows = reader.read(t, after, chunk);
-            for (PgSnapshot.Row r : rows) {
-              buffer.add(new CurrentRow(t.qualifiedName(), r.eventKey(), r.documentKey(), r.document()));
-              after = r.key();
-            }
-            if (rows.size() < chunk) {
-              after = null;
-              if (++table == reader.tables().size()) {
-                done = true;
-                reader.close();
-              }
-            }
-          }
-          return !buffer.isEmpty();
-        } catch (SQLException e) {
-          done = true;
-          if (reader != null) {
-            reader.close();
-          }
-          throw new FeedException("PostgreSQL feed '" + stream + "': cannot read the current rows: " + e.getMessage(),
-              e, true);
-        }
-      }
-
-      @Override
-      public CurrentRow next() {
-        if (!hasNext()) {
-          throw new java.util.NoSuchElementException();
-        }
-        return buffer.poll();
-      }
-    };
+    return () -> new PgCurrentRows(this, chunk);
   }
 
   /**
@@ -435,7 +396,7 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
    */
   public List<SlotStats> slotsOfPrefix() {
     String start = (slotPrefix + "_" + database + "_").toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
-    try (Connection c = connect(false);
+    try (Connection c = connections.connect(false);
         PreparedStatement s = c.prepareStatement("SELECT slot_name, active, wal_status,"
             + " coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, safe_wal_size"
             + " FROM pg_replication_slots WHERE database = current_database() AND slot_type = 'logical'"
@@ -517,80 +478,6 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
     }
   }
 
-  private java.util.concurrent.ScheduledExecutorService keepAlives;
-  private int keepAliveUsers;
-
-  /**
-   * Runs {@code task} every {@code everyNanos} on this feed's keep-alive thread (which keeps
-   * replication connections alive while nobody reads them), started for the first open stream and
-   * ended with the last ({@link #keepAliveDone}), so a feed whose cursors are closed holds no thread.
-   */
-  synchronized java.util.concurrent.ScheduledFuture<?> keepAlive(Runnable task, long everyNanos) {
-    if (keepAlives == null) {
-      keepAlives = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "sluice-pg-keepalive-" + stream);
-        t.setDaemon(true);
-        return t;
-      });
-    }
-    keepAliveUsers++;
-    return keepAlives.scheduleWithFixedDelay(task, everyNanos, everyNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
-  }
-
-  /** Cancels a task of {@link #keepAlive}; the thread ends with the last one. */
-  synchronized void keepAliveDone(java.util.concurrent.ScheduledFuture<?> task) {
-    task.cancel(false);
-    if (--keepAliveUsers == 0) {
-      keepAlives.shutdown();
-      keepAlives = null;
-    }
-  }
-
-  /**
-   * A new connection; for replication ({@code replication=database}, to {@link #replicationUrl})
-   * when asked: the one that creates a slot with a snapshot (a stream's is {@link
-   * #connectForReplication}).
-   */
-  Connection connect(boolean replication) throws SQLException {
-    Properties p = properties(60, "sluice " + stream);
-    if (replication) {
-      PGProperty.REPLICATION.set(p, "database");
-      PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
-      PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    }
-    return withOutputSettings(DriverManager.getConnection(replication ? replicationUrl : url, p));
-  }
-
-  /**
-   * A new replication connection ({@code replication=database}) to {@link #replicationUrl}, its
-   * sockets made by {@link ReplicationSockets} with {@code token}, so that the time bytes last
-   * arrived is known; its socket timeout is the replication timeout (ADR 0106).
-   */
-  Connection connectForReplication(String token) throws SQLException {
-    Properties p = properties((int) Math.max(1, (replicationTimeout.toMillis() + 999) / 1000), "sluice " + stream);
-    PGProperty.REPLICATION.set(p, "database");
-    PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    PGProperty.SOCKET_FACTORY.set(p, ReplicationSockets.class.getName());
-    PGProperty.SOCKET_FACTORY_ARG.set(p, token);
-    return withOutputSettings(DriverManager.getConnection(replicationUrl, p));
-  }
-
-  /**
-   * Sets what decides the text of values in the session (the walsender prints pgoutput's values
-   * with its session's settings, which a database or role setting may change): bytea in hex, and
-   * intervals in the {@code postgres} style, the forms {@link PgValues} reads (ADR 0090).
-   */
-  private static Connection withOutputSettings(Connection c) throws SQLException {
-    try (Statement s = c.createStatement()) {
-      s.execute("SET bytea_output = 'hex'; SET IntervalStyle = 'postgres'");
-    } catch (SQLException e) {
-      c.close();
-      throw e;
-    }
-    return c;
-  }
-
   /**
    * Checks, without creating anything, what reading this feed needs of the server: it can be
    * reached, {@code wal_level} is logical, the publication exists and publishes the feed's table,
@@ -602,108 +489,11 @@ public final class PostgresChangeFeed implements ChangeFeed<Map<String, Object>>
    */
   public void verify() {
     try {
-      checkPublication();
+      new PgPublicationCheck(this).run();
     } catch (SQLException e) {
       throw new FeedException("PostgreSQL feed '" + stream + "': cannot check the server: "
           + e.getMessage(), e, true);
     }
-  }
-
-  /**
-   * Refuses, naming what to create, a publication that does not exist or does not publish the
-   * feed's table: the stream would otherwise fail at the first read, or stay silent for ever.
-   */
-  void checkPublication() throws SQLException {
-    try (Connection c = connect(false)) {
-      checkServer(c);
-      checkPublication(c);
-      if (rows) {
-        checkTables(c); // a feed of messages only reads no table's rows
-      }
-    }
-  }
-
-  /** Logical decoding needs {@code wal_level = logical}, which only a restart changes. */
-  private void checkServer(Connection c) throws SQLException {
-    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW wal_level")) {
-      rs.next();
-      if (!"logical".equals(rs.getString(1))) {
-        throw new FeedException("PostgreSQL feed '" + stream + "': the server's wal_level is " + rs.getString(1)
-            + ", so it writes no logical decoding information: set wal_level = logical (ALTER SYSTEM SET"
-            + " wal_level = logical) and restart the server", null, false);
-      }
-    }
-  }
-
-  /**
-   * A published table with neither a primary key nor another replica identity: the server refuses
-   * its updates and deletes ("cannot update table ... because it does not have a replica identity
-   * and publishes updates"), so the feed refuses it first, naming the fix.
-   */
-  private void checkTables(Connection c) throws SQLException {
-    try (PreparedStatement s = c.prepareStatement("SELECT p.schemaname || '.' || p.tablename, cl.relreplident"
-        + " FROM pg_publication_tables p JOIN pg_namespace n ON n.nspname = p.schemaname"
-        + " JOIN pg_class cl ON cl.relnamespace = n.oid AND cl.relname = p.tablename"
-        + " WHERE p.pubname = ? AND (cl.relreplident = 'n' OR (cl.relreplident = 'd'"
-        + " AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = cl.oid AND i.indisprimary)))")) {
-      s.setString(1, publication);
-      try (ResultSet rs = s.executeQuery()) {
-        while (rs.next()) {
-          String t = rs.getString(1);
-          if (table == null || table.equals(t)) {
-            throw new FeedException("PostgreSQL feed '" + stream + "': table " + t + " has no primary key and"
-                + " replica identity " + ("n".equals(rs.getString(2)) ? "NOTHING" : "DEFAULT")
-                + ", so its updates and deletes carry no key (the server refuses them while it is published):"
-                + " add a primary key, or ALTER TABLE " + t + " REPLICA IDENTITY FULL", null, false);
-          }
-        }
-      }
-    }
-  }
-
-  private void checkPublication(Connection c) throws SQLException {
-    try (PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = ?),"
-            + " EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = ? AND schemaname || '.' || tablename = ?)")) {
-      s.setString(1, publication);
-      s.setString(2, publication);
-      s.setString(3, table == null ? "" : table);
-      try (ResultSet rs = s.executeQuery()) {
-        rs.next();
-        if (!rs.getBoolean(1)) {
-          throw new FeedException("PostgreSQL feed '" + stream() + "': publication " + publication
-              + " does not exist in database " + database + ": create it (CREATE PUBLICATION "
-              + publication + " FOR TABLE ...)", null, false);
-        }
-        if (table != null && !rs.getBoolean(2)) {
-          throw new FeedException("PostgreSQL feed '" + stream() + "': publication " + publication
-              + " does not publish " + table + ", so no change of it would ever arrive: ALTER PUBLICATION "
-              + publication + " ADD TABLE " + table, null, false);
-        }
-      }
-    }
-  }
-
-  /**
-   * A plain connection whose results arrive as the server's text (simple query protocol), as
-   * pgoutput sends values: snapshot rows then convert exactly as streamed ones.
-   */
-  Connection connectForSnapshot() throws SQLException {
-    Properties p = properties(300, "sluice " + stream + " snapshot");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    return withOutputSettings(DriverManager.getConnection(url, p));
-  }
-
-  /** The credentials, a 10 s connect timeout, {@code socketTimeoutSeconds} and the application name. */
-  private Properties properties(int socketTimeoutSeconds, String applicationName) {
-    Properties p = new Properties();
-    PGProperty.USER.set(p, user);
-    if (password != null) {
-      PGProperty.PASSWORD.set(p, password);
-    }
-    PGProperty.CONNECT_TIMEOUT.set(p, 10);
-    PGProperty.SOCKET_TIMEOUT.set(p, socketTimeoutSeconds);
-    PGProperty.APPLICATION_NAME.set(p, applicationName);
-    return p;
   }
 
   @Override

@@ -108,7 +108,7 @@ class PostgresSnapshotTest {
         String table = (String) raw.get("table");
         String id = e.key();
         if (raw.get("oldKey") instanceof Map<?, ?> oldKey && oldKey.size() == 1) {
-          String was = PgFeedCursor.key(table, List.of(String.valueOf(oldKey.values().iterator().next())));
+          String was = PgRowDecoder.key(table, List.of(String.valueOf(oldKey.values().iterator().next())));
           if (!was.equals(id)) {
             rows.remove(was); // the update moved the row's key
           }
@@ -136,12 +136,12 @@ class PostgresSnapshotTest {
     try (Connection c = PG.dataSource(db).getConnection(); Statement s = c.createStatement()) {
       try (ResultSet rs = s.executeQuery("SELECT id, version FROM t")) {
         while (rs.next()) {
-          out.put(PgFeedCursor.key("public.t", List.of(rs.getString(1))), rs.getLong(2));
+          out.put(PgRowDecoder.key("public.t", List.of(rs.getString(1))), rs.getLong(2));
         }
       }
       try (ResultSet rs = s.executeQuery("SELECT code, version FROM notes")) {
         while (rs.next()) {
-          out.put(PgFeedCursor.key("public.notes", List.of(rs.getString(1))), rs.getLong(2));
+          out.put(PgRowDecoder.key("public.notes", List.of(rs.getString(1))), rs.getLong(2));
         }
       }
     }

@@ -76,7 +76,7 @@ final class PostgresTestSource implements Source<Map<String, Object>> {
   @Override
   public String writtenKey(ChangeEvent<Map<String, Object>> change) {
     String written = (String) change.documentKey().get("k");
-    String expected = PgFeedCursor.key("public.t", List.of(written));
+    String expected = PgRowDecoder.key("public.t", List.of(written));
     if (!change.key().equals(expected)) {
       throw new AssertionError("key " + change.key() + " of row " + written + ", expected " + expected);
     }
