@@ -2,6 +2,7 @@ package dev.sluice.testkit.lease;
 
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
+import dev.sluice.lease.LeaseStoreException;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.testkit.process.ChildJvm;
 import java.io.BufferedWriter;
@@ -38,8 +39,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>The factory class implements {@link StoreFactory} and has a public no-argument constructor.
  *
- * <p>Intervals use only the store's clock. {@code heldFrom} is the store's time read
- * <em>after</em> the acquisition returned (the grant was in force by then). {@code heldTo} is
+ * <p>Intervals use only the store's clock. {@code heldFrom} is the grant's own time on that clock,
+ * its expiry minus the lease duration: the instant the store judged the lease free (a time read
+ * after the acquisition returned is not always later: a store may answer {@code now()} from an
+ * estimate that lags its clock by a reply's travel time). {@code heldTo} is
  * what the store last promised: the expiry of the last successful acquisition or renewal, or,
  * for a holder that releases early, the store's time read before the release. A holder that
  * paused past its lease and then fails to renew records only up to the last promise. A correct
@@ -143,19 +146,30 @@ public final class LeaseFuzz {
     ThreadLocalRandom random = ThreadLocalRandom.current();
     long leaseMillis = lease.toMillis();
     while (System.nanoTime() < deadline) {
-      Optional<Lease> acquired = store.tryAcquire(name, owner, lease);
+      Optional<Lease> acquired;
+      try {
+        acquired = store.tryAcquire(name, owner, lease);
+      } catch (LeaseStoreException e) {
+        if (!e.retryable()) {
+          throw e;
+        }
+        // No answer in time (a loaded machine): whether it was granted is unknown, so nothing is
+        // recorded; an unrecorded grant only delays the others, it cannot make an overlap appear.
+        Thread.sleep(random.nextLong(1, Math.max(2, leaseMillis / 10)));
+        continue;
+      }
       if (acquired.isEmpty()) {
         if (random.nextInt(4) == 0) {
           // A janitor: deletes the record it just read if idle. Must never hit a held lease
           // (the next grant would overlap) nor one re-acquired since the read.
-          store.read(name).ifPresent(r -> store.deleteIfIdle(name, r.epoch()));
+          unlessNoAnswer(() -> store.read(name).ifPresent(r -> store.deleteIfIdle(name, r.epoch())));
         }
         Thread.sleep(random.nextLong(1, Math.max(2, leaseMillis / 10)));
         continue;
       }
       Lease current = acquired.get();
-      // Read after the grant returned: no later than any instant the grant was in force.
-      Instant heldFrom = store.now();
+      // The grant's time on the store's clock: the store judged the lease free at that instant.
+      Instant heldFrom = current.expiresAt().minus(lease);
       // What the store promised: the lease is ours until this instant unless we release it.
       Instant promisedUntil = current.expiresAt();
       int renewals = 1 + random.nextInt(3);
@@ -175,6 +189,14 @@ public final class LeaseFuzz {
         // Lost after a pause: the store's last promise still stands, nothing after it.
         lost.incrementAndGet();
         stillHeld = false;
+      } catch (LeaseStoreException e) {
+        if (!e.retryable()) {
+          throw e;
+        }
+        // A renewal that got no answer in time: as the lease keeper does, the holder counts on
+        // nothing past the store's last promise, and stops there.
+        lost.incrementAndGet();
+        stillHeld = false;
       }
       Instant heldTo = promisedUntil;
       int ending = random.nextInt(6);
@@ -182,19 +204,27 @@ public final class LeaseFuzz {
         // Give it up early: held until a store time read before the release or deletion.
         Instant now = store.now();
         heldTo = now.isBefore(promisedUntil) ? now : promisedUntil;
-        if (ending == 2) {
-          // Deleting the record (as a membership record is at shutdown): epochs granted after
-          // the deletion must still be above this one.
-          store.delete(current);
-        } else {
-          store.release(current);
-          if (ending == 1) {
-            store.deleteIfIdle(name, current.epoch());
+        try {
+          if (ending == 2) {
+            // Deleting the record (as a membership record is at shutdown): epochs granted after
+            // the deletion must still be above this one.
+            store.delete(current);
+          } else {
+            store.release(current);
+            if (ending == 1) {
+              store.deleteIfIdle(name, current.epoch());
+            }
           }
+        } catch (LeaseStoreException e) {
+          if (!e.retryable()) {
+            throw e;
+          }
+          // Not released: the lease runs out at the store's last promise, after heldTo.
         }
       } else if (!stillHeld && ending == 0) {
         // Clean-up of the record this thread lost, if nobody took it since.
-        store.deleteIfIdle(name, current.epoch());
+        long epoch = current.epoch();
+        unlessNoAnswer(() -> store.deleteIfIdle(name, epoch));
       }
       if (!heldTo.isBefore(heldFrom)) {
         synchronized (out) {
@@ -202,6 +232,17 @@ public final class LeaseFuzz {
           out.newLine();
         }
         held.incrementAndGet();
+      }
+    }
+  }
+
+  /** Runs a clean-up call; one the store did not answer in time is skipped (it changes no ledger line). */
+  private static void unlessNoAnswer(Runnable call) {
+    try {
+      call.run();
+    } catch (LeaseStoreException e) {
+      if (!e.retryable()) {
+        throw e;
       }
     }
   }
