@@ -7,7 +7,6 @@ import com.mongodb.MongoTimeoutException;
 import dev.sluice.ConfigurationException;
 import dev.sluice.app.cli.CommandPlugin;
 import dev.sluice.app.cli.Secrets;
-import dev.sluice.app.demo.DemoCommand;
 import dev.sluice.app.service.DeadLettersCommand;
 import dev.sluice.app.service.ReplayCommand;
 import dev.sluice.app.service.RunCommand;
@@ -41,7 +40,7 @@ import picocli.CommandLine.ScopeType;
         "2:usage error (an unknown option, a missing or impossible argument)",
         "3:configuration error (the file or a setting names what is wrong); nothing was started",
         "4:a server could not be reached or refused the credentials at start"},
-    subcommands = {DemoCommand.class, StatusCommand.class, RunCommand.class, DeadLettersCommand.class,
+    subcommands = {StatusCommand.class, RunCommand.class, DeadLettersCommand.class,
         ReplayCommand.class, SnapshotCommand.class, SlotsCommand.class})
 public final class Main implements Runnable {
   public static final int EXIT_FAILURE = 1;
