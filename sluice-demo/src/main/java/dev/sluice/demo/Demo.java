@@ -5,6 +5,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
+import dev.sluice.mongodb.fence.FencedWrites;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import dev.sluice.testkit.process.ChildJvm;
@@ -65,6 +66,7 @@ public final class Demo {
       out.printf("Embedded MongoDB at %s%n", mongo.connectionString());
       MongoCollection<Document> orders = client.getDatabase(DATABASE).getCollection("orders");
       MongoCollection<Document> deliveries = client.getDatabase(DATABASE).getCollection("deliveries");
+      MongoCollection<Document> view = client.getDatabase(DATABASE).getCollection(DemoNode.VIEW);
       LeaseStore leases = MongoLeaseStore.builder(client.getDatabase(DATABASE)).build();
 
       for (int i = 1; i <= 3; i++) {
@@ -103,6 +105,12 @@ public final class Demo {
       out.printf(">>> %s took over with epoch %d after %d ms%n", OwnerId.labelOf(after.owner()), after.epoch(), takeoverMillis);
       Polling.require("the new owner to re-process change " + pausedChange, Duration.ofSeconds(60),
           () -> deliveries.countDocuments(new Document("changeNo", pausedChange).append("epoch", after.epoch())) > 0);
+      // The handler records a delivery before its fenced write: wait for the new owner's write to the
+      // paused change's customer too, or the paused owner's write could land first, find nothing newer
+      // and be applied instead of rejected.
+      String customer = customerOf(pausedChange);
+      Polling.require("the new owner's fenced write for " + customer, Duration.ofSeconds(60),
+          () -> newestFence(view, customer) >= after.epoch());
 
       victim.resume();
       victim.send("go");
@@ -144,12 +152,26 @@ public final class Demo {
     Pacer pacer = new Pacer(settings.ratePerSecond());
     for (int i = 0; i < settings.changes(); i++) {
       orders.insertOne(new Document("_id", "order-" + i).append("changeNo", i)
-          .append("customer", "customer-" + (i % settings.customers())).append("amount", 10 + i % 90));
+          .append("customer", customerOf(i)).append("amount", 10 + i % 90));
       written.incrementAndGet();
       if (!pacer.pace()) {
         return;
       }
     }
+  }
+
+  private String customerOf(int changeNo) {
+    return "customer-" + (changeNo % settings.customers());
+  }
+
+  /** The newest epoch of a fenced write to the customer's view document, or -1 if none. */
+  private static long newestFence(MongoCollection<Document> view, String customer) {
+    Document doc = view.find(new Document("_id", customer)).first();
+    Object fences = doc == null ? null : doc.get(FencedWrites.FENCE_FIELD);
+    if (!(fences instanceof Document d)) {
+      return -1;
+    }
+    return d.values().stream().filter(Number.class::isInstance).mapToLong(v -> ((Number) v).longValue()).max().orElse(-1);
   }
 
   private static Optional<LeaseRecord> owner(LeaseStore leases) {

@@ -35,6 +35,9 @@ import org.bson.Document;
  * point inside the handler, before its fenced write (the seed's figure 3).
  */
 public final class DemoNode {
+  /** The per-customer view the handler writes with the fence. */
+  static final String VIEW = "customer_view";
+
   private DemoNode() {}
 
   public static void main(String[] args) throws Exception {
@@ -51,7 +54,7 @@ public final class DemoNode {
 
     MongoClient client = MongoClients.create(mongo);
     MongoCollection<Document> deliveries = client.getDatabase(Demo.DATABASE).getCollection("deliveries");
-    MongoCollection<Document> view = client.getDatabase(Demo.DATABASE).getCollection("customer_view");
+    MongoCollection<Document> view = client.getDatabase(Demo.DATABASE).getCollection(VIEW);
 
     Listener<BsonDocument> listener = Listener.builder(
             MongoChangeFeed.builder(client, Demo.DATABASE, "orders").build(),
