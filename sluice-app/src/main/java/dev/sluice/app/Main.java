@@ -5,8 +5,8 @@ import com.mongodb.MongoSecurityException;
 import com.mongodb.MongoSocketException;
 import com.mongodb.MongoTimeoutException;
 import dev.sluice.ConfigurationException;
+import dev.sluice.app.cli.CommandPlugin;
 import dev.sluice.app.cli.Secrets;
-import dev.sluice.app.demo.DemoCommand;
 import dev.sluice.app.service.DeadLettersCommand;
 import dev.sluice.app.service.ReplayCommand;
 import dev.sluice.app.service.RunCommand;
@@ -17,6 +17,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ConnectException;
 import java.net.UnknownHostException;
+import java.util.ServiceLoader;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -24,7 +25,8 @@ import picocli.CommandLine.ScopeType;
 
 /**
  * The {@code sluice} command line. Errors are one line on standard error, passwords masked, the
- * stack trace only under {@code --verbose}; the exit code says what kind of error it was.
+ * stack trace only under {@code --verbose}; the exit code says what kind of error it was. Commands
+ * of other modules on the class path join as {@link CommandPlugin}s ({@code demo}, from sluice-demo).
  */
 @Command(
     name = "sluice",
@@ -38,7 +40,7 @@ import picocli.CommandLine.ScopeType;
         "2:usage error (an unknown option, a missing or impossible argument)",
         "3:configuration error (the file or a setting names what is wrong); nothing was started",
         "4:a server could not be reached or refused the credentials at start"},
-    subcommands = {DemoCommand.class, StatusCommand.class, RunCommand.class, DeadLettersCommand.class,
+    subcommands = {StatusCommand.class, RunCommand.class, DeadLettersCommand.class,
         ReplayCommand.class, SnapshotCommand.class, SlotsCommand.class})
 public final class Main implements Runnable {
   public static final int EXIT_FAILURE = 1;
@@ -58,6 +60,10 @@ public final class Main implements Runnable {
   /** The command line with Sluice's error handling: what {@link #main} runs, and what tests run. */
   public static CommandLine commandLine() {
     CommandLine cli = new CommandLine(new Main());
+    // Before the handlers are set: picocli hands its settings to the subcommands present at the time.
+    for (CommandPlugin plugin : ServiceLoader.load(CommandPlugin.class, Main.class.getClassLoader())) {
+      cli.addSubcommand(plugin);
+    }
     cli.setExecutionExceptionHandler((e, failed, parsed) -> {
       boolean verbose = parsed.matchedOption("--verbose") != null
           || parsed.subcommands().stream().anyMatch(s -> s.matchedOption("--verbose") != null);

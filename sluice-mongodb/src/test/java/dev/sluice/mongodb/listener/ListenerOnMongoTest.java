@@ -37,7 +37,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * The listener's guarantees on the embedded MongoDB: resume after a clean stop and after SIGKILL
  * of the listener JVM, both bootstrap races of seed 000 (figures 4a and 4b), and a lost lease
  * stopping delivery within one renew interval. Figure 3 (SIGSTOP) is {@code DemoTest} in
- * sluice-app, which runs it with three listener JVMs.
+ * sluice-demo, which runs it with three listener JVMs.
  */
 class ListenerOnMongoTest {
   private static final AtomicInteger DATABASES = new AtomicInteger();
