@@ -117,6 +117,16 @@ class BadInputTest {
     c.add(args("a missing configuration file", List.of("run", "--config", "/no/such/sluice.yaml"), 3,
         "/no/such/sluice.yaml does not exist"));
     c.add(args("run without --config", List.of("run"), 2, "--config"));
+    c.add(file("a '$' in a collection name", VALID.replace("- collection: orders", "- collection: \"or$ders\""), 3,
+        "listeners[0].collection", "without '$'", "'or$ders'"));
+    c.add(file("a '#' in a collection name", VALID.replace("- collection: orders", "- collection: \"or#ders\""), 3,
+        "listeners[0].collection", "'or#ders'"));
+    c.add(file("a space in a Kafka topic", VALID.replace("topic: orders", "topic: \"orders events\""), 3,
+        "listeners[0].sink.kafka.topic", "must be a Kafka topic name", "'orders events'"));
+    c.add(file("a Kafka topic with braces", VALID.replace("topic: orders", "topic: \"orders{A}\""), 3,
+        "listeners[0].sink.kafka.topic", "must be a Kafka topic name"));
+    c.add(file("a 2 MB scalar", VALID.replace("database: shop", "database: " + "x".repeat(2 * 1024 * 1024)), 3,
+        "at most 1048576"));
     c.add(args("a status interval of 0", List.of("run", "--config", "x.yaml", "--status-every", "0"), 2,
         "--status-every must be at least 1 second"));
     c.add(args("an unknown command", List.of("frobnicate"), 2, "frobnicate"));

@@ -43,11 +43,21 @@ public final class ConfigLoader {
       .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
       .enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
+  /** What Kafka accepts as a topic name. */
+  private static final java.util.regex.Pattern KAFKA_TOPIC = java.util.regex.Pattern.compile("[a-zA-Z0-9._-]{1,249}");
+  /** A configuration file is a few kilobytes: anything past this is a mistake, refused before it is parsed. */
+  static final int MAX_FILE_BYTES = 1024 * 1024;
+
   private ConfigLoader() {}
 
   public static SluiceConfig load(Path file) {
     String text;
     try {
+      long size = Files.size(file);
+      if (size > MAX_FILE_BYTES) {
+        throw new ConfigurationException("Configuration file " + file + " is " + size + " bytes; a configuration"
+            + " file is at most " + MAX_FILE_BYTES + " bytes");
+      }
       text = Files.readString(file);
     } catch (NoSuchFileException e) {
       throw new ConfigurationException("Configuration file " + file + " does not exist");
@@ -70,6 +80,10 @@ public final class ConfigLoader {
   public static SluiceConfig parse(String yaml, String source, Function<String, String> env) {
     if (yaml == null || yaml.isBlank()) {
       throw new ConfigException(source, "the file is empty");
+    }
+    if (yaml.length() > MAX_FILE_BYTES) {
+      throw new ConfigException(source, "is " + yaml.length() + " characters; a configuration file is at most "
+          + MAX_FILE_BYTES);
     }
     String text = substitute(yaml, source, env);
     SluiceConfig config;
@@ -273,6 +287,10 @@ public final class ConfigLoader {
       if (l.sink().kafka() != null) {
         require(notBlank(l.sink().kafka().bootstrapServers()), at + ".sink.kafka.bootstrapServers", "is required");
         require(notBlank(l.sink().kafka().topic()), at + ".sink.kafka.topic", "is required");
+        String topic = l.sink().kafka().topic();
+        require(KAFKA_TOPIC.matcher(topic).matches() && !topic.equals(".") && !topic.equals(".."),
+            at + ".sink.kafka.topic", "must be a Kafka topic name: 1 to 249 of a-z, A-Z, 0-9, '.', '_', '-', but was '"
+                + topic + "'");
       }
       if (l.sink().amqp() != null) {
         require(notBlank(l.sink().amqp().uri()), at + ".sink.amqp.uri", "is required (amqp://...)");
@@ -359,6 +377,12 @@ public final class ConfigLoader {
       require(l.messages() == null, at + ".messages", "is for a postgres source (logical-decoding messages);"
           + " a mongodb source has none");
       require(notBlank(l.collection()), at + ".collection", "is required");
+      // MongoDB refuses '$' and NUL in a collection name and keeps system.* for itself; '#'
+      // separates the stream from the partition in Sluice's lease names.
+      require(!l.collection().contains("$") && !l.collection().contains("\u0000") && !l.collection().contains("#")
+              && !l.collection().startsWith("system."), at + ".collection",
+          "must be a collection name without '$', '#' or NUL, not starting with 'system.', but was '"
+              + l.collection() + "'");
       return;
     }
     require(l.collection() == null, at + ".collection", "is for a mongodb source; with postgres name the table"
