@@ -176,9 +176,34 @@ public final class SluiceService implements AutoCloseable {
     }
     http = HttpEndpoint.start(h.host(), h.portOrDefault(),
         ServiceHealth.of(wiring, entries, () -> running, prometheus));
-    String where = "http://" + http.address().getHostString() + ":" + http.address().getPort();
+    String where = url(http.address());
     log.info("HTTP endpoint on {} (/health/live, /health/ready, /status, /metrics)", where);
     System.out.println("http endpoint: " + where);
+    if (!http.address().getAddress().isLoopbackAddress()) {
+      log.warn("The HTTP endpoint listens on {} ({}), not only on this machine: /status and /metrics (host"
+          + " names, process ids, checkpoints) are open to the network without authentication. Keep http.host"
+          + " 127.0.0.1 and put a reverse proxy with authentication in front, or restrict the port with a"
+          + " firewall", http.address().getAddress().getHostAddress(), where);
+    }
+  }
+
+  /**
+   * A URL a browser or {@code curl} can use for {@code address}: a wildcard address (listening on
+   * every interface) is reached on this machine as 127.0.0.1, and an IPv6 address is bracketed.
+   */
+  static String url(java.net.InetSocketAddress address) {
+    java.net.InetAddress ip = address.getAddress();
+    String host;
+    if (ip == null) {
+      host = address.getHostString();
+    } else if (ip.isAnyLocalAddress()) {
+      host = "127.0.0.1";
+    } else if (ip instanceof java.net.Inet6Address) {
+      host = "[" + ip.getHostAddress() + "]";
+    } else {
+      host = ip.getHostAddress();
+    }
+    return "http://" + host + ":" + address.getPort();
   }
 
   /** Where the HTTP endpoint listens, if it is on. */
