@@ -46,7 +46,17 @@ interface SinkReach extends AutoCloseable {
           Thread.currentThread().interrupt();
           return "interrupted while asking Kafka at " + bootstrapServers;
         } catch (Exception e) {
+          // Not kept while Kafka does not answer: an idle admin client reconnects every 200 ms and
+          // logs a warning each time, for as long as it lives. The next probe opens a new one.
+          closeAdmin();
           return "Kafka at " + bootstrapServers + " does not answer: " + Messages.oneLine(e);
+        }
+      }
+
+      private void closeAdmin() {
+        if (admin != null) {
+          admin.close(java.time.Duration.ZERO);
+          admin = null;
         }
       }
 
@@ -54,6 +64,7 @@ interface SinkReach extends AutoCloseable {
       public synchronized void close() {
         if (admin != null) {
           admin.close(java.time.Duration.ofSeconds(1));
+          admin = null;
         }
       }
     };
