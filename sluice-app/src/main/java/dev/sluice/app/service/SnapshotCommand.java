@@ -62,6 +62,31 @@ public final class SnapshotCommand implements Callable<Integer> {
   @Option(names = "--wait", description = "after the request, show the progress as it changes until every partition is done")
   boolean waitForIt;
 
+  @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "PT1H",
+      converter = DurationConverter.class,
+      description = "with --wait: how long to wait at most (default 1h; e.g. 30m, 2h); past it the exit code is 1"
+          + " and the request stays, taken up whenever the group's members run")
+  Duration timeout;
+
+  /** {@code 30m}, {@code 2h}, {@code 90s} or an ISO-8601 duration. */
+  static final class DurationConverter implements picocli.CommandLine.ITypeConverter<Duration> {
+    @Override
+    public Duration convert(String value) {
+      String v = value.strip().toLowerCase(java.util.Locale.ROOT);
+      Duration d;
+      try {
+        d = v.startsWith("p") ? Duration.parse(v.toUpperCase(java.util.Locale.ROOT))
+            : Duration.parse("PT" + v.toUpperCase(java.util.Locale.ROOT));
+      } catch (java.time.format.DateTimeParseException e) {
+        throw new picocli.CommandLine.TypeConversionException("'" + value + "' is not a duration (30m, 2h, 90s)");
+      }
+      if (d.isNegative() || d.isZero()) {
+        throw new picocli.CommandLine.TypeConversionException("must be positive, but was '" + value + "'");
+      }
+      return d;
+    }
+  }
+
   @Spec CommandSpec spec;
 
   @Override
@@ -70,8 +95,12 @@ public final class SnapshotCommand implements Callable<Integer> {
       throw new picocli.CommandLine.ParameterException(spec.commandLine(),
           "--progress requests nothing: give it without --from-id, --to-id and --wait");
     }
-    BsonValue from = fromId == null ? null : idValue(fromId);
-    BsonValue to = toId == null ? null : idValue(toId);
+    BsonValue from = fromId == null ? null : idOption("--from-id", fromId);
+    BsonValue to = toId == null ? null : idOption("--to-id", toId);
+    if (from != null && to != null && compareSameType(from, to) > 0) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--from-id " + fromId
+          + " is after --to-id " + toId + ": the range would be empty; give the first _id in --from-id");
+    }
     SluiceConfig config = ConfigLoader.load(configFile);
     if (config.mongodb() == null) {
       throw new ConfigException(configFile + ": postgres", "re-snapshots on request are for MongoDB listeners; a"
@@ -94,6 +123,8 @@ public final class SnapshotCommand implements Callable<Integer> {
             MongoChangeFeed.DEFAULT_SNAPSHOT_REQUEST_INTERVAL.toSeconds());
       }
       String shown = null;
+      long deadline = System.nanoTime() + timeout.toNanos();
+      boolean saidNoMember = false;
       while (true) {
         List<SnapshotRequest> requests = mongo.snapshotRequests(listener);
         String table = table(requests, wiring.leaseStore(), mongo.stream(), partitions);
@@ -111,9 +142,57 @@ public final class SnapshotCommand implements Callable<Integer> {
           out.flush();
           return 0;
         }
+        if (!saidNoMember && noMemberRuns(wiring.leaseStore(), mongo.stream(), partitions)) {
+          out.printf("No member of group %s runs (no partition's lease is held): the request waits until one"
+              + " starts; waiting at most %s (--timeout).%n", listener, timeout);
+          out.flush();
+          saidNoMember = true;
+        }
+        if (System.nanoTime() - deadline >= 0) {
+          out.printf("Re-snapshot %s is not complete after %s (--timeout); it stays requested and goes on whenever the"
+              + " group's members run: see 'sluice snapshot --progress'.%n", id, timeout);
+          out.flush();
+          return dev.sluice.app.Main.EXIT_FAILURE;
+        }
         Thread.sleep(WAIT_POLL.toMillis());
       }
     }
+  }
+
+  private boolean noMemberRuns(LeaseStore leases, String stream, int partitions) {
+    for (int i = 0; i < partitions; i++) {
+      if (leases.read(ListenerConfig.leaseName(listener, stream, i, partitions)).filter(LeaseRecord::isHeld).isPresent()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** {@link #idValue}, with a malformed extended-JSON value a usage error naming the option. */
+  private BsonValue idOption(String option, String text) {
+    try {
+      return idValue(text);
+    } catch (RuntimeException e) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), option + " " + text
+          + " is not a valid _id: " + dev.sluice.app.cli.Messages.oneLine(e));
+    }
+  }
+
+  /** Compares two ids of the same BSON type that have an order (numbers, strings, ObjectIds, dates); else 0. */
+  static int compareSameType(BsonValue a, BsonValue b) {
+    if (a.isNumber() && b.isNumber()) {
+      return a.asNumber().decimal128Value().bigDecimalValue().compareTo(b.asNumber().decimal128Value().bigDecimalValue());
+    }
+    if (a.isString() && b.isString()) {
+      return a.asString().getValue().compareTo(b.asString().getValue());
+    }
+    if (a.isObjectId() && b.isObjectId()) {
+      return a.asObjectId().getValue().compareTo(b.asObjectId().getValue());
+    }
+    if (a.isDateTime() && b.isDateTime()) {
+      return Long.compare(a.asDateTime().getValue(), b.asDateTime().getValue());
+    }
+    return 0;
   }
 
   /** An {@code _id} given on the command line: extended JSON, or else a string. */

@@ -125,4 +125,44 @@ class SnapshotCommandTest {
     assertThat(both.exit()).isEqualTo(2);
     assertThat(both.err()).contains("--progress requests nothing");
   }
+
+  @Test
+  void aReversedRangeAMalformedIdAndAWaitWithNoMemberRunningAreEachOneClearAnswer(@TempDir Path dir) throws Exception {
+    Path config = dir.resolve("sluice.yaml");
+    Files.writeString(config, """
+        mongodb:
+          uri: %s
+          database: nomember
+        http: { enabled: false }
+        listeners:
+          - collection: orders
+            group: idle-group
+            sink:
+              kafka: { bootstrapServers: "localhost:9092", topic: orders }
+        """.formatted(MONGO.connectionString()));
+
+    CliRun reversed = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "idle-group",
+        "--from-id", "200", "--to-id", "100");
+    assertThat(reversed.exit()).isEqualTo(Main.EXIT_USAGE);
+    assertThat(reversed.err()).contains("--from-id 200 is after --to-id 100", "the range would be empty");
+
+    CliRun malformed = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "idle-group",
+        "--from-id", "{\"$oid\": \"not-hex\"}");
+    assertThat(malformed.exit()).isEqualTo(Main.EXIT_USAGE);
+    assertThat(malformed.err()).contains("--from-id", "is not a valid _id").doesNotContain("\tat ");
+
+    // Nobody runs the group: the wait says so once, and ends at --timeout with exit 1.
+    long started = System.nanoTime();
+    CliRun waiting = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "idle-group", "--wait",
+        "--timeout", "3s");
+    assertThat(waiting.exit()).as(waiting.err()).isEqualTo(Main.EXIT_FAILURE);
+    assertThat(waiting.out()).contains("No member of group idle-group runs", "is not complete after PT3S (--timeout)",
+        "it stays requested");
+    assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(60));
+
+    CliRun badTimeout = CliRun.sluice("snapshot", "--config", config.toString(), "--listener", "idle-group", "--wait",
+        "--timeout", "soon");
+    assertThat(badTimeout.exit()).isEqualTo(Main.EXIT_USAGE);
+    assertThat(badTimeout.err()).contains("--timeout", "'soon' is not a duration");
+  }
 }
