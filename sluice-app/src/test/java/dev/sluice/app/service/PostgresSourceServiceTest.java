@@ -306,7 +306,20 @@ class PostgresSourceServiceTest {
         Arguments.of("a misspelt table key", PG_VALID.replace("- table:", "- tables:"),
             new String[] {"listeners[0].tables", "unknown key 'tables'", "did you mean 'table'?"}),
         Arguments.of("onInvalidate under postgres", PG_VALID.replace("bootstrap: snapshot",
-            "bootstrap: snapshot\n    onInvalidate: stop"), new String[] {"listeners[0].onInvalidate", "mongodb"}));
+            "bootstrap: snapshot\n    onInvalidate: stop"), new String[] {"listeners[0].onInvalidate", "mongodb"}),
+        Arguments.of("two groups that map to one replication slot", PG_VALID.replace("""
+              - table: public.orders
+                bootstrap: snapshot
+            """, """
+              - table: public.orders
+                group: idx.v1
+                sink:
+                  kafka: { bootstrapServers: "localhost:9092", topic: orders2 }
+              - table: public.orders
+                group: idx_v1
+                bootstrap: snapshot
+            """), new String[] {"listeners[0] and listeners[1]", "group 'idx.v1'", "group 'idx_v1'",
+                "map to the same replication slots"}));
   }
 
   @ParameterizedTest(name = "{0}")

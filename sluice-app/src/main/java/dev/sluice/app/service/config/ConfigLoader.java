@@ -328,6 +328,30 @@ public final class ConfigLoader {
                 + " another 'group' (each group gets every change)");
       }
     }
+    if (c.postgres() != null) {
+      refuseSharedSlots(c, source);
+    }
+  }
+
+  /**
+   * Two entries whose group and table differ only in characters a replication slot's name cannot
+   * hold ({@code idx.v1} and {@code idx_v1}) would read through the same slots: refused, naming both.
+   */
+  private static void refuseSharedSlots(SluiceConfig c, String source) {
+    Map<String, Integer> slots = new HashMap<>();
+    for (int i = 0; i < c.listeners().size(); i++) {
+      ListenerSection l = c.listeners().get(i);
+      String group = group(l, source + ": listeners[" + i + "]");
+      String slot = (group + "_" + l.target()).toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+      Integer first = slots.putIfAbsent(slot, i);
+      if (first != null) {
+        ListenerSection other = c.listeners().get(first);
+        throw new ConfigException(source + ": listeners[" + first + "] and listeners[" + i + "]",
+            "group '" + group(other, source) + "' on " + other.target() + " and group '" + group + "' on "
+                + l.target() + " map to the same replication slots (" + slot + "_<i>of<n>: a slot name keeps only"
+                + " a-z, 0-9 and '_'); give one of them a group that differs in a letter or digit");
+      }
+    }
   }
 
   private static void validateMongo(SluiceConfig.MongoSection m, String source) {
