@@ -219,6 +219,29 @@ final class PostgresSource implements Source<Map<String, Object>> {
     return PostgresDocuments.mapper();
   }
 
+  /**
+   * SQLSTATE class 28 (the password or the user refused) and 3D000 (no such database), found in
+   * the cause chain of a failure to connect (the pool reports "request timed out" around it).
+   */
+  @Override
+  public dev.sluice.ConfigurationException refusal(RuntimeException failure) {
+    for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        String state = sql.getSQLState();
+        if (state.startsWith("28")) {
+          return new dev.sluice.ConfigurationException("postgres.password: PostgreSQL refused user '"
+              + config.user() + "' or its password (SQLSTATE " + state + "): " + Messages.oneLine(sql)
+              + "; check postgres.user and postgres.password (or the password in postgres.url)");
+        }
+        if (state.equals("3D000")) {
+          return new dev.sluice.ConfigurationException("postgres.url: " + Messages.oneLine(sql)
+              + " (SQLSTATE 3D000); name an existing database in postgres.url");
+        }
+      }
+    }
+    return null;
+  }
+
   @Override
   public String problem() {
     try (Connection c = bounded.getConnection(); Statement s = c.createStatement()) {

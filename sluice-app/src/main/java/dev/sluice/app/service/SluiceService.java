@@ -115,6 +115,10 @@ public final class SluiceService implements AutoCloseable {
         if (closed.get()) {
           throw e;
         }
+        ConfigurationException refused = wiring.source().refusal(e);
+        if (refused != null) {
+          throw refused;
+        }
         log.warn("Waiting for {} to {}: {}; retrying in {} ms", wiring.sourceName(), what, Messages.oneLine(e),
             backoffMillis);
         System.out.println("waiting for " + wiring.sourceName() + ": " + Messages.oneLine(e));

@@ -28,6 +28,15 @@ interface Source<D> extends AutoCloseable {
   /** The server's name in messages: {@code MongoDB}, {@code PostgreSQL}. */
   String name();
 
+  /**
+   * The configuration error behind {@code failure}, when the server refused the configuration
+   * itself (a password, a user, a database that does not exist): waiting for the server cannot
+   * help. Null when the failure may pass (the server is down or slow).
+   */
+  default dev.sluice.ConfigurationException refusal(RuntimeException failure) {
+    return null;
+  }
+
   /** What a listener entry relays, in messages and the status JSON: {@code collection} or {@code table}. */
   String targetKind();
 

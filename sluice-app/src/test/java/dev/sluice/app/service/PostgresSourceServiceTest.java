@@ -356,6 +356,26 @@ class PostgresSourceServiceTest {
   }
 
   /**
+   * A database the server says does not exist is a configuration error at once (exit 3, one line
+   * with the SQLSTATE), not a wait for a server that answers (a refused password, SQLSTATE 28P01,
+   * takes the same path; the embedded server trusts local connections, so it is not shown here).
+   */
+  @Test
+  void aDatabaseTheServerSaysDoesNotExistIsAConfigurationErrorNotAnEndlessWait() throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    Path file = dir.resolve("sluice.yaml");
+    Files.writeString(file, PG_VALID.replace("jdbc:postgresql://127.0.0.1:1/shop",
+        pg.jdbcUrl("no_such_database_here")).replace("user: sluice", "user: " + EmbeddedPostgresServer.USER));
+    StringWriter err = new StringWriter();
+    int exit = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(60), () ->
+        Main.commandLine().setErr(new PrintWriter(err)).setOut(new PrintWriter(new StringWriter()))
+            .execute("run", "--config", file.toString()));
+    assertThat(exit).as("stderr: %s", err).isEqualTo(Main.EXIT_CONFIGURATION);
+    assertThat(err.toString().strip().lines()).hasSize(1);
+    assertThat(err.toString()).contains("postgres.url", "no_such_database_here", "3D000").doesNotContain("s3cret");
+  }
+
+  /**
    * {@code dead-letters} works on a postgres configuration; a PostgreSQL that cannot be reached is
    * the documented exit code 4 with one line naming the server, and the password is not shown.
    */
