@@ -125,6 +125,16 @@ class BadInputTest {
         "listeners[0].sink.kafka.topic", "must be a Kafka topic name", "'orders events'"));
     c.add(file("a Kafka topic with braces", VALID.replace("topic: orders", "topic: \"orders{A}\""), 3,
         "listeners[0].sink.kafka.topic", "must be a Kafka topic name"));
+    c.add(file("Kafka servers without a port", VALID.replace("localhost:9092", "localhost"), 3,
+        "listeners[0].sink.kafka.bootstrapServers", "must be host:port", "'localhost'"));
+    c.add(file("a Kafka port out of range", VALID.replace("localhost:9092", "localhost:99999"), 3,
+        "listeners[0].sink.kafka.bootstrapServers", "ports from 1 to 65535"));
+    c.add(file("an AMQP URI of another scheme, with a password", VALID.replace(
+        "kafka: { bootstrapServers: \"localhost:9092\", topic: orders }",
+        "amqp: { uri: \"http://app:s3cret@broker/\", exchange: orders }"), 3,
+        "listeners[0].sink.amqp.uri", "must be amqp://", "app:****@"));
+    c.add(file("an empty lease collection", VALID.replace("database: shop", "database: shop\n  leaseCollection: \"\""), 3,
+        "mongodb.leaseCollection", "must be a collection name"));
     c.add(file("a 2 MB scalar", VALID.replace("database: shop", "database: " + "x".repeat(2 * 1024 * 1024)), 3,
         "at most 1048576"));
     c.add(args("a status interval of 0", List.of("run", "--config", "x.yaml", "--status-every", "0"), 2,

@@ -50,6 +50,36 @@ public final class ConfigLoader {
 
   private ConfigLoader() {}
 
+  /** {@code host:port} with a port from 1 to 65535 (an IPv6 host in brackets). */
+  static boolean isHostAndPort(String address) {
+    String server = address.replaceFirst("^[A-Za-z_]+://", ""); // a listener name, as Kafka allows
+    int colon = server.lastIndexOf(':');
+    if (colon <= 0 || colon == server.length() - 1) {
+      return false;
+    }
+    String host = server.substring(0, colon);
+    if (host.isBlank() || host.contains(" ") || (host.contains(":") && !host.startsWith("["))) {
+      return false;
+    }
+    try {
+      int port = Integer.parseInt(server.substring(colon + 1));
+      return port >= 1 && port <= 65535;
+    } catch (NumberFormatException e) {
+      return false;
+    }
+  }
+
+  /** What the AMQP client accepts as a URI: amqp or amqps, a host, a port in range if any. */
+  static boolean isAmqpUri(String uri) {
+    try {
+      java.net.URI u = new java.net.URI(uri.strip());
+      return ("amqp".equals(u.getScheme()) || "amqps".equals(u.getScheme())) && u.getHost() != null
+          && (u.getPort() == -1 || (u.getPort() >= 1 && u.getPort() <= 65535));
+    } catch (java.net.URISyntaxException e) {
+      return false;
+    }
+  }
+
   public static SluiceConfig load(Path file) {
     String text;
     try {
@@ -286,6 +316,10 @@ public final class ConfigLoader {
       require(sinks == 1, at + ".sink", "must configure exactly one of kafka, amqp, but had " + sinks);
       if (l.sink().kafka() != null) {
         require(notBlank(l.sink().kafka().bootstrapServers()), at + ".sink.kafka.bootstrapServers", "is required");
+        require(java.util.Arrays.stream(l.sink().kafka().bootstrapServers().split(",")).map(String::strip)
+                .allMatch(ConfigLoader::isHostAndPort), at + ".sink.kafka.bootstrapServers",
+            "must be host:port[,host:port...] with ports from 1 to 65535, but was '"
+                + l.sink().kafka().bootstrapServers() + "'");
         require(notBlank(l.sink().kafka().topic()), at + ".sink.kafka.topic", "is required");
         String topic = l.sink().kafka().topic();
         require(KAFKA_TOPIC.matcher(topic).matches() && !topic.equals(".") && !topic.equals(".."),
@@ -294,6 +328,9 @@ public final class ConfigLoader {
       }
       if (l.sink().amqp() != null) {
         require(notBlank(l.sink().amqp().uri()), at + ".sink.amqp.uri", "is required (amqp://...)");
+        require(isAmqpUri(l.sink().amqp().uri()), at + ".sink.amqp.uri",
+            "must be amqp://[user:password@]host[:port][/vhost] or amqps://..., but was '"
+                + dev.sluice.app.cli.Secrets.mask(l.sink().amqp().uri()) + "'");
         require(notBlank(l.sink().amqp().exchange()), at + ".sink.amqp.exchange", "is required");
       }
       publication(l, at); // parses and checks the publish section
@@ -363,6 +400,13 @@ public final class ConfigLoader {
     require(m.database().matches("[^/\\\\. \"$*<>:|?\u0000]{1,63}"), source + ": mongodb.database",
         "must be a MongoDB database name (at most 63 characters, none of / \\\\ . space \" $ * < > : | ?), but was '"
             + m.database() + "'");
+    for (String[] c : new String[][] {{"leaseCollection", m.leaseCollection()},
+        {"deadLetterCollection", m.deadLetterCollection()}}) {
+      require(c[1] == null || (!c[1].isBlank() && !c[1].contains("$") && !c[1].contains("\u0000")
+          && !c[1].startsWith("system.")), source + ": mongodb." + c[0],
+          "must be a collection name (not empty, without '$' or NUL, not starting with 'system.'), or left out"
+              + " for the default, but was '" + c[1] + "'");
+    }
   }
 
   private static void validatePostgres(SluiceConfig.PostgresSection p, String source) {
