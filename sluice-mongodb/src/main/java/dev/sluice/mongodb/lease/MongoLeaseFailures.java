@@ -96,7 +96,11 @@ final class MongoLeaseFailures {
 
   static LeaseStoreException failure(String action, String name, MongoException e) {
     boolean retryable = retryable(e);
-    return new LeaseStoreException("MongoDB lease store could not " + action
+    // A server that cannot be reached is what the operator must hear first, not the step that needed it.
+    boolean unreachable = e instanceof com.mongodb.MongoTimeoutException || e instanceof com.mongodb.MongoSocketException
+        || (e instanceof com.mongodb.MongoOperationTimeoutException && (e.getCause() instanceof com.mongodb.MongoTimeoutException
+            || e.getCause() instanceof com.mongodb.MongoSocketException));
+    return new LeaseStoreException("MongoDB lease store could not " + (unreachable ? "reach the server to " : "") + action
         + (name == null ? "" : " lease '" + name + "'") + " ("
         + (retryable ? "may succeed if retried" : "will not succeed until the database or its"
         + " configuration is fixed") + "): " + dev.sluice.mongodb.internal.MongoErrors.describe(e),

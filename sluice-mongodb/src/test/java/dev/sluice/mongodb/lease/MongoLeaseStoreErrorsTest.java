@@ -132,6 +132,17 @@ class MongoLeaseStoreErrorsTest {
     return false;
   }
 
+  /** A server that cannot be reached is said first: a status line read "could not set up the indexes" during an outage. */
+  @Test
+  void aFailureToReachTheServerSaysSoBeforeTheStepThatNeededIt() {
+    String unreachable = MongoLeaseFailures.failure("set up the indexes of collection 'sluice_leases'", null,
+        new com.mongodb.MongoTimeoutException("Timed out while waiting for a server")).getMessage();
+    assertThat(unreachable).startsWith("MongoDB lease store could not reach the server to set up the indexes")
+        .contains("may succeed if retried");
+    String refused = MongoLeaseFailures.failure("renew", "g/s#0of1", command(13)).getMessage();
+    assertThat(refused).startsWith("MongoDB lease store could not renew lease 'g/s#0of1'");
+  }
+
   @Test
   void driverErrorsAreClassifiedRetryableOrNot() {
     ServerAddress server = new ServerAddress();
