@@ -36,7 +36,12 @@ class PluginDirectoryIT {
   @Test
   void aWorkerWithoutTheConnectorOnItsClassPathRunsItFromThePluginDirectory() throws Exception {
     Path plugin = PLUGINS.resolve("sluice-kafka-connect");
-    assertThat(plugin.resolve("manifest.json")).content().contains("Apache License 2.0");
+    assertThat(plugin.resolve("manifest.json")).content().contains("Apache License 2.0", "PostgreSQL", "MongoDB")
+        .doesNotContain("README.md#");
+    assertThat(plugin.resolve("doc").resolve("README.md")).content().contains("## Kafka Connect source connector");
+    assertThat(plugin.resolve("etc").resolve("sluice-mongodb-source.json")).exists();
+    assertThat(plugin.resolve("etc").resolve("sluice-postgresql-source.json")).content()
+        .contains("\"source.type\": \"postgresql\"");
     assertThat(plugin.resolve("doc").resolve("LICENSE")).content()
         .contains("Apache License", "Version 2.0, January 2004");
     List<String> jars;
