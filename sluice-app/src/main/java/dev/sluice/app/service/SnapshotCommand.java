@@ -152,7 +152,7 @@ public final class SnapshotCommand implements Callable<Integer> {
           out.printf("Re-snapshot %s is not complete after %s (--timeout); it stays requested and goes on whenever the"
               + " group's members run: see 'sluice snapshot --progress'.%n", id, timeout);
           out.flush();
-          return dev.sluice.app.Main.EXIT_FAILURE;
+          return 1; // the documented exit code of a command that did not do what it was asked
         }
         Thread.sleep(WAIT_POLL.toMillis());
       }
