@@ -135,6 +135,12 @@ class BadInputTest {
         "listeners[0].sink.amqp.uri", "must be amqp://", "app:****@"));
     c.add(file("an empty lease collection", VALID.replace("database: shop", "database: shop\n  leaseCollection: \"\""), 3,
         "mongodb.leaseCollection", "must be a collection name"));
+    c.add(file("a MongoDB port out of range, with a password", VALID.replace(
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500", "\"mongodb://app:s3cret@db:99999/\""), 3,
+        "mongodb.uri", "is not a valid MongoDB connection string", "app:****@"));
+    c.add(file("a MongoDB option that does not exist", VALID.replace(
+        "?serverSelectionTimeoutMS=500", "?serverSelectionTimeoutMS=soon"), 3,
+        "mongodb.uri", "is not a valid MongoDB connection string"));
     c.add(file("a 2 MB scalar", VALID.replace("database: shop", "database: " + "x".repeat(2 * 1024 * 1024)), 3,
         "at most 1048576"));
     c.add(args("a status interval of 0", List.of("run", "--config", "x.yaml", "--status-every", "0"), 2,

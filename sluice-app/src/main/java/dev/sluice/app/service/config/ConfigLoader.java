@@ -396,6 +396,13 @@ public final class ConfigLoader {
     require(m.uri().startsWith("mongodb://") || m.uri().startsWith("mongodb+srv://"),
         source + ": mongodb.uri", "must start with mongodb:// or mongodb+srv://, but was '"
             + dev.sluice.app.cli.Secrets.mask(m.uri()) + "'");
+    try {
+      new com.mongodb.ConnectionString(m.uri().strip());
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(source + ": mongodb.uri", "is not a valid MongoDB connection string: "
+          + dev.sluice.app.cli.Secrets.mask(String.valueOf(e.getMessage())) + " (was '"
+          + dev.sluice.app.cli.Secrets.mask(m.uri()) + "')");
+    }
     require(notBlank(m.database()), source + ": mongodb.database", "is required");
     require(m.database().matches("[^/\\\\. \"$*<>:|?\u0000]{1,63}"), source + ": mongodb.database",
         "must be a MongoDB database name (at most 63 characters, none of / \\\\ . space \" $ * < > : | ?), but was '"
