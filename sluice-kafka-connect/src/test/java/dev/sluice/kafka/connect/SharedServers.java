@@ -12,7 +12,6 @@ import dev.sluice.testkit.sql.EmbeddedPostgresServer;
  */
 final class SharedServers {
   private static EmbeddedKafka kafka;
-  private static EmbeddedKafka proxied;
   private static InMemoryMongo mongo;
   private static EmbeddedMongo embedded;
 
@@ -24,18 +23,6 @@ final class SharedServers {
       Runtime.getRuntime().addShutdownHook(new Thread(kafka::close));
     }
     return kafka;
-  }
-
-  /**
-   * A second embedded Kafka, behind a fault proxy it advertises (every client connection goes
-   * through it), for the tests that break the network to the broker; started on first use.
-   */
-  static synchronized EmbeddedKafka kafkaBehindProxy() {
-    if (proxied == null) {
-      proxied = EmbeddedKafka.startBehindProxy(java.time.Duration.ofMinutes(60));
-      Runtime.getRuntime().addShutdownHook(new Thread(proxied::close));
-    }
-    return proxied;
   }
 
   /** The test kit's PostgreSQL server shared by the JVM (logical decoding on). */
