@@ -50,32 +50,19 @@ public final class ConfigLoader {
 
   private ConfigLoader() {}
 
-  /** {@code host:port} with a port from 1 to 65535 (an IPv6 host in brackets). */
+  /** {@code host:port} as the Kafka client parses a bootstrap address, with a port from 1 to 65535. */
   static boolean isHostAndPort(String address) {
-    String server = address.replaceFirst("^[A-Za-z_]+://", ""); // a listener name, as Kafka allows
-    int colon = server.lastIndexOf(':');
-    if (colon <= 0 || colon == server.length() - 1) {
-      return false;
-    }
-    String host = server.substring(0, colon);
-    if (host.isBlank() || host.contains(" ") || (host.contains(":") && !host.startsWith("["))) {
-      return false;
-    }
-    try {
-      int port = Integer.parseInt(server.substring(colon + 1));
-      return port >= 1 && port <= 65535;
-    } catch (NumberFormatException e) {
-      return false;
-    }
+    String host = org.apache.kafka.common.utils.Utils.getHost(address);
+    Integer port = org.apache.kafka.common.utils.Utils.getPort(address);
+    return host != null && !host.isBlank() && port != null && port >= 1 && port <= 65535;
   }
 
-  /** What the AMQP client accepts as a URI: amqp or amqps, a host, a port in range if any. */
+  /** What the AMQP client itself accepts as a URI ({@code ConnectionFactory.setUri}). */
   static boolean isAmqpUri(String uri) {
     try {
-      java.net.URI u = new java.net.URI(uri.strip());
-      return ("amqp".equals(u.getScheme()) || "amqps".equals(u.getScheme())) && u.getHost() != null
-          && (u.getPort() == -1 || (u.getPort() >= 1 && u.getPort() <= 65535));
-    } catch (java.net.URISyntaxException e) {
+      new com.rabbitmq.client.ConnectionFactory().setUri(uri.strip());
+      return true;
+    } catch (java.net.URISyntaxException | java.security.GeneralSecurityException | IllegalArgumentException e) {
       return false;
     }
   }
