@@ -39,10 +39,12 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>The factory class implements {@link StoreFactory} and has a public no-argument constructor.
  *
- * <p>Intervals use only the store's clock. {@code heldFrom} is the grant's own time on that clock,
- * its expiry minus the lease duration: the instant the store judged the lease free (a time read
- * after the acquisition returned is not always later: a store may answer {@code now()} from an
- * estimate that lags its clock by a reply's travel time). {@code heldTo} is
+ * <p>Intervals use only the store's clock. {@code heldFrom} is the later of the grant's own time
+ * on that clock (its expiry minus the lease duration) and the store's time read after the
+ * acquisition returned: the stamp alone can precede the moment the store found the lease free (a
+ * SQL server stamps with the time the statement arrived, then may wait for a row lock behind a
+ * release), and the read alone can lag (a store may answer {@code now()} from an estimate that
+ * lags its clock by a reply's travel time). {@code heldTo} is
  * what the store last promised: the expiry of the last successful acquisition or renewal, or,
  * for a holder that releases early, the store's time read before the release. A holder that
  * paused past its lease and then fails to renew records only up to the last promise. A correct
@@ -168,8 +170,27 @@ public final class LeaseFuzz {
         continue;
       }
       Lease current = acquired.get();
-      // The grant's time on the store's clock: the store judged the lease free at that instant.
+      // When the holder can count on the lease, on the store's clock: the later of the grant's
+      // own stamp (expiry minus duration) and the store's time read after the grant returned.
+      // Neither alone is always inside the holding: a SQL server stamps the grant with the time
+      // its statement arrived (now() is the transaction's start), which can precede the moment
+      // it found the row free (a lock wait behind a release, a backend descheduled under load);
+      // a store whose now() is an estimate may answer a time that lags its clock by a reply's
+      // travel time. The later of the two is after the grant and still inside the holding.
       Instant heldFrom = current.expiresAt().minus(lease);
+      boolean recorded = true;
+      try {
+        Instant after = store.now();
+        if (after.isAfter(heldFrom)) {
+          heldFrom = after;
+        }
+      } catch (LeaseStoreException e) {
+        if (!e.retryable()) {
+          throw e;
+        }
+        // No answer in time: when this holding began is not known closely enough to check it.
+        recorded = false;
+      }
       // What the store promised: the lease is ours until this instant unless we release it.
       Instant promisedUntil = current.expiresAt();
       int renewals = 1 + random.nextInt(3);
@@ -226,7 +247,7 @@ public final class LeaseFuzz {
         long epoch = current.epoch();
         unlessNoAnswer(() -> store.deleteIfIdle(name, epoch));
       }
-      if (!heldTo.isBefore(heldFrom)) {
+      if (recorded && !heldTo.isBefore(heldFrom)) {
         synchronized (out) {
           out.write(new Entry(owner, current.epoch(), heldFrom, heldTo).format());
           out.newLine();
