@@ -128,7 +128,26 @@ final class LeaseLockProvider implements LockProvider {
     if (lease.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(grant.lock(lease.get(), sentAt, ticker.nanos()));
+    long answeredAt = ticker.nanos();
+    if (answeredAt - sentAt >= duration.toNanos()) {
+      // The grant arrived after the term it was asked for had run out on this process's reckoning
+      // (a store that took that long to answer, a pause): a lock returned now would already be
+      // one its holder cannot rely on (ShedLock would run its task unprotected). Give it back so
+      // that nobody waits for its expiry; if the release fails too, it expires on the store.
+      LOG.warn("Lock '{}' was granted {} ms after it was asked for, past its term of {} ms: not"
+          + " taken, released", name, (answeredAt - sentAt) / 1_000_000, duration.toMillis());
+      releaseQuietly(lease.get());
+      return Optional.empty();
+    }
+    return Optional.of(grant.lock(lease.get(), sentAt, answeredAt));
+  }
+
+  private void releaseQuietly(Lease lease) {
+    try {
+      store.release(lease);
+    } catch (RuntimeException e) {
+      LOG.debug("Could not release the late grant of '{}'; it expires on the store", lease.name(), e);
+    }
   }
 
   /** Tracks a new lock so that {@link #close} releases it. */

@@ -105,14 +105,15 @@ class ShedLockFencingTest {
     TaskResult<long[]> result = executorA.executeWithLock(() -> {
       long before = SluiceShedLockProvider.currentToken(name).orElseThrow();
       LockExtender.extendActiveLock(Duration.ofMinutes(2), Duration.ZERO);
-      // Past the first 500 ms, the other node is still locked out. From another thread: ShedLock
-      // runs a task whose lock this thread holds without locking.
-      await().during(Duration.ofMillis(800)).atMost(Duration.ofSeconds(5))
+      // Past the first 2 s, the other node is still locked out. From another thread: ShedLock
+      // runs a task whose lock this thread holds without locking. (2 s, not less: a grant that
+      // reaches a loaded machine after its lockAtMostFor ran out is refused, not run unprotected.)
+      await().during(Duration.ofMillis(2300)).atMost(Duration.ofSeconds(8))
           .pollInterval(Duration.ofMillis(50))
           .until(() -> !CompletableFuture.supplyAsync(
               () -> run(executorB, () -> 1, job(name, Duration.ofMinutes(1)))).get().wasExecuted());
       return new long[] {before, SluiceShedLockProvider.currentToken(name).orElseThrow()};
-    }, job(name, Duration.ofMillis(500)));
+    }, job(name, Duration.ofSeconds(2)));
     assertThat(result.wasExecuted()).isTrue();
     assertThat(result.getResult()[1]).isEqualTo(result.getResult()[0]);
   }
@@ -123,13 +124,13 @@ class ShedLockFencingTest {
     String resource = "report-" + name;
     CountDownLatch aHasLock = new CountDownLatch(1);
     CountDownLatch bWrote = new CountDownLatch(1);
-    // Node A's run hangs past its 300 ms lockAtMostFor (a GC pause, a slow call) ...
+    // Node A's run hangs past its 1.5 s lockAtMostFor (a GC pause, a slow call) ...
     CompletableFuture<Boolean> aWrite = CompletableFuture.supplyAsync(() -> run(executorA, () -> {
       long token = SluiceShedLockProvider.currentToken(name).orElseThrow();
       aHasLock.countDown();
       assertThat(bWrote.await(30, TimeUnit.SECONDS)).isTrue();
       return fencedWrite(resource, token, "from A");
-    }, job(name, Duration.ofMillis(300))).getResult());
+    }, job(name, Duration.ofMillis(1500))).getResult());
     assertThat(aHasLock.await(30, TimeUnit.SECONDS)).isTrue();
     // ... so the next trigger on node B runs, with a higher token, and writes first.
     TaskResult<Boolean> bRun = await().atMost(Duration.ofSeconds(10))

@@ -30,6 +30,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -520,13 +521,34 @@ public abstract class LockContract {
     LockProvider a = provider();
     LockProvider b = provider();
     String name = uniqueName("ranout");
-    TimedLock lock = a.tryAcquireFor(name, Duration.ofMillis(1), Duration.ZERO).orElseThrow();
+    // Not 1 ms: a grant that arrives after its term ran out is no lock at all (below).
+    TimedLock lock = a.tryAcquireFor(name, Duration.ofMillis(300), Duration.ZERO).orElseThrow();
     await().atMost(Duration.ofSeconds(2)).until(() -> !lock.isHeld());
     assertThat(lock.extend(Duration.ofSeconds(10), Duration.ZERO)).isFalse();
     await().atMost(Duration.ofSeconds(2))
         .until(() -> store.read("lock:" + name).map(r -> !r.isHeld()).orElse(false));
     try (Lock next = b.tryAcquire(name).orElseThrow()) {
       assertThat(next.token()).isGreaterThan(lock.token());
+    }
+  }
+
+  @Test
+  void aGrantThatArrivesAfterItsTermRanOutIsNotALockAndIsGivenBackAtOnce() {
+    // Each grant reaches the holder, on its own ticker, later than the term it asked for: a store
+    // that took that long to answer, or a pause between the answer and its use.
+    AtomicLong lateBy = new AtomicLong();
+    CutOffLeaseStore slow = new CutOffLeaseStore(createLeaseStore());
+    slow.afterEachGrant(() -> lateBy.addAndGet(LEASE.toNanos() + 1_000_000));
+    LockProvider late = provider(slow, LEASE, EXTEND, () -> System.nanoTime() + lateBy.get());
+    LockProvider b = provider();
+    String name = uniqueName("late");
+
+    assertThat(late.tryAcquire(name)).as("a lock already run out is no lock").isEmpty();
+    assertThat(late.tryAcquireFor(name, Duration.ofMillis(500), Duration.ZERO)).isEmpty();
+    assertThat(lateBy.get()).as("the store did grant both").isEqualTo(2 * (LEASE.toNanos() + 1_000_000));
+    // Given back: free now, not at its expiry.
+    try (Lock next = b.tryAcquire(name).orElseThrow()) {
+      assertThat(next.isHeld()).isTrue();
     }
   }
 
@@ -649,6 +671,7 @@ public abstract class LockContract {
     private volatile boolean cut;
     private final AtomicInteger refusedRenewals = new AtomicInteger();
     private final AtomicInteger renewals = new AtomicInteger();
+    private volatile Runnable afterGrant = () -> {};
 
     public CutOffLeaseStore(LeaseStore delegate) {
       this.delegate = delegate;
@@ -672,9 +695,18 @@ public abstract class LockContract {
       return renewals.get();
     }
 
+    /** Runs {@code hook} after each acquisition the store granted, before it is returned. */
+    public void afterEachGrant(Runnable hook) {
+      afterGrant = hook;
+    }
+
     @Override
     public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
-      return delegate.tryAcquire(name, owner, duration);
+      Optional<Lease> granted = delegate.tryAcquire(name, owner, duration);
+      if (granted.isPresent()) {
+        afterGrant.run();
+      }
+      return granted;
     }
 
     @Override
