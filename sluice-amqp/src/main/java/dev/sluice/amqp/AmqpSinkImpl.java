@@ -130,7 +130,8 @@ final class AmqpSinkImpl<D>
       // it is dropped at once, so no later call waits on it again.
       abandonConnection();
       throw new SinkException(
-          "AMQP publish of " + describe(m) + " to exchange '" + exchange + "' failed: " + e, e);
+          "AMQP publish of " + describe(m) + " to exchange '" + exchange + "' failed: " + e
+              + (e.getCause() != null && e.getCause() != e ? " (caused by " + e.getCause() + ")" : ""), e);
     }
   }
 

@@ -120,7 +120,10 @@ final class KafkaSinkImpl<D>
     } catch (KafkaException | IllegalStateException e) {
       // Not the change's fault (metadata timeout, producer closed): fail the flush, not the
       // change, so an outage pauses delivery instead of parking changes.
-      throw new SinkException("Kafka send of " + describe(m) + " failed: " + e, e);
+      // "Failed to construct kafka producer" says nothing without its cause (a host that does not
+      // resolve any more, a bad setting): name it.
+      throw new SinkException("Kafka send of " + describe(m) + " failed: " + e
+          + (e.getCause() != null && e.getCause() != e ? " (caused by " + e.getCause() + ")" : ""), e);
     }
     // The producer reports a metadata timeout (broker unreachable) as an already failed future
     // after blocking up to max.block.ms; stop sending the rest of the batch at once instead of

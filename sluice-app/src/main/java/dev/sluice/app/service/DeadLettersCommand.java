@@ -37,6 +37,10 @@ public final class DeadLettersCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
+    if (limit < 1) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+          "--limit must be at least 1, but was " + limit);
+    }
     try (ListenerOptions.Connected<?> c = listener.connect()) {
       return run(c);
     }

@@ -252,8 +252,28 @@ final class PostgresSource implements Source<Map<String, Object>> {
     }
   }
 
+  /**
+   * How long {@link #close()} waits for the pool's connections in use to come back before it closes
+   * the pool: a closing listener does not wait for its release watch, which gives its connection
+   * back after its current wait for notifications (0.5 s) and an {@code UNLISTEN} (at most 1 s).
+   * Within {@link Wiring#CLOSE_BOUND}.
+   */
+  static final java.time.Duration RETURN_BOUND = java.time.Duration.ofMillis(2_000);
+
+  /**
+   * Closes the pool once no connection is in use, or after {@link #RETURN_BOUND}. Closing it under
+   * a connection in use aborts that connection: HikariCP then logs "connection marked as broken"
+   * with a stack trace when its holder gives it back, which every normal stop did (the release
+   * watch's connection). Past the bound, something really is still using the database (a listener
+   * left stopping, a server that does not answer), and the abort is what ends it.
+   */
   @Override
   public void close() {
+    com.zaxxer.hikari.HikariPoolMXBean state = pool.getHikariPoolMXBean();
+    long deadline = System.nanoTime() + RETURN_BOUND.toNanos();
+    while (state != null && state.getActiveConnections() > 0 && System.nanoTime() < deadline) {
+      java.util.concurrent.locks.LockSupport.parkNanos(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(20));
+    }
     pool.close();
   }
 }

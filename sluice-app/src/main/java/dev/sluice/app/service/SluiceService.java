@@ -148,6 +148,39 @@ public final class SluiceService implements AutoCloseable {
     }
   }
 
+  /**
+   * Closes the sinks and the source's clients side by side, waiting at most {@link
+   * Wiring#CLOSE_BOUND} (docs/adr/0103). A sink's own close waits for its broker up to its flush
+   * timeout (30 s: a Kafka producer's close waits for the records it still holds, and with a
+   * blackholed broker that made a stop take 20-25 s); here it goes on on a daemon thread past the
+   * bound. Nothing acknowledged is lost by it: the listeners are stopped, and a checkpoint moves
+   * only past records the broker acknowledged, so what the broker did not acknowledge is delivered
+   * again by the next owner.
+   */
+  private void closeSinksAndSource() {
+    Map<String, Runnable> closes = new LinkedHashMap<>();
+    Map<String, String> what = new HashMap<>();
+    for (Wiring.SinkHandle<?> s : sinks) {
+      String thread = "sluice-close-sink-" + closes.size();
+      what.put(thread, s.description());
+      closes.put(thread, () -> {
+        try {
+          s.close();
+        } catch (RuntimeException e) {
+          log.warn("{}", e.getMessage(), e);
+        }
+      });
+    }
+    closes.put("sluice-close-source", wiring::close); // bounded by CLOSE_BOUND itself, and says so
+    for (String late : BoundedClose.run(Wiring.CLOSE_BOUND, closes)) {
+      if (what.containsKey(late)) {
+        log.warn("The sink to {} did not close within {} (the broker does not answer?); left to close on a daemon"
+            + " thread: what it did not get acknowledged is delivered again from the checkpoint", what.get(late),
+            Wiring.CLOSE_BOUND);
+      }
+    }
+  }
+
   /** JVM and process meters (memory, GC, threads, classes, CPU, uptime, file descriptors). */
   private void bindProcessMeters() {
     new JvmMemoryMetrics().bindTo(meters);
@@ -236,8 +269,8 @@ public final class SluiceService implements AutoCloseable {
 
   /**
    * How long {@link #close()} takes at most while a server does not answer: the listeners' bound
-   * ({@link #listenersBound()}) and then the source's ({@link Wiring#CLOSE_BOUND}), plus the sinks'
-   * own close bounds (their flush timeouts) when a broker does not answer (docs/adr/0103).
+   * ({@link #listenersBound()}) and then {@link Wiring#CLOSE_BOUND}, within which the sinks and the
+   * source's clients close side by side (docs/adr/0103).
    */
   Duration closeBound() {
     return listenersBound().plus(Wiring.CLOSE_BOUND);
@@ -261,14 +294,7 @@ public final class SluiceService implements AutoCloseable {
     if (http != null) {
       http.close();
     }
-    for (Wiring.SinkHandle<?> s : sinks) {
-      try {
-        s.close();
-      } catch (RuntimeException e) {
-        log.warn("{}", e.getMessage(), e);
-      }
-    }
-    wiring.close();
+    closeSinksAndSource();
     for (AutoCloseable b : binders) {
       try {
         b.close();

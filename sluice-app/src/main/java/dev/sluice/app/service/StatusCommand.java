@@ -90,7 +90,20 @@ public final class StatusCommand implements Callable<Integer> {
     if (mongo == null || database == null) {
       throw new ParameterException(spec.commandLine(), "give --mongo and --database, or --config");
     }
-    try (MongoClient client = MongoClients.create(mongo)) {
+    com.mongodb.ConnectionString connection;
+    try {
+      connection = new com.mongodb.ConnectionString(mongo);
+    } catch (IllegalArgumentException e) {
+      throw new ParameterException(spec.commandLine(), dev.sluice.app.cli.Secrets.mask("--mongo '" + mongo
+          + "' is not a valid MongoDB connection string: " + e.getMessage()));
+    }
+    try {
+      com.mongodb.MongoNamespace.checkDatabaseNameValidity(database);
+    } catch (IllegalArgumentException e) {
+      throw new ParameterException(spec.commandLine(), "--database '" + database + "' is not a MongoDB database name: "
+          + e.getMessage());
+    }
+    try (MongoClient client = MongoClients.create(connection)) {
       LeaseStore store = MongoLeaseStore.builder(client.getDatabase(database)).collection(collection).build();
       MongoChangeFeed server = MongoChangeFeed.builder(client, database, collection).build();
       return print(store, server, every, () -> new ConfigException("--database", "no lease records in " + database

@@ -150,7 +150,9 @@ public final class Wiring<D> implements AutoCloseable {
   public SinkHandle<D> sink(ListenerSection l, String topicOrExchangeOverride) {
     MessageEncoder.Builder<D> encoder = MessageEncoder.builder(source.mapper());
     encoder.publication(ConfigLoader.publication(l, "listeners[" + config.listeners().indexOf(l) + "]"));
+    String at = "listeners[" + config.listeners().indexOf(l) + "]";
     if (l.sink().kafka() != null) {
+      requireResolvable(l.sink().kafka().bootstrapServers(), at + ".sink.kafka.bootstrapServers");
       String topic = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().kafka().topic();
       KafkaSink<D> sink = KafkaSink.builder(l.sink().kafka().bootstrapServers(), topic, encoder.build()).build();
       SinkReach reach = SinkReach.kafka(l.sink().kafka().bootstrapServers());
@@ -166,9 +168,37 @@ public final class Wiring<D> implements AutoCloseable {
       throw new ConfigurationException("listeners[" + config.listeners().indexOf(l) + "].sink.amqp.uri '"
           + dev.sluice.app.cli.Secrets.mask(l.sink().amqp().uri()) + "' is not a valid AMQP URI: " + dev.sluice.app.cli.Secrets.mask(e.getMessage()));
     }
+    requireResolvable(factory.getHost(), at + ".sink.amqp.uri",
+        dev.sluice.app.cli.Secrets.mask(l.sink().amqp().uri()));
     String exchange = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().amqp().exchange();
     AmqpSink<D> sink = AmqpSink.builder(factory, exchange, encoder.build()).build();
     return new SinkHandle<>(sink, sink::close, "AMQP exchange " + exchange, SinkReach.amqp(factory));
+  }
+
+  /**
+   * Refuses Kafka bootstrap servers none of which resolves (the producer could never be built:
+   * it would fail with "Failed to construct kafka producer" at every attempt), with Kafka's own
+   * resolution of {@code bootstrap.servers}. A broker that resolves but is down is waited for.
+   */
+  private static void requireResolvable(String bootstrapServers, String setting) {
+    try {
+      org.apache.kafka.clients.ClientUtils.parseAndValidateAddresses(
+          java.util.Arrays.stream(bootstrapServers.split(",")).map(String::trim).toList(),
+          org.apache.kafka.clients.ClientDnsLookup.USE_ALL_DNS_IPS);
+    } catch (org.apache.kafka.common.KafkaException e) {
+      throw new ConfigurationException(setting + " '" + bootstrapServers + "': no host of it resolves ("
+          + e.getMessage() + "); name a host this machine can resolve");
+    }
+  }
+
+  /** Refuses an AMQP URI whose host does not resolve: the connection could never be opened. */
+  private static void requireResolvable(String host, String setting, String maskedUri) {
+    try {
+      java.net.InetAddress.getAllByName(host);
+    } catch (java.net.UnknownHostException e) {
+      throw new ConfigurationException(setting + " '" + maskedUri + "': host '" + host + "' does not resolve ("
+          + e.getMessage() + "); name a host this machine can resolve");
+    }
   }
 
   /** A listener relaying one collection or table to its sink. */

@@ -149,6 +149,42 @@ class BadInputTest {
     c.add(args("status of an unreachable MongoDB, with a password", List.of("status", "--mongo",
         "mongodb://app:s3cret@127.0.0.1:1/?serverSelectionTimeoutMS=300", "--database", "shop"), 4,
         "cannot reach a server", "127.0.0.1:1"));
+    // Issue 37 item 5: a port out of range in each kind of URL, a wrong value for a numeric or
+    // named option: exit 2 for an option, 3 for the file, the option or setting named.
+    c.add(file("an AMQP port out of range, with a password", VALID.replace(
+        "kafka: { bootstrapServers: \"localhost:9092\", topic: orders }",
+        "amqp: { uri: \"amqp://app:s3cret@broker:70000/\", exchange: orders }"), 3,
+        "listeners[0].sink.amqp.uri", "app:****@broker:70000"));
+    String postgres = """
+        postgres:
+          url: "jdbc:postgresql://db:70000/shop?password=s3cret"
+          user: postgres
+          publication: shop_pub
+        http: { enabled: false }
+        listeners:
+          - table: public.orders
+            sink:
+              kafka: { bootstrapServers: "localhost:9092", topic: orders }
+        """;
+    c.add(file("a PostgreSQL port out of range", postgres, 3, "postgres.url", "port 70000 is out of range",
+        "1 to 65535"));
+    c.add(file("a PostgreSQL URL of another scheme", postgres.replace("jdbc:postgresql://db:70000/", "postgresql://db/"),
+        3, "postgres.url", "must be a PostgreSQL JDBC URL"));
+    c.add(args("status with a MongoDB port out of range, with a password", List.of("status", "--mongo",
+        "mongodb://app:s3cret@127.0.0.1:70000/", "--database", "shop"), 2,
+        "--mongo 'mongodb://app:****@127.0.0.1:70000/' is not a valid MongoDB connection string", "65535"));
+    c.add(args("status with a connection string of another scheme", List.of("status", "--mongo",
+        "http://127.0.0.1:27017/", "--database", "shop"), 2, "--mongo 'http://127.0.0.1:27017/'",
+        "is not a valid MongoDB connection string"));
+    c.add(args("status with a MongoDB option of the wrong type", List.of("status", "--mongo",
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=soon", "--database", "shop"), 2, "--mongo",
+        "serverselectiontimeoutms", "'soon'"));
+    c.add(args("status with a database name with a space", List.of("status", "--mongo",
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300", "--database", "my shop"), 2, "--database 'my shop'"));
+    c.add(args("dead-letters with a limit of 0", List.of("dead-letters", "list", "--config", "x.yaml",
+        "--collection", "orders", "--limit", "0"), 2, "--limit must be at least 1, but was 0"));
+    c.add(args("a non-numeric status interval", List.of("run", "--config", "x.yaml", "--status-every", "often"), 2,
+        "--status-every", "'often'"));
     return c.stream();
   }
 

@@ -128,6 +128,54 @@ class PostgresSourceServiceTest {
     return keys;
   }
 
+  /**
+   * Issue 37 item 5: every stop of a PostgreSQL source logged "connection marked as broken" with a
+   * stack trace (HikariCP). A listener closes its release watch without waiting for it (its wait
+   * for notifications ends within half a second), and the service then closed the pool under the
+   * connection the watch still held; HikariCP aborted it and logged the warning when the watch gave
+   * it back. The source's close now waits (bounded) for the pool's connections to come back first.
+   */
+  @Test
+  void closingThePoolRightAfterAReleaseWatchLogsNoWarning() throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    String db = pg.createDatabase("svcwatch" + DATABASES.incrementAndGet());
+    String url = pg.jdbcUrl(db);
+    sql(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
+    Path file = dir.resolve("watch.yaml");
+    Files.writeString(file, config(url, "pg-watch", "snapshot"));
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> log =
+        new ch.qos.logback.core.read.ListAppender<>();
+    log.start();
+    ch.qos.logback.classic.Logger root =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    root.addAppender(log);
+    try {
+      Wiring<?> wiring = Wiring.connect(ConfigLoader.load(file), true);
+      try {
+        wiring.leaseStore().list(""); // the lease table exists
+        AutoCloseable watch = wiring.leaseStore().watchReleases("kafka-pg-watch/", name -> { });
+        await().atMost(Duration.ofSeconds(10)).until(() -> watchThreads() == 1);
+        watch.close(); // as a closing listener does: its thread ends after its current wait
+      } finally {
+        wiring.close();
+      }
+      await().atMost(Duration.ofSeconds(10)).until(() -> watchThreads() == 0);
+    } finally {
+      root.detachAppender(log);
+    }
+    List<String> problems;
+    synchronized (log.list) {
+      problems = log.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(ch.qos.logback.classic.Level.WARN))
+          .map(e -> e.getLevel() + " " + e.getLoggerName() + ": " + e.getFormattedMessage()).toList();
+    }
+    assertThat(problems).as("warnings and errors while the source closed").isEmpty();
+  }
+
+  private static long watchThreads() {
+    return Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.isAlive() && t.getName().startsWith("sluice-release-watch-")).count();
+  }
+
   @Test
   void existingRowsByASnapshotThenEveryChangeArriveOnceWithExactNumbersAndTheServiceIsReady() throws Exception {
     EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();

@@ -46,6 +46,14 @@ final class Checkpointer<D> {
   private long lastCommitNanos;
 
   private static final long WAIT_SLICE_MILLIS = 100;
+  /**
+   * The wait before the changes of a failed flush are delivered again, doubled after each failure
+   * in a row up to {@link #MAX_FLUSH_BACKOFF} and back to the first once a flush succeeds: a broker
+   * that is down is tried (and the failure logged) once per back-off, not every 200 ms.
+   */
+  static final Duration FIRST_FLUSH_BACKOFF = Duration.ofMillis(200);
+  static final Duration MAX_FLUSH_BACKOFF = Duration.ofSeconds(30);
+  private Duration flushBackoff = FIRST_FLUSH_BACKOFF;
 
   private record InFlight(CompletableFuture<Void> done, Position position, int changes) {}
 
@@ -182,6 +190,7 @@ final class Checkpointer<D> {
       changes += head.changes();
     }
     if (newest != null) {
+      flushBackoff = FIRST_FLUSH_BACKOFF; // a flush succeeded: the broker answers again
       Step step = write(newest.position(), changes);
       if (step != Step.CONTINUE) {
         return step;
@@ -218,9 +227,11 @@ final class Checkpointer<D> {
     if (e instanceof StaleFenceException && !tenure.keeper().isValid()) {
       return Step.LOST;
     }
-    log.warn("Handler flush failed for {}; re-delivering from checkpoint {}: {}",
-        worker.leaseName, committed, Delivery.describe(e));
-    Step reopened = tenure.reopenAtCheckpoint(Duration.ofMillis(200));
+    Duration backoff = flushBackoff;
+    flushBackoff = PartitionWorker.min(flushBackoff.multipliedBy(2), MAX_FLUSH_BACKOFF);
+    log.warn("Handler flush failed for {}; re-delivering from checkpoint {} in {} ms: {}",
+        worker.leaseName, committed, backoff.toMillis(), Delivery.describe(e));
+    Step reopened = tenure.reopenAtCheckpoint(backoff);
     return reopened == Step.CONTINUE ? Step.REWOUND : reopened;
   }
 

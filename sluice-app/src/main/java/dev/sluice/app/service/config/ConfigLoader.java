@@ -60,8 +60,10 @@ public final class ConfigLoader {
   /** What the AMQP client itself accepts as a URI ({@code ConnectionFactory.setUri}). */
   static boolean isAmqpUri(String uri) {
     try {
-      new com.rabbitmq.client.ConnectionFactory().setUri(uri.strip());
-      return true;
+      com.rabbitmq.client.ConnectionFactory f = new com.rabbitmq.client.ConnectionFactory();
+      f.setUri(uri.strip());
+      // setUri keeps any port number; a socket takes 1 to 65535 only
+      return f.getPort() >= 1 && f.getPort() <= 65535;
     } catch (java.net.URISyntaxException | java.security.GeneralSecurityException | IllegalArgumentException e) {
       return false;
     }
@@ -403,9 +405,29 @@ public final class ConfigLoader {
     }
   }
 
+  /**
+   * The port of a one-host {@code jdbc:postgresql://host:port/...} URL, or null (none given, or
+   * not of that form: the driver's own parse judges it). Checked first because the driver refuses
+   * an out-of-range port without saying so, and prints a warning of its own on standard error.
+   */
+  private static Integer pgPort(String url) {
+    if (!url.startsWith("jdbc:postgresql://")) {
+      return null;
+    }
+    try {
+      int port = new java.net.URI(url.substring("jdbc:".length())).getPort();
+      return port < 0 ? null : port;
+    } catch (java.net.URISyntaxException e) {
+      return null;
+    }
+  }
+
   private static void validatePostgres(SluiceConfig.PostgresSection p, String source) {
     require(notBlank(p.url()), source + ": postgres.url", "is required (jdbc:postgresql://host:5432/database)");
     String url = p.url().trim();
+    Integer port = pgPort(url);
+    require(port == null || (port >= 1 && port <= 65535), source + ": postgres.url", "port " + port
+        + " is out of range: ports go from 1 to 65535, in '" + dev.sluice.app.cli.Secrets.mask(url) + "'");
     boolean parses;
     try {
       parses = url.startsWith("jdbc:postgresql:") && org.postgresql.Driver.parseURL(url, null) != null;
