@@ -43,6 +43,8 @@ class PluginDirectoryIT {
         .doesNotContain("README.md#");
     assertThat(plugin.resolve("doc").resolve("README.md")).content().contains("## Kafka Connect source connector");
     assertThat(plugin.resolve("etc").resolve("sluice-mongodb-source.json")).exists();
+    assertThat(plugin.resolve("monitoring")).isDirectoryContaining("glob:**/jmx-exporter.yaml")
+        .isDirectoryContaining("glob:**/prometheus-rules.yaml").isDirectoryContaining("glob:**/grafana-dashboard.json");
     assertThat(plugin.resolve("etc").resolve("sluice-postgresql-source.json")).content()
         .contains("\"source.type\": \"postgresql\"");
     assertThat(plugin.resolve("doc").resolve("LICENSE")).content()
