@@ -20,9 +20,10 @@ import org.junit.jupiter.api.Test;
  * embedded broker and MongoDB, a Connect worker loading the connector from the packaged plugin
  * directory (which the reactor builds before this module; the default {@code --plugin-path}), the
  * plugin's example connector, and every written document arriving as a record on its collection's
- * topic; exit 0.
+ * topic; exit 0. Named {@code *IT}: the module's build runs it in the integration-test phase, so
+ * that {@code mvn verify} has packaged the plugin directory first (see the module's pom).
  */
-class ConnectDemoTest {
+class ConnectDemoIT {
 
   @Test
   void everyWrittenDocumentArrivesOnItsTopicAndTheCommandExitsZero() throws Exception {
