@@ -1,5 +1,6 @@
 package dev.sluice.kafka.connect.internal;
 
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.LongSupplier;
@@ -57,7 +58,11 @@ public final class TaskMetrics implements AutoCloseable {
   }
 
   public TaskMetrics(String connector, int task, LongSupplier lagMillis) {
-    Map<String, String> tags = Map.of("connector", connector, "task", Integer.toString(task));
+    // In this order, as Connect names its own task MBeans: the MBean's name is the same in every JVM
+    // (Map.of's order changes from one JVM to the next), which the JMX exporter's patterns need.
+    Map<String, String> tags = new LinkedHashMap<>();
+    tags.put("connector", connector);
+    tags.put("task", Integer.toString(task));
     this.metrics = new Metrics(new MetricConfig().tags(tags), List.of(new JmxReporter()), Time.SYSTEM,
         new KafkaMetricsContext(DOMAIN));
     this.lagMillis = lagMillis;

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
  * user's first try.
  */
 class ExampleConfigurationsTest {
-  private static final Path ETC = Path.of("src", "main", "plugin", "etc");
+  private static final Path ETC = Path.of(System.getProperty("sluice.connect.etc",
+      "../sluice-kafka-connect/src/main/plugin/etc"));
   /** Keys of the Connect framework, not of the connector. */
   private static final List<String> FRAMEWORK = List.of("connector.class", "tasks.max", "exactly.once.support",
       "transaction.boundary");

@@ -24,22 +24,27 @@ import org.bson.Document;
 import org.junit.jupiter.api.Test;
 
 /**
- * The plugin directory as shipped ({@code target/plugin/sluice-kafka-connect}, made by the package
- * phase) loads in a Connect worker whose class path holds no Sluice class and no MongoDB driver:
- * the worker finds the connector only through {@code plugin.path}, in its own plugin class loader,
- * and runs it, on this build's Connect (3.9) and on Connect 4.1. Named {@code *IT}: the module's
- * build runs it in the integration-test phase, after the directory exists (see the module's pom).
+ * The plugin directory as shipped ({@code sluice-kafka-connect/target/plugin/sluice-kafka-connect},
+ * made by that module's package phase, which the reactor runs before this module) loads in a
+ * Connect worker whose class path holds no Sluice class and no MongoDB driver: the worker finds the connector only through {@code plugin.path}, in its own plugin class loader,
+ * and runs it, on this build's Connect (3.9) and on Connect 4.1. Named {@code *IT}: this
+ * module's build runs it in the integration-test phase, with the directory's path in {@code
+ * sluice.connect.plugins} (see the module's pom).
  */
 class PluginDirectoryIT {
-  private static final Path PLUGINS = Path.of("target", "plugin").toAbsolutePath();
+  private static final Path PLUGINS = Path.of(System.getProperty("sluice.connect.plugins",
+      "../sluice-kafka-connect/target/plugin")).toAbsolutePath().normalize();
 
   @Test
   void aWorkerWithoutTheConnectorOnItsClassPathRunsItFromThePluginDirectory() throws Exception {
     Path plugin = PLUGINS.resolve("sluice-kafka-connect");
+    assertThat(plugin).as("made by: mvn -pl sluice-kafka-connect -am package -Dmaven.test.skip=true").isDirectory();
     assertThat(plugin.resolve("manifest.json")).content().contains("Apache License 2.0", "PostgreSQL", "MongoDB")
         .doesNotContain("README.md#");
     assertThat(plugin.resolve("doc").resolve("README.md")).content().contains("## Kafka Connect source connector");
     assertThat(plugin.resolve("etc").resolve("sluice-mongodb-source.json")).exists();
+    assertThat(plugin.resolve("monitoring")).isDirectoryContaining("glob:**/jmx-exporter.yaml")
+        .isDirectoryContaining("glob:**/prometheus-rules.yaml").isDirectoryContaining("glob:**/grafana-dashboard.json");
     assertThat(plugin.resolve("etc").resolve("sluice-postgresql-source.json")).content()
         .contains("\"source.type\": \"postgresql\"");
     assertThat(plugin.resolve("doc").resolve("LICENSE")).content()
