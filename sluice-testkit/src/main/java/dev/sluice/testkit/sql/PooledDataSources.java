@@ -5,11 +5,17 @@ import com.zaxxer.hikari.HikariDataSource;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
-/** One small HikariCP pool per JDBC URL, closed with its server. */
-final class PooledDataSources implements AutoCloseable {
+/**
+ * One small HikariCP pool per JDBC URL, closed with its server. Shared by the embedded SQL servers
+ * of {@code sluice-testkit-postgres} and {@code sluice-testkit-mariadb}, which bring HikariCP (it is
+ * optional here, so a MongoDB-only test kit does not carry it; ADR 0124). Public only because those
+ * servers are in other jars; not meant for tests.
+ */
+public final class PooledDataSources implements AutoCloseable {
   private final Map<String, HikariDataSource> pools = new ConcurrentHashMap<>();
 
-  HikariDataSource get(String url, String user, String password, String poolName) {
+  /** The pool for {@code url}, made on first use. */
+  public HikariDataSource get(String url, String user, String password, String poolName) {
     return pools.computeIfAbsent(url, u -> {
       HikariConfig config = new HikariConfig();
       config.setJdbcUrl(u);

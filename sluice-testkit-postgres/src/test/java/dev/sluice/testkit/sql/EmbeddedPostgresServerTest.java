@@ -9,8 +9,8 @@ import java.sql.Statement;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
-/** The embedded SQL servers start with the settings the tests rely on and survive a crash. */
-class EmbeddedSqlServersTest {
+/** The embedded PostgreSQL starts with the settings the tests rely on and survives a crash. */
+class EmbeddedPostgresServerTest {
 
   @Test
   void postgresIsDurableAndReadyForLogicalDecodingAndKeepsCommittedRowsAcrossKillDashNine()
@@ -32,17 +32,6 @@ class EmbeddedSqlServersTest {
       pg.restart();
       assertThat(count(pg.dataSource("crash_test"), "SELECT count(*) FROM t")).isEqualTo(2);
     }
-  }
-
-  @Test
-  void mariaDbCreatesDatabasesOverJdbcWithoutTls() throws SQLException {
-    EmbeddedMariaDb maria = EmbeddedMariaDb.shared();
-    DataSource ds = maria.dataSource("servers_test");
-    exec(ds, "CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY) ENGINE=InnoDB");
-    exec(ds, "REPLACE INTO t VALUES (1)");
-    assertThat(count(ds, "SELECT count(*) FROM t")).isEqualTo(1);
-    assertThat(count(ds, "SELECT @@innodb_flush_log_at_trx_commit")).isEqualTo(1);
-    assertThat(maria.jdbcUrl("x")).contains("sslMode=disable");
   }
 
   private static String show(DataSource ds, String setting) throws SQLException {
