@@ -35,7 +35,11 @@ import org.slf4j.LoggerFactory;
  *       stops pulling partitions back and forth);
  *   <li>may adopt, beyond its quota, a partition that nobody has held for a whole lease duration
  *       (its member failed it, or cannot run it), and keeps it until the membership changes;
- *   <li>deletes membership records that expired long ago, so they do not pile up.
+ *   <li>deletes membership records that expired long ago, so they do not pile up;
+ *   <li>refreshes again just past a counted peer's membership expiry when that comes before the
+ *       next refresh, and, whenever a refresh leaves room under the quota, wakes the workers that
+ *       were refused for want of it (ADR 0119): a dead member's partitions are tried at its
+ *       expiry, not a refresh and an acquire interval later.
  * </ul>
  */
 final class Assignment {
@@ -64,6 +68,8 @@ final class Assignment {
   private final Map<Integer, List<String>> adopted = new HashMap<>();
   private final Map<String, Peer> peers = new HashMap<>();
   private final Map<Integer, Long> unheldSince = new HashMap<>();
+  /** This layout's partition lease names, to their index. */
+  private final Map<String, Integer> partitionIndex = new HashMap<>();
   /** Partitions being acquired within the quota, or as orphans (see {@link #reserve}). */
   private final java.util.Set<Integer> reservedUnderQuota = new java.util.HashSet<>();
   private final java.util.Set<Integer> reservedAsOrphan = new java.util.HashSet<>();
@@ -73,6 +79,11 @@ final class Assignment {
   private int excessSeen;
   private boolean firstRefresh = true;
   private volatile LeaseKeeper membership;
+  /** Wakes the workers refused for want of room; set by the engine once its workers exist. */
+  private volatile java.util.function.Consumer<java.util.function.IntPredicate> roomAppeared = worthTrying -> { };
+  /** The extra refresh due at a peer's membership expiry, and when (ticker nanos); scheduler thread. */
+  private java.util.concurrent.ScheduledFuture<?> expiryRefresh;
+  private long expiryRefreshAt;
 
   /** What this member remembers of a peer's membership record. */
   private static final class Peer {
@@ -104,6 +115,9 @@ final class Assignment {
     this.flapMemoryNanos = duration.toNanos() * 20;
     this.deadRecordAgeNanos = duration.toNanos() * 3;
     this.quota = partitions; // until the first refresh, as if alone
+    for (int i = 0; i < partitions; i++) {
+      partitionIndex.put(config.leaseName(i), i);
+    }
   }
 
   /**
@@ -118,6 +132,7 @@ final class Assignment {
       keepMembership();
       long now = ticker.nanos();
       List<String> live = new ArrayList<>();
+      Duration firstExpiry = null;
       for (LeaseRecord r : store.list(memberPrefix)) {
         if (r.name().equals(memberName)) {
           continue;
@@ -125,6 +140,8 @@ final class Assignment {
         if (r.isHeld()) {
           if (observe(r, now)) {
             live.add(r.name());
+            Duration left = Duration.between(r.storeTime(), r.expiresAt());
+            firstExpiry = firstExpiry == null || left.compareTo(firstExpiry) < 0 ? left : firstExpiry;
           }
         } else if (expiredFor(r) > deadRecordAgeNanos) {
           deleteDeadRecord(r);
@@ -134,8 +151,19 @@ final class Assignment {
       firstRefresh = false;
       live.add(memberName);
       live.sort(null);
-      Set<Integer> heldByAnyone = heldPartitions();
-      update(List.copyOf(live), heldByAnyone, now);
+      Map<Integer, String> holders = heldPartitions();
+      update(List.copyOf(live), holders.keySet(), now);
+      refreshAtExpiry(firstExpiry, now);
+      if (hasRoom()) {
+        // Only the partitions no counted member holds: unheld, or held by a member counted out
+        // (its lease has yet to expire: the attempt reads when, and the next one comes then).
+        // Those a live peer holds would only be refused, all at once.
+        Set<String> counting = Set.copyOf(live);
+        roomAppeared.accept(p -> {
+          String holder = holders.get(p);
+          return holder == null || !counting.contains(memberPrefix + holder);
+        });
+      }
     } catch (RuntimeException e) {
       if (leaving || interrupted(e)) {
         // The listener is closing: its scheduler interrupted this refresh. Nothing failed.
@@ -181,6 +209,57 @@ final class Assignment {
         unheldSince.putIfAbsent(i, now);
       }
     }
+  }
+
+  /** How far past a peer's membership expiry the extra refresh comes (store round trips, clock steps). */
+  static final Duration EXPIRY_MARGIN = PartitionWorker.EXPIRY_MARGIN;
+
+  /**
+   * Refreshes again just past the earliest expiry of a counted peer's membership ({@code left},
+   * judged on the store's clock as a duration from the list, so the clocks of two machines never
+   * meet), when that comes before the next regular refresh: a member that died is counted out at
+   * its expiry and its partitions are tried at once. A peer that is alive renews before then, and
+   * that refresh finds it live again: one list more. At most one such refresh is pending.
+   */
+  private void refreshAtExpiry(Duration left, long now) {
+    if (left == null || leaving) {
+      return;
+    }
+    // Spread like a worker's attempt past an expiry: every member of a large group times the
+    // same expiry, and would otherwise list the store at one instant.
+    Duration delay = (left.isNegative() ? Duration.ZERO : left).plus(EXPIRY_MARGIN)
+        .plusNanos(java.util.concurrent.ThreadLocalRandom.current().nextLong(PartitionWorker.EXPIRY_SPREAD.toNanos() + 1));
+    if (delay.compareTo(config.renewInterval()) >= 0) {
+      return; // the regular refresh comes first, and will look again
+    }
+    long at = now + delay.toNanos();
+    synchronized (this) {
+      if (expiryRefresh != null && expiryRefreshAt - now > 0 && expiryRefreshAt - at <= 0) {
+        return; // one as early is still to come (not this one, which is running now)
+      }
+      if (expiryRefresh != null) {
+        expiryRefresh.cancel(false);
+      }
+      try {
+        expiryRefresh = scheduler.schedule(this::refresh, delay.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+        expiryRefreshAt = at;
+      } catch (java.util.concurrent.RejectedExecutionException closing) {
+        expiryRefresh = null; // the listener is closing
+      }
+    }
+  }
+
+  /**
+   * Sets what wakes the workers refused for want of room, called after a refresh that leaves room
+   * with the partitions worth an attempt now (no member counted live holds them).
+   */
+  void onRoom(java.util.function.Consumer<java.util.function.IntPredicate> wake) {
+    this.roomAppeared = wake;
+  }
+
+  /** Whether a worker asking now would find a place under the quota. */
+  synchronized boolean hasRoom() {
+    return held.size() - adopted.size() + reservedUnderQuota.size() < quota;
   }
 
   private static long expiredFor(LeaseRecord r) {
@@ -249,15 +328,14 @@ final class Assignment {
     }
   }
 
-  /** The partitions of this layout that someone holds, as the store says now. */
-  private Set<Integer> heldPartitions() {
-    Set<Integer> out = new HashSet<>();
+  /** The partitions of this layout that someone holds, as the store says now, with their holders. */
+  private Map<Integer, String> heldPartitions() {
+    Map<Integer, String> out = new HashMap<>();
     for (LeaseRecord r : store.list(config.partitionPrefix())) {
       if (r.isHeld()) {
-        for (int i = 0; i < partitions; i++) {
-          if (r.name().equals(config.leaseName(i))) {
-            out.add(i);
-          }
+        Integer i = partitionIndex.get(r.name());
+        if (i != null) {
+          out.put(i, r.owner());
         }
       }
     }
