@@ -92,6 +92,44 @@ class TakeoverAtExpiryTest {
   }
 
   @Test
+  void aDeadMembersPartitionIsTakenAtItsExpiryAlsoWhenItsMembershipWasRenewedAfterIt() {
+    // As a SIGKILL between the renewal of a member's membership and that of its partitions leaves
+    // them: the membership expires up to a renew interval after the partition (here 1.4 s, with
+    // lease 4.5 s and renewals every 1.5 s). The member has not renewed its membership since the
+    // partition ran out, so it is counted out then, not at its membership's expiry.
+    Duration lease = Duration.ofMillis(4500);
+    standby = Listener.builder(feed, memory).group(GROUP).owner("standby").partitions(2)
+        .handler((e, f) -> { })
+        .leaseDuration(lease)
+        .renewInterval(Duration.ofMillis(1500))
+        .acquireInterval(ACQUIRE_INTERVAL)
+        .pollWait(Duration.ofMillis(20))
+        .observer(new ListenerObserver() {
+          @Override
+          public void acquired(Lease l) {
+            granted.computeIfAbsent(l.name(), k -> new java.util.concurrent.CopyOnWriteArrayList<>())
+                .add(l.expiresAt().minus(lease));
+          }
+        })
+        .build();
+    String dead = "dead/2@host/y#1";
+    Lease membership = memory.tryAcquire(standby.config().memberPrefix() + dead, dead, lease).orElseThrow();
+    standby.start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> active(standby) == 1);
+    int other = standby.status().get(0).state() == PartitionState.ACTIVE ? 1 : 0;
+    String name = standby.config().leaseName(other);
+    Duration untilGap = Duration.between(memory.now(), membership.expiresAt().minusMillis(1400));
+    Lease deadLease = memory.tryAcquire(name, dead, untilGap).orElseThrow();
+
+    await().atMost(Duration.ofSeconds(20)).until(() -> active(standby) == 2);
+
+    Duration past = Duration.between(deadLease.expiresAt(), granted.get(name).get(0));
+    // Before, at the membership's expiry at the earliest: 1.4 s past the partition's.
+    assertThat(past).as("grant of %s after the dead holder's expiry (store clock)", name)
+        .isBetween(Duration.ZERO, Duration.ofMillis(700));
+  }
+
+  @Test
   void wakingAtALiveHoldersExpiryNeverTakesItsLease() {
     holder = listener("holder", 1, memory).start();
     await().atMost(Duration.ofSeconds(10)).until(() -> active(holder) == 1);

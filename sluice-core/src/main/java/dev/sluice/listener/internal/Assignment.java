@@ -7,9 +7,9 @@ import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.listener.ListenerConfig;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
@@ -128,20 +128,20 @@ final class Assignment {
     if (partitions == 1) {
       return; // nothing to balance
     }
+    if (leaving) {
+      return; // a refresh due after leave() would join the group again, for a lease, as a ghost
+    }
     try {
       keepMembership();
       long now = ticker.nanos();
-      List<String> live = new ArrayList<>();
-      Duration firstExpiry = null;
+      List<LeaseRecord> countedPeers = new ArrayList<>();
       for (LeaseRecord r : store.list(memberPrefix)) {
         if (r.name().equals(memberName)) {
           continue;
         }
         if (r.isHeld()) {
           if (observe(r, now)) {
-            live.add(r.name());
-            Duration left = Duration.between(r.storeTime(), r.expiresAt());
-            firstExpiry = firstExpiry == null || left.compareTo(firstExpiry) < 0 ? left : firstExpiry;
+            countedPeers.add(r);
           }
         } else if (expiredFor(r) > deadRecordAgeNanos) {
           deleteDeadRecord(r);
@@ -149,9 +149,27 @@ final class Assignment {
       }
       peers.values().removeIf(p -> now - p.lastSeenNanos > flapMemoryNanos);
       firstRefresh = false;
+      PartitionRecords partitionRecords = partitionRecords();
+      Map<Integer, String> holders = partitionRecords.holders;
+      List<String> live = new ArrayList<>();
+      Duration firstExpiry = null;
+      for (LeaseRecord m : countedPeers) {
+        String peer = m.name().substring(memberPrefix.length());
+        Instant lapsed = partitionRecords.lastLapse.get(peer);
+        // Its membership last renewed at its expiry minus the lease (the group's, assumed the same
+        // for every member); a partition lease of its that ran out since then says it stopped.
+        if (lapsed != null && !lapsed.isBefore(m.expiresAt().minus(duration))) {
+          log.info("Listener {}: member {} counted out before its membership expires ({}): its lease on a"
+              + " partition ran out at {} and it has not renewed its membership since", owner, peer,
+              m.expiresAt(), lapsed);
+          continue;
+        }
+        live.add(m.name());
+        firstExpiry = earlier(firstExpiry, Duration.between(m.storeTime(), m.expiresAt()));
+        firstExpiry = earlier(firstExpiry, partitionRecords.firstExpiry.get(peer));
+      }
       live.add(memberName);
       live.sort(null);
-      Map<Integer, String> holders = heldPartitions();
       update(List.copyOf(live), holders.keySet(), now);
       refreshAtExpiry(firstExpiry, now);
       if (hasRoom()) {
@@ -328,18 +346,33 @@ final class Assignment {
     }
   }
 
-  /** The partitions of this layout that someone holds, as the store says now, with their holders. */
-  private Map<Integer, String> heldPartitions() {
-    Map<Integer, String> out = new HashMap<>();
+  /**
+   * What the partition records of this layout say now: who holds which, how long until each
+   * holder's first held lease expires (a duration on the store's clock), and when each holder's
+   * last lease that ran out without a release expired.
+   */
+  private record PartitionRecords(Map<Integer, String> holders, Map<String, Duration> firstExpiry,
+      Map<String, Instant> lastLapse) { }
+
+  private PartitionRecords partitionRecords() {
+    PartitionRecords out = new PartitionRecords(new HashMap<>(), new HashMap<>(), new HashMap<>());
     for (LeaseRecord r : store.list(config.partitionPrefix())) {
+      Integer i = partitionIndex.get(r.name());
+      if (i == null || r.owner() == null || r.expiresAt() == null) {
+        continue; // another layout's, or released
+      }
       if (r.isHeld()) {
-        Integer i = partitionIndex.get(r.name());
-        if (i != null) {
-          out.put(i, r.owner());
-        }
+        out.holders.put(i, r.owner());
+        out.firstExpiry.merge(r.owner(), Duration.between(r.storeTime(), r.expiresAt()), Assignment::earlier);
+      } else {
+        out.lastLapse.merge(r.owner(), r.expiresAt(), (a, b) -> a.isAfter(b) ? a : b);
       }
     }
     return out;
+  }
+
+  private static Duration earlier(Duration a, Duration b) {
+    return a == null ? b : b == null || a.compareTo(b) <= 0 ? a : b;
   }
 
   /** Whether nobody has held {@code partition} for a whole lease duration. */
@@ -422,6 +455,11 @@ final class Assignment {
   /** Leaves the group: deletes the membership record so peers rebalance at once. */
   void leave() {
     leaving = true;
+    synchronized (this) {
+      if (expiryRefresh != null) {
+        expiryRefresh.cancel(false);
+      }
+    }
     LeaseKeeper m = membership;
     if (m == null) {
       return;
