@@ -36,10 +36,12 @@ import org.slf4j.LoggerFactory;
  *   <li>may adopt, beyond its quota, a partition that nobody has held for a whole lease duration
  *       (its member failed it, or cannot run it), and keeps it until the membership changes;
  *   <li>deletes membership records that expired long ago, so they do not pile up;
- *   <li>refreshes again just past a counted peer's membership expiry when that comes before the
- *       next refresh, and, whenever a refresh leaves room under the quota, wakes the workers that
- *       were refused for want of it (ADR 0119): a dead member's partitions are tried at its
- *       expiry, not a refresh and an acquire interval later.
+ *   <li>counts a peer out as soon as one of its partition leases ran out without a release and it
+ *       has not renewed its membership since; refreshes again just past the first expiry of a
+ *       counted peer's leases when that comes before the next refresh; and, whenever a refresh
+ *       leaves room under the quota, wakes the workers that were refused for want of it (ADR
+ *       0119): a dead member's partitions are tried at their expiry, not a refresh and an acquire
+ *       interval later.
  * </ul>
  */
 final class Assignment {
@@ -233,11 +235,12 @@ final class Assignment {
   static final Duration EXPIRY_MARGIN = PartitionWorker.EXPIRY_MARGIN;
 
   /**
-   * Refreshes again just past the earliest expiry of a counted peer's membership ({@code left},
-   * judged on the store's clock as a duration from the list, so the clocks of two machines never
-   * meet), when that comes before the next regular refresh: a member that died is counted out at
-   * its expiry and its partitions are tried at once. A peer that is alive renews before then, and
-   * that refresh finds it live again: one list more. At most one such refresh is pending.
+   * Refreshes again just past the earliest expiry of a counted peer's membership or partition
+   * leases ({@code left}, judged on the store's clock as a duration from the list, so the clocks
+   * of two machines never meet), when that comes before the next regular refresh: a member that
+   * died is counted out then and its partitions are tried at once. A peer that is alive renews
+   * before then (renewals come every renew interval, at most a third of the lease), and that
+   * refresh finds it live again: one list more. At most one such refresh is pending.
    */
   private void refreshAtExpiry(Duration left, long now) {
     if (left == null || leaving) {
