@@ -16,7 +16,13 @@ import java.util.NavigableSet;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.IntPredicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -82,9 +88,9 @@ final class Assignment {
   private boolean firstRefresh = true;
   private volatile LeaseKeeper membership;
   /** Wakes the workers refused for want of room; set by the engine once its workers exist. */
-  private volatile java.util.function.Consumer<java.util.function.IntPredicate> roomAppeared = worthTrying -> { };
+  private volatile Consumer<IntPredicate> roomAppeared = worthTrying -> { };
   /** The extra refresh due at a peer's membership expiry, and when (ticker nanos); scheduler thread. */
-  private java.util.concurrent.ScheduledFuture<?> expiryRefresh;
+  private ScheduledFuture<?> expiryRefresh;
   private long expiryRefreshAt;
 
   /** What this member remembers of a peer's membership record. */
@@ -248,8 +254,8 @@ final class Assignment {
     }
     // Spread like a worker's attempt past an expiry: every member of a large group times the
     // same expiry, and would otherwise list the store at one instant.
-    Duration delay = (left.isNegative() ? Duration.ZERO : left).plus(EXPIRY_MARGIN)
-        .plusNanos(java.util.concurrent.ThreadLocalRandom.current().nextLong(PartitionWorker.EXPIRY_SPREAD.toNanos() + 1));
+    long spread = ThreadLocalRandom.current().nextLong(PartitionWorker.EXPIRY_SPREAD.toNanos() + 1);
+    Duration delay = (left.isNegative() ? Duration.ZERO : left).plus(EXPIRY_MARGIN).plusNanos(spread);
     if (delay.compareTo(config.renewInterval()) >= 0) {
       return; // the regular refresh comes first, and will look again
     }
@@ -262,9 +268,9 @@ final class Assignment {
         expiryRefresh.cancel(false);
       }
       try {
-        expiryRefresh = scheduler.schedule(this::refresh, delay.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+        expiryRefresh = scheduler.schedule(this::refresh, delay.toNanos(), TimeUnit.NANOSECONDS);
         expiryRefreshAt = at;
-      } catch (java.util.concurrent.RejectedExecutionException closing) {
+      } catch (RejectedExecutionException closing) {
         expiryRefresh = null; // the listener is closing
       }
     }
@@ -274,7 +280,7 @@ final class Assignment {
    * Sets what wakes the workers refused for want of room, called after a refresh that leaves room
    * with the partitions worth an attempt now (no member counted live holds them).
    */
-  void onRoom(java.util.function.Consumer<java.util.function.IntPredicate> wake) {
+  void onRoom(Consumer<IntPredicate> wake) {
     this.roomAppeared = wake;
   }
 
