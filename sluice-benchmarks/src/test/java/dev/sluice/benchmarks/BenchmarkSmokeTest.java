@@ -109,6 +109,7 @@ class BenchmarkSmokeTest {
   void failoverWithLeasesInMongoDb() {
     assertThat(run(FailoverBenchmark.class, "1", "mongodb")).contains("failover after SIGKILL over 1 runs")
         .contains("taken after the dead holder's expiry (store clock) over 1 runs")
+        .contains("4 partitions, the last taken after its dead holder's expiry (store clock) over 1 runs")
         .contains("hand-over after SIGTERM over 1 runs");
   }
 

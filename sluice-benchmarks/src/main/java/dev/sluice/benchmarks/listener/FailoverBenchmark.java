@@ -16,8 +16,12 @@ import org.bson.Document;
  * settings: the time from the signal to the standby JVM holding the partition (and a change
  * written right after the signal is then checked to be delivered). Runs {@code runs} times
  * (default 10) each way, alternated, each on a fresh collection, and prints medians, extremes and
- * their ratio. Arguments: runs, and the lease store: {@code mongodb} (default, the feed's server)
- * or {@code postgresql} (an embedded PostgreSQL started here; the feed stays on MongoDB).
+ * their ratio. Arguments: runs, the lease store: {@code mongodb} (default, the feed's server)
+ * or {@code postgresql} (an embedded PostgreSQL started here; the feed stays on MongoDB), and a
+ * partition count for a third variant in every round (default 4; 0 leaves it out): SIGKILL of an
+ * owner holding all of them while the standby, which counts it as a member, holds none, so that
+ * half of the standby's partitions wait for room under its quota when the owner dies (issue 36
+ * target 4, ADR 0119); it reports how long after its expiry the last of them was granted.
  */
 public final class FailoverBenchmark {
   private FailoverBenchmark() {}
@@ -31,6 +35,9 @@ public final class FailoverBenchmark {
     List<Long> killed = new ArrayList<>();
     List<Long> pastExpiry = new ArrayList<>();
     List<Long> terminated = new ArrayList<>();
+    int spread = args.length > 2 ? Integer.parseInt(args[2]) : 4;
+    List<Long> spreadKilled = new ArrayList<>();
+    List<Long> spreadPast = new ArrayList<>();
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client();
         EmbeddedPostgresServer postgres = store.equals("postgresql") ? EmbeddedPostgresServer.start() : null) {
       String leases = postgres == null ? null : postgres.jdbcUrl(postgres.createDatabase("failover"));
@@ -38,13 +45,21 @@ public final class FailoverBenchmark {
       for (int run = 0; run < runs; run++) {
         // Alternated in one process, so both see the same machine: SIGKILL (the standby waits for
         // the lease to expire) and SIGTERM (the owner commits and releases on its way out).
-        long[] kill = failover(mongo, client, leases, "kill" + run, true);
+        long[] kill = failover(mongo, client, leases, "kill" + run, true, 1);
         killed.add(kill[0]);
         pastExpiry.add(kill[1]);
-        terminated.add(failover(mongo, client, leases, "term" + run, false)[0]);
+        terminated.add(failover(mongo, client, leases, "term" + run, false, 1)[0]);
         System.out.printf("run %2d: after SIGKILL %5d ms (taken %4d ms after the dead holder's lease expired on the"
             + " store's clock), after SIGTERM %5d ms%n", run + 1, killed.get(run), pastExpiry.get(run),
             terminated.get(run));
+        if (spread > 1) {
+          long[] all = failover(mongo, client, leases, "spread" + run, true, spread);
+          spreadKilled.add(all[0]);
+          spreadPast.add(all[1]);
+          System.out.printf("run %2d: %d partitions, after SIGKILL %5d ms to the last (taken %4d ms after its"
+              + " lease expired on the store's clock; each: %s)%n", run + 1, spread, all[0], all[1],
+              java.util.Arrays.toString(java.util.Arrays.copyOfRange(all, 2, all.length)));
+        }
       }
     }
     long kill = median(killed);
@@ -53,43 +68,69 @@ public final class FailoverBenchmark {
         runs, kill, max(killed), min(killed));
     System.out.printf("taken after the dead holder's expiry (store clock) over %d runs: median %d ms, max %d ms, min %d ms%n",
         runs, median(pastExpiry), max(pastExpiry), min(pastExpiry));
+    if (spread > 1) {
+      System.out.printf("%d partitions, the last taken after its dead holder's expiry (store clock) over %d runs:"
+          + " median %d ms, max %d ms, min %d ms (after SIGKILL: median %d ms)%n", spread, runs, median(spreadPast),
+          max(spreadPast), min(spreadPast), median(spreadKilled));
+    }
     System.out.printf("hand-over after SIGTERM over %d runs: median %d ms, max %d ms, min %d ms; ratio to SIGKILL %.2f%n",
         runs, term, max(terminated), min(terminated), (double) term / kill);
   }
 
   /**
-   * Milliseconds from the signal to the standby holding the partition, and (SIGKILL) from the dead
-   * holder's expiry to the standby's grant, both read on the store's clock (the record after the
-   * kill, and the grant's own stamp); then checks that the change written right after the signal
-   * is delivered by one of them.
+   * Milliseconds from the signal to the standby holding every partition, and (SIGKILL) from the
+   * dead holder's expiry to the standby's grant, the latest over the partitions, then each
+   * partition's; both read on the store's clock (the records after the kill, and the grants' own
+   * stamps). Then checks that the change written right after the signal is delivered by one of them.
    */
   private static long[] failover(EmbeddedMongo mongo, MongoClient client, String leases, String collection,
-      boolean kill) {
+      boolean kill, int partitions) {
     MongoCollection<Document> docs = client.getDatabase("bench").getCollection(collection);
-    // The standby starts only once the owner holds the lease, so the roles are certain.
-    try (ChildJvm owner = ChildJvm.start("owner", StandbyNode.class, node(mongo, collection, "owner-", leases))) {
-      owner.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(60));
-      try (ChildJvm standby = ChildJvm.start("standby", StandbyNode.class, node(mongo, collection, "standby-", leases))) {
+    List<String> jvm = List.of("-Dbench.partitions=" + partitions);
+    List<String> names = new ArrayList<>();
+    for (int i = 0; i < partitions; i++) {
+      names.add("failover/bench." + collection + "#" + i + "of" + partitions);
+    }
+    // The standby starts only once the owner holds the leases, so the roles are certain.
+    try (ChildJvm owner = ChildJvm.start("owner", jvm, StandbyNode.class, node(mongo, collection, "owner-", leases))) {
+      for (String name : names) {
+        owner.awaitLine(l -> l.startsWith("ACQUIRED") && l.endsWith(" lease=" + name), Duration.ofSeconds(60));
+      }
+      try (ChildJvm standby = ChildJvm.start("standby", jvm, StandbyNode.class, node(mongo, collection, "standby-", leases))) {
         standby.awaitLineStartingWith("READY", Duration.ofSeconds(60));
         docs.insertOne(new Document("n", 0));
         owner.awaitLineStartingWith("DELIVERED 0", Duration.ofSeconds(30));
+        if (standby.output().stream().anyMatch(l -> l.startsWith("ACQUIRED"))) {
+          // The owner handed partitions back to balance (it counted the standby): not a failover.
+          throw new IllegalStateException("the standby held a partition before the signal: " + standby.output());
+        }
         long signalled = System.nanoTime();
-        Long deadExpiry = null;
+        long[] deadExpiry = null;
         if (kill) {
           owner.kill();
-          // The dead holder renews no more: its record now holds the expiry the standby waits for.
+          // The dead holder renews no more: its records now hold the expiries the standby waits for.
+          deadExpiry = new long[partitions];
           try (LeaseReader reader = new LeaseReader(client, leases)) {
-            deadExpiry = reader.expiry("failover/bench." + collection + "#0of1");
+            for (int i = 0; i < partitions; i++) {
+              deadExpiry[i] = reader.expiry(names.get(i));
+            }
           }
         } else {
           owner.terminate();
         }
         docs.insertOne(new Document("n", 1));
-        String acquired = standby.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(60));
+        long[] out = new long[2 + partitions];
+        for (int i = 0; i < partitions; i++) {
+          String name = names.get(i);
+          String acquired = standby.awaitLine(l -> l.startsWith("ACQUIRED") && l.endsWith(" lease=" + name),
+              Duration.ofSeconds(60));
+          if (deadExpiry != null) {
+            int from = acquired.indexOf("grantedAt=") + "grantedAt=".length();
+            out[2 + i] = Long.parseLong(acquired.substring(from, acquired.indexOf(' ', from))) - deadExpiry[i];
+          }
+        }
         long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - signalled);
-        long past = deadExpiry == null ? 0
-            : Long.parseLong(acquired.substring(acquired.indexOf("grantedAt=") + "grantedAt=".length()).strip())
-                - deadExpiry;
+        long past = java.util.Arrays.stream(out, 2, out.length).max().orElse(0);
         // Change 1 is delivered by the standby, or (SIGTERM only) by the owner before it stopped:
         // a process shutting down finishes what it read; the standby resumes after its checkpoint.
         if (kill) {
@@ -100,7 +141,9 @@ public final class FailoverBenchmark {
             standby.awaitLineStartingWith("DELIVERED 1", Duration.ofSeconds(60));
           }
         }
-        return new long[] {ms, past};
+        out[0] = ms;
+        out[1] = past;
+        return out;
       }
     }
   }

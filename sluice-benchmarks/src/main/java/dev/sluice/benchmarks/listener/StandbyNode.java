@@ -19,7 +19,8 @@ import org.bson.BsonDocument;
  * checkpoint every 100 changes or 1 s) that prints each delivery: one side of the failover
  * benchmark. On SIGTERM it closes the listener (commit, release). Arguments: connection string,
  * database, collection, owner, and optionally a PostgreSQL JDBC URL: the leases are then kept there
- * ({@code SqlLeaseStore}, release notices by LISTEN/NOTIFY) instead of in MongoDB.
+ * ({@code SqlLeaseStore}, release notices by LISTEN/NOTIFY) instead of in MongoDB. The system
+ * property {@code bench.partitions} sets the partition count (default 1).
  */
 public final class StandbyNode {
   /** The default lease (renew and acquire every third of it), written out: the benchmark reports against it. */
@@ -44,6 +45,7 @@ public final class StandbyNode {
     Listener<BsonDocument> listener = Listener.builder(
             MongoChangeFeed.builder(client, args[1], args[2]).build(), leases).group("failover")
         .owner(args[3])
+        .partitions(Integer.getInteger("bench.partitions", 1))
         .leaseDuration(LEASE)
         .handler((change, fence) -> System.out.println("DELIVERED " + change.document().getInt32("n").getValue()))
         .observer(new ListenerObserver() {
@@ -51,7 +53,7 @@ public final class StandbyNode {
           public void acquired(Lease lease) {
             // The grant's stamp on the store's clock: its expiry minus the lease duration.
             System.out.println("ACQUIRED " + args[3] + " grantedAt="
-                + lease.expiresAt().minus(LEASE).toEpochMilli());
+                + lease.expiresAt().minus(LEASE).toEpochMilli() + " lease=" + lease.name());
           }
         })
         .build();

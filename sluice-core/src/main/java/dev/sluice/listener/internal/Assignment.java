@@ -7,16 +7,22 @@ import dev.sluice.lease.LeaseStore;
 import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.listener.ListenerConfig;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.IntPredicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,7 +41,13 @@ import org.slf4j.LoggerFactory;
  *       stops pulling partitions back and forth);
  *   <li>may adopt, beyond its quota, a partition that nobody has held for a whole lease duration
  *       (its member failed it, or cannot run it), and keeps it until the membership changes;
- *   <li>deletes membership records that expired long ago, so they do not pile up.
+ *   <li>deletes membership records that expired long ago, so they do not pile up;
+ *   <li>counts a peer out as soon as one of its partition leases ran out without a release and it
+ *       has not renewed its membership since; refreshes again just past the first expiry of a
+ *       counted peer's leases when that comes before the next refresh; and, whenever a refresh
+ *       leaves room under the quota, wakes the workers that were refused for want of it (ADR
+ *       0119): a dead member's partitions are tried at their expiry, not a refresh and an acquire
+ *       interval later.
  * </ul>
  */
 final class Assignment {
@@ -64,6 +76,8 @@ final class Assignment {
   private final Map<Integer, List<String>> adopted = new HashMap<>();
   private final Map<String, Peer> peers = new HashMap<>();
   private final Map<Integer, Long> unheldSince = new HashMap<>();
+  /** This layout's partition lease names, to their index. */
+  private final Map<String, Integer> partitionIndex = new HashMap<>();
   /** Partitions being acquired within the quota, or as orphans (see {@link #reserve}). */
   private final java.util.Set<Integer> reservedUnderQuota = new java.util.HashSet<>();
   private final java.util.Set<Integer> reservedAsOrphan = new java.util.HashSet<>();
@@ -73,6 +87,11 @@ final class Assignment {
   private int excessSeen;
   private boolean firstRefresh = true;
   private volatile LeaseKeeper membership;
+  /** Wakes the workers refused for want of room; set by the engine once its workers exist. */
+  private volatile Consumer<IntPredicate> roomAppeared = worthTrying -> { };
+  /** The extra refresh due at a peer's membership expiry, and when (ticker nanos); scheduler thread. */
+  private ScheduledFuture<?> expiryRefresh;
+  private long expiryRefreshAt;
 
   /** What this member remembers of a peer's membership record. */
   private static final class Peer {
@@ -104,6 +123,9 @@ final class Assignment {
     this.flapMemoryNanos = duration.toNanos() * 20;
     this.deadRecordAgeNanos = duration.toNanos() * 3;
     this.quota = partitions; // until the first refresh, as if alone
+    for (int i = 0; i < partitions; i++) {
+      partitionIndex.put(config.leaseName(i), i);
+    }
   }
 
   /**
@@ -114,17 +136,20 @@ final class Assignment {
     if (partitions == 1) {
       return; // nothing to balance
     }
+    if (leaving) {
+      return; // a refresh due after leave() would join the group again, for a lease, as a ghost
+    }
     try {
       keepMembership();
       long now = ticker.nanos();
-      List<String> live = new ArrayList<>();
+      List<LeaseRecord> countedPeers = new ArrayList<>();
       for (LeaseRecord r : store.list(memberPrefix)) {
         if (r.name().equals(memberName)) {
           continue;
         }
         if (r.isHeld()) {
           if (observe(r, now)) {
-            live.add(r.name());
+            countedPeers.add(r);
           }
         } else if (expiredFor(r) > deadRecordAgeNanos) {
           deleteDeadRecord(r);
@@ -132,10 +157,39 @@ final class Assignment {
       }
       peers.values().removeIf(p -> now - p.lastSeenNanos > flapMemoryNanos);
       firstRefresh = false;
+      PartitionRecords partitionRecords = partitionRecords();
+      Map<Integer, String> holders = partitionRecords.holders;
+      List<String> live = new ArrayList<>();
+      Duration firstExpiry = null;
+      for (LeaseRecord m : countedPeers) {
+        String peer = m.name().substring(memberPrefix.length());
+        Instant lapsed = partitionRecords.lastLapse.get(peer);
+        // Its membership last renewed at its expiry minus the lease (the group's, assumed the same
+        // for every member); a partition lease of its that ran out since then says it stopped.
+        if (lapsed != null && !lapsed.isBefore(m.expiresAt().minus(duration))) {
+          log.info("Listener {}: member {} counted out before its membership expires ({}): its lease on a"
+              + " partition ran out at {} and it has not renewed its membership since", owner, peer,
+              m.expiresAt(), lapsed);
+          continue;
+        }
+        live.add(m.name());
+        firstExpiry = earlier(firstExpiry, Duration.between(m.storeTime(), m.expiresAt()));
+        firstExpiry = earlier(firstExpiry, partitionRecords.firstExpiry.get(peer));
+      }
       live.add(memberName);
       live.sort(null);
-      Set<Integer> heldByAnyone = heldPartitions();
-      update(List.copyOf(live), heldByAnyone, now);
+      update(List.copyOf(live), holders.keySet(), now);
+      refreshAtExpiry(firstExpiry, now);
+      if (hasRoom()) {
+        // Only the partitions no counted member holds: unheld, or held by a member counted out
+        // (its lease has yet to expire: the attempt reads when, and the next one comes then).
+        // Those a live peer holds would only be refused, all at once.
+        Set<String> counting = Set.copyOf(live);
+        roomAppeared.accept(p -> {
+          String holder = holders.get(p);
+          return holder == null || !counting.contains(memberPrefix + holder);
+        });
+      }
     } catch (RuntimeException e) {
       if (leaving || interrupted(e)) {
         // The listener is closing: its scheduler interrupted this refresh. Nothing failed.
@@ -181,6 +235,58 @@ final class Assignment {
         unheldSince.putIfAbsent(i, now);
       }
     }
+  }
+
+  /** How far past a peer's membership expiry the extra refresh comes (store round trips, clock steps). */
+  static final Duration EXPIRY_MARGIN = PartitionWorker.EXPIRY_MARGIN;
+
+  /**
+   * Refreshes again just past the earliest expiry of a counted peer's membership or partition
+   * leases ({@code left}, judged on the store's clock as a duration from the list, so the clocks
+   * of two machines never meet), when that comes before the next regular refresh: a member that
+   * died is counted out then and its partitions are tried at once. A peer that is alive renews
+   * before then (renewals come every renew interval, at most a third of the lease), and that
+   * refresh finds it live again: one list more. At most one such refresh is pending.
+   */
+  private void refreshAtExpiry(Duration left, long now) {
+    if (left == null || leaving) {
+      return;
+    }
+    // Spread like a worker's attempt past an expiry: every member of a large group times the
+    // same expiry, and would otherwise list the store at one instant.
+    long spread = ThreadLocalRandom.current().nextLong(PartitionWorker.EXPIRY_SPREAD.toNanos() + 1);
+    Duration delay = (left.isNegative() ? Duration.ZERO : left).plus(EXPIRY_MARGIN).plusNanos(spread);
+    if (delay.compareTo(config.renewInterval()) >= 0) {
+      return; // the regular refresh comes first, and will look again
+    }
+    long at = now + delay.toNanos();
+    synchronized (this) {
+      if (expiryRefresh != null && expiryRefreshAt - now > 0 && expiryRefreshAt - at <= 0) {
+        return; // one as early is still to come (not this one, which is running now)
+      }
+      if (expiryRefresh != null) {
+        expiryRefresh.cancel(false);
+      }
+      try {
+        expiryRefresh = scheduler.schedule(this::refresh, delay.toNanos(), TimeUnit.NANOSECONDS);
+        expiryRefreshAt = at;
+      } catch (RejectedExecutionException closing) {
+        expiryRefresh = null; // the listener is closing
+      }
+    }
+  }
+
+  /**
+   * Sets what wakes the workers refused for want of room, called after a refresh that leaves room
+   * with the partitions worth an attempt now (no member counted live holds them).
+   */
+  void onRoom(Consumer<IntPredicate> wake) {
+    this.roomAppeared = wake;
+  }
+
+  /** Whether a worker asking now would find a place under the quota. */
+  synchronized boolean hasRoom() {
+    return held.size() - adopted.size() + reservedUnderQuota.size() < quota;
   }
 
   private static long expiredFor(LeaseRecord r) {
@@ -249,19 +355,33 @@ final class Assignment {
     }
   }
 
-  /** The partitions of this layout that someone holds, as the store says now. */
-  private Set<Integer> heldPartitions() {
-    Set<Integer> out = new HashSet<>();
+  /**
+   * What the partition records of this layout say now: who holds which, how long until each
+   * holder's first held lease expires (a duration on the store's clock), and when each holder's
+   * last lease that ran out without a release expired.
+   */
+  private record PartitionRecords(Map<Integer, String> holders, Map<String, Duration> firstExpiry,
+      Map<String, Instant> lastLapse) { }
+
+  private PartitionRecords partitionRecords() {
+    PartitionRecords out = new PartitionRecords(new HashMap<>(), new HashMap<>(), new HashMap<>());
     for (LeaseRecord r : store.list(config.partitionPrefix())) {
+      Integer i = partitionIndex.get(r.name());
+      if (i == null || r.owner() == null || r.expiresAt() == null) {
+        continue; // another layout's, or released
+      }
       if (r.isHeld()) {
-        for (int i = 0; i < partitions; i++) {
-          if (r.name().equals(config.leaseName(i))) {
-            out.add(i);
-          }
-        }
+        out.holders.put(i, r.owner());
+        out.firstExpiry.merge(r.owner(), Duration.between(r.storeTime(), r.expiresAt()), Assignment::earlier);
+      } else {
+        out.lastLapse.merge(r.owner(), r.expiresAt(), (a, b) -> a.isAfter(b) ? a : b);
       }
     }
     return out;
+  }
+
+  private static Duration earlier(Duration a, Duration b) {
+    return a == null ? b : b == null || a.compareTo(b) <= 0 ? a : b;
   }
 
   /** Whether nobody has held {@code partition} for a whole lease duration. */
@@ -344,6 +464,11 @@ final class Assignment {
   /** Leaves the group: deletes the membership record so peers rebalance at once. */
   void leave() {
     leaving = true;
+    synchronized (this) {
+      if (expiryRefresh != null) {
+        expiryRefresh.cancel(false);
+      }
+    }
     LeaseKeeper m = membership;
     if (m == null) {
       return;

@@ -89,6 +89,11 @@ public final class ListenerEngine<D> implements AutoCloseable {
     for (int i = 0; i < config.partitions(); i++) {
       workers.add(new PartitionWorker<>(config, i, keepers, assignment, probe, lifecycle, layout, lanes));
     }
+    // After a refresh that leaves room under the quota (a member left, or its membership expired):
+    // the workers refused for want of it try at once, not at the end of their acquire interval.
+    assignment.onRoom(worthTrying -> workers.stream()
+        .filter(w -> w.waitingForRoom() && worthTrying.test(w.partition.index()))
+        .forEach(PartitionWorker::tryNow));
     lifecycle.started();
     workers.forEach(w -> w.start(turns, timers));
     watchReleases();

@@ -192,6 +192,14 @@ final class PartitionWorker<D> {
     }
   }
 
+  /** Whether its last attempt was refused for want of room under the quota (no store call made). */
+  private volatile boolean waitingForRoom;
+
+  /** Whether it waits for room under the quota: the assignment's refresh wakes it when there is some. */
+  boolean waitingForRoom() {
+    return waitingForRoom && tenure == null; // (a worker mid-turn: tryNow ends the wait it is about to begin)
+  }
+
   /** Set by {@link #tryNow()}: the next wait before an attempt ends at once. */
   private volatile boolean tryNowPending;
 
@@ -511,7 +519,9 @@ final class PartitionWorker<D> {
       return stopped();
     }
     setState(PartitionState.ACQUIRING);
-    if (!assignment.reserve(partition.index())) {
+    waitingForRoom = !assignment.reserve(partition.index());
+    if (waitingForRoom) {
+      // Refused for want of room under the quota: a refresh that makes room wakes it (tryNow).
       return Next.after(jitter(config.acquireInterval()), Wait.ATTEMPT);
     }
     long requestStart = System.nanoTime();
