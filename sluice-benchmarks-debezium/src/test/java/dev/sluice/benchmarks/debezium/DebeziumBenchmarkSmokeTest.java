@@ -29,6 +29,22 @@ class DebeziumBenchmarkSmokeTest {
         .containsPattern("Debezium embedded engine .* peak resident .* MB");
   }
 
+  /**
+   * Connect against Connect: a broker JVM, a Connect 4.x worker JVM per variant, both connectors at
+   * least once and exactly once (JSON without schemas), 200 rows, one round, no warm-up. The
+   * broker's class path is {@code ../sluice-kafka39-broker/target/broker.classpath}, which the
+   * reactor writes before this module (a dependency of it).
+   */
+  @Test
+  void connectAgainstConnect() {
+    // rows, warm-up rounds, rounds, with schemas too, 4 partitions too, Sluice batch.size (0: default), modes
+    String out = run(ConnectAgainstConnectBenchmark.class, "200", "0", "1", "0", "0", "0", "both");
+    assertThat(out).contains("rows=200, 1 measured rounds")
+        .containsPattern("Sluice, at least once, JSON without schemas: throughput \\d")
+        .containsPattern("Sluice, exactly once, JSON without schemas: throughput \\d")
+        .containsPattern("worker RSS growth \\d");
+  }
+
   @Test
   void typeCorpusThroughDebezium() {
     String out = run(DebeziumTypeCorpus.class);

@@ -100,6 +100,13 @@ public final class SluiceSourceConfig extends AbstractConfig {
   public static final String POLL_MAX_WAIT_MS = "poll.max.wait.ms";
   /** Largest number of changes read from one partition per poll. */
   public static final String BATCH_SIZE = "batch.size";
+  /**
+   * Default of {@link #BATCH_SIZE}: 4,096, not the feeds' 500 (ADR 0125). With exactly-once
+   * delivery Connect commits a transaction per poll, and a backlog read 500 changes per poll paid
+   * four times the commits of Debezium's 2,048 (0.89x its throughput); a poll still returns what
+   * is there when less has arrived.
+   */
+  public static final int DEFAULT_BATCH_SIZE = 4096;
 
   /** The most partitions per stream the connector accepts (MongoDB's feed limit; a slot each on PostgreSQL). */
   public static final int MAX_PARTITIONS = MongoChangeFeed.MAX_PARTITIONS;
@@ -285,9 +292,10 @@ public final class SluiceSourceConfig extends AbstractConfig {
           "Topic of parked changes.", RELIABILITY, 7, Width.MEDIUM, "Parked topic")
       .define(POLL_MAX_WAIT_MS, Type.LONG, 500L, ConfigDef.Range.between(1, 60_000), Importance.LOW,
           "Longest wait of one poll of a task when nothing arrives.", RECORDS, 7, Width.SHORT, "Poll wait")
-      .define(BATCH_SIZE, Type.INT, MongoChangeFeed.DEFAULT_BATCH_SIZE, ConfigDef.Range.between(1, 100_000),
-          Importance.LOW, "Largest number of changes read per partition and poll, also the driver's batch"
-              + " size.", RECORDS, 8, Width.SHORT, "Batch size");
+      .define(BATCH_SIZE, Type.INT, DEFAULT_BATCH_SIZE, ConfigDef.Range.between(1, 100_000),
+          Importance.MEDIUM, "Largest number of changes read per partition and poll, also the driver's batch"
+              + " size. With exactly.once.support=required, Connect commits one transaction per poll: this"
+              + " bounds how many changes share a commit.", RECORDS, 8, Width.SHORT, "Batch size");
 
   /** Parses {@code props}; throws {@link ConfigException} naming the first bad key. */
   public SluiceSourceConfig(Map<String, String> props) {
