@@ -98,7 +98,7 @@ final class LeaseLockProvider implements LockProvider {
 
   @Override
   public Optional<Lock> tryAcquire(String name) {
-    return attempt(name, leaseDuration, (lease, sentAt, answeredAt) -> {
+    return attempt(name, leaseDuration, true, (lease, sentAt, answeredAt) -> {
       LeaseLock lock = register(new LeaseLock(this, name, lease, sentAt));
       lock.startExtending();
       return lock;
@@ -108,7 +108,9 @@ final class LeaseLockProvider implements LockProvider {
   @Override
   public Optional<TimedLock> tryAcquireFor(String name, Duration atMostFor, Duration atLeastFor) {
     TimedLeaseLock.requireTerms(atMostFor, atLeastFor);
-    return attempt(name, atMostFor, (lease, sentAt, answeredAt) -> register(
+    // A timed lock granted late is still returned, already run out (isHeld() false, no token for
+    // ShedLock's task): ShedLock's semantics, which its provider suite checks with terms of 2 ms.
+    return attempt(name, atMostFor, false, (lease, sentAt, answeredAt) -> register(
         new TimedLeaseLock(this, name, lease, sentAt, answeredAt, atMostFor, atLeastFor)));
   }
 
@@ -117,8 +119,12 @@ final class LeaseLockProvider implements LockProvider {
     L lock(Lease lease, long sentAt, long answeredAt);
   }
 
-  /** One store attempt at {@code name} for {@code duration}: the lock, or empty if held. */
-  private <L extends Lock> Optional<L> attempt(String name, Duration duration, Grant<L> grant) {
+  /**
+   * One store attempt at {@code name} for {@code duration}: the lock, or empty if held, or, with
+   * {@code refuseLate}, if the grant arrived after its term had run out here.
+   */
+  private <L extends Lock> Optional<L> attempt(String name, Duration duration, boolean refuseLate,
+      Grant<L> grant) {
     String leaseName = leaseName(name);
     requireOpen();
     // A unique owner per acquisition: two threads of one process must exclude each other too.
@@ -129,11 +135,10 @@ final class LeaseLockProvider implements LockProvider {
       return Optional.empty();
     }
     long answeredAt = ticker.nanos();
-    if (answeredAt - sentAt >= duration.toNanos()) {
-      // The grant arrived after the term it was asked for had run out on this process's reckoning
-      // (a store that took that long to answer, a pause): a lock returned now would already be
-      // one its holder cannot rely on (ShedLock would run its task unprotected). Give it back so
-      // that nobody waits for its expiry; if the release fails too, it expires on the store.
+    if (refuseLate && answeredAt - sentAt >= duration.toNanos()) {
+      // The grant arrived after the lease had run out on this process's reckoning (a store that
+      // took that long to answer, a pause): its keeper could only report it lost at once. Give it
+      // back so that nobody waits for its expiry; if the release fails too, it expires there.
       LOG.warn("Lock '{}' was granted {} ms after it was asked for, past its term of {} ms: not"
           + " taken, released", name, (answeredAt - sentAt) / 1_000_000, duration.toMillis());
       releaseQuietly(lease.get());
