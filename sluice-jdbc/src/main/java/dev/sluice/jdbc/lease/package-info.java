@@ -1,7 +1,10 @@
 /**
- * The SQL lease store ({@link dev.sluice.jdbc.lease.SqlLeaseStore}, the public API) on
- * PostgreSQL and MariaDB/MySQL. Its implementation is one package-private class per concern:
+ * The SQL lease store ({@link dev.sluice.jdbc.lease.SqlLeaseStore}, the public API: an interface
+ * extending {@link dev.sluice.lease.LeaseStore}, built by its {@code builder(DataSource)}) on
+ * PostgreSQL and MariaDB/MySQL. Its implementation is one package-private class per concern
+ * (ADR 0118):
  * <ul>
+ *   <li>{@code SqlLeaseStoreImpl}: the store's operations, putting the parts below together;
  *   <li>{@code AcquireStrategy}: how a lease is taken, {@code UpsertAcquire} (one statement,
  *       ADR 0072) or {@code ReadThenWriteAcquire} (seed 002's transaction, ADR 0021);
  *   <li>{@code CasTransactions}: the REPEATABLE READ compare-and-swap transaction that renewals,

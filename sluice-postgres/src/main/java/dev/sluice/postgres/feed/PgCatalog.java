@@ -21,7 +21,7 @@ final class PgCatalog implements AutoCloseable {
   /** OIDs below this are the built-in types'. */
   private static final int FIRST_NORMAL_OBJECT_ID = 16384;
 
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   private final String slot;
   /** A plain connection for the catalog and key comparisons, opened when first needed. */
   private Connection sql;
@@ -32,7 +32,7 @@ final class PgCatalog implements AutoCloseable {
   /** Names of the non-built-in types the stream described (TYPE messages), by OID. */
   private final Map<Integer, String> typeNames = new HashMap<>();
 
-  PgCatalog(PostgresChangeFeed feed, String slot) {
+  PgCatalog(PostgresChangeFeedImpl feed, String slot) {
     this.feed = feed;
     this.slot = slot;
   }

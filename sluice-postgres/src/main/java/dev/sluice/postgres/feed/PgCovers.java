@@ -16,14 +16,14 @@ import java.util.TreeSet;
  * Every position of the cursor carries both ({@link #at}), so a restart leaves out the same changes.
  */
 final class PgCovers {
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   private final PgCatalog catalog;
   /** Key ranges read in a later snapshot after a restart: their earlier changes are left out. */
   private List<PgPosition.Cover> covers = List.of();
   /** Tables and rows uncovered while covers apply: none of their later changes is left out. */
   private final Set<String> uncovered = new TreeSet<>();
 
-  PgCovers(PostgresChangeFeed feed, PgCatalog catalog) {
+  PgCovers(PostgresChangeFeedImpl feed, PgCatalog catalog) {
     this.feed = feed;
     this.catalog = catalog;
   }

@@ -13,7 +13,7 @@ import java.util.NoSuchElementException;
  * no slot). The connection closes at the end; a read error is a FeedException.
  */
 final class PgCurrentRows implements Iterator<PostgresChangeFeed.CurrentRow> {
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   private final int chunk;
   private PgSnapshot reader;
   private int table;
@@ -21,7 +21,7 @@ final class PgCurrentRows implements Iterator<PostgresChangeFeed.CurrentRow> {
   private final ArrayDeque<PostgresChangeFeed.CurrentRow> buffer = new ArrayDeque<>();
   private boolean done;
 
-  PgCurrentRows(PostgresChangeFeed feed, int chunk) {
+  PgCurrentRows(PostgresChangeFeedImpl feed, int chunk) {
     this.feed = feed;
     this.chunk = chunk;
   }

@@ -42,7 +42,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   private final PartitionSpec partition;
   private final String slot;
   private final PgSlot slots;
@@ -72,7 +72,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private boolean caughtUp;
   private FeedException failure;
 
-  PgFeedCursor(PostgresChangeFeed feed, PartitionSpec partition, String slot) {
+  PgFeedCursor(PostgresChangeFeedImpl feed, PartitionSpec partition, String slot) {
     this.feed = feed;
     this.partition = partition;
     this.slot = slot;

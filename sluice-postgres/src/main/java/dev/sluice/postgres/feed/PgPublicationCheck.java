@@ -13,9 +13,9 @@ import java.sql.Statement;
  * have a primary key or another replica identity. Each gap is a FeedException naming the fix.
  */
 final class PgPublicationCheck {
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
 
-  PgPublicationCheck(PostgresChangeFeed feed) {
+  PgPublicationCheck(PostgresChangeFeedImpl feed) {
     this.feed = feed;
   }
 

@@ -17,10 +17,10 @@ import org.slf4j.LoggerFactory;
 final class PgSlot {
   private static final Logger log = LoggerFactory.getLogger(PgSlot.class);
 
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   final String name;
 
-  PgSlot(PostgresChangeFeed feed, String name) {
+  PgSlot(PostgresChangeFeedImpl feed, String name) {
     this.feed = feed;
     this.name = name;
   }
@@ -127,7 +127,7 @@ final class PgSlot {
   }
 
   /** Failover slots came with PostgreSQL 17: an older server is refused, naming the setting. */
-  static void requireFailover(Connection c, PostgresChangeFeed feed) throws SQLException {
+  static void requireFailover(Connection c, PostgresChangeFeedImpl feed) throws SQLException {
     try (java.sql.Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW server_version_num")) {
       rs.next();
       int version = Integer.parseInt(rs.getString(1).trim());

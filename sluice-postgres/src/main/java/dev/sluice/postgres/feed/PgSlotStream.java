@@ -29,7 +29,7 @@ final class PgSlotStream {
   /** How long a listener's cursor waits for the session it ended to let go of the slot. */
   private static final long TAKE_OVER_NANOS = TimeUnit.SECONDS.toNanos(10);
 
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   private final String slot;
   private final PgSlot slots;
   private Connection connection;
@@ -46,7 +46,7 @@ final class PgSlotStream {
   /** Whether the replication connection was found silent: closed without ending the stream. */
   private boolean silent;
 
-  PgSlotStream(PostgresChangeFeed feed, String slot, PgSlot slots) {
+  PgSlotStream(PostgresChangeFeedImpl feed, String slot, PgSlot slots) {
     this.feed = feed;
     this.slot = slot;
     this.slots = slots;

@@ -111,13 +111,13 @@ final class PgSnapshot implements AutoCloseable {
     }
   }
 
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   private final List<Table> tables;
   private final Connection reader;
   /** The consistent point of the snapshot being read. */
   private final long consistentPoint;
 
-  private PgSnapshot(PostgresChangeFeed feed, List<Table> tables, Connection reader, long consistentPoint) {
+  private PgSnapshot(PostgresChangeFeedImpl feed, List<Table> tables, Connection reader, long consistentPoint) {
     this.feed = feed;
     this.tables = tables;
     this.reader = reader;
@@ -128,7 +128,7 @@ final class PgSnapshot implements AutoCloseable {
    * Creates slot {@code slot} (temporary: dropped when the session ends) with an exported snapshot
    * and opens a read-only transaction in it.
    */
-  static PgSnapshot export(PostgresChangeFeed feed, String slot, boolean temporary) throws SQLException {
+  static PgSnapshot export(PostgresChangeFeedImpl feed, String slot, boolean temporary) throws SQLException {
     Connection reader = feed.connections.connectForSnapshot();
     try {
       List<Table> tables = tables(feed, reader);
@@ -168,7 +168,7 @@ final class PgSnapshot implements AutoCloseable {
    * Reads the tables as they are now, without a snapshot: each chunk its own statement (for a
    * current-state replay, which needs no point in time).
    */
-  static PgSnapshot current(PostgresChangeFeed feed) throws SQLException {
+  static PgSnapshot current(PostgresChangeFeedImpl feed) throws SQLException {
     Connection reader = feed.connections.connectForSnapshot();
     try {
       return new PgSnapshot(feed, tables(feed, reader), reader, -1);
@@ -294,7 +294,7 @@ final class PgSnapshot implements AutoCloseable {
    * The tables the feed reads (the publication's, or the one table it is limited to), in name
    * order, with their columns and primary keys; refuses a table a snapshot cannot read exactly.
    */
-  static List<Table> tables(PostgresChangeFeed feed, Connection c) throws SQLException {
+  static List<Table> tables(PostgresChangeFeedImpl feed, Connection c) throws SQLException {
     List<String[]> names = new ArrayList<>();
     try (PreparedStatement s = c.prepareStatement(
         "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = ?"
@@ -321,7 +321,7 @@ final class PgSnapshot implements AutoCloseable {
   }
 
   /** One table's columns and primary key (a table the snapshot cannot read exactly is refused). */
-  static Table table(PostgresChangeFeed feed, Connection c, String schema, String name) throws SQLException {
+  static Table table(PostgresChangeFeedImpl feed, Connection c, String schema, String name) throws SQLException {
     Table table = describe(c, schema, name);
     String qualified = table.qualifiedName();
     if (table.primaryKey().isEmpty()) {

@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
 final class PgSnapshotRead implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PgFeedCursor.class); // the cursor's log, as before the split
 
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   private final PartitionSpec partition;
   private final String slot;
   private final PgCovers covers;
@@ -34,7 +34,7 @@ final class PgSnapshotRead implements AutoCloseable {
   private boolean closed;
 
   /** A read of {@code snapshot} from {@code from}. */
-  PgSnapshotRead(PostgresChangeFeed feed, PartitionSpec partition, String slot, PgCovers covers, PgSnapshot snapshot,
+  PgSnapshotRead(PostgresChangeFeedImpl feed, PartitionSpec partition, String slot, PgCovers covers, PgSnapshot snapshot,
       PgPosition from) {
     this.feed = feed;
     this.partition = partition;

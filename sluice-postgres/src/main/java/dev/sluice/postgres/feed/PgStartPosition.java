@@ -28,11 +28,11 @@ final class PgStartPosition {
   /** Where the read starts, and the snapshot to read first (null: the stream starts at once). */
   record Start(PgPosition from, PgSnapshot snapshot) {}
 
-  private final PostgresChangeFeed feed;
+  private final PostgresChangeFeedImpl feed;
   private final String slot;
   private final PgSlot slots;
 
-  PgStartPosition(PostgresChangeFeed feed, String slot, PgSlot slots) {
+  PgStartPosition(PostgresChangeFeedImpl feed, String slot, PgSlot slots) {
     this.feed = feed;
     this.slot = slot;
     this.slots = slots;
