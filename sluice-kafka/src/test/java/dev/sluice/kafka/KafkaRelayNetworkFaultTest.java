@@ -3,6 +3,10 @@ package dev.sluice.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
@@ -57,6 +61,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /**
  * The relay (a listener whose handler is the Kafka sink) while the network to the broker breaks:
@@ -348,12 +353,26 @@ class KafkaRelayNetworkFaultTest {
       samples.add(sample("before the blackhole", leases, topic));
 
       // Blackhole: requests and acknowledgements held; flushes fail after their timeout.
+      ListAppender<ILoggingEvent> sinkLog = new ListAppender<>();
+      sinkLog.start();
+      Logger sinkLogger = (Logger) LoggerFactory.getLogger(KafkaSink.class);
+      sinkLogger.addAppender(sinkLog);
       proxy.blackhole(Duration.ofSeconds(15));
       int failedBefore = sink.failedFlushes.get();
-      await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(200)).until(() -> {
-        samples.add(sample("during the blackhole", leases, topic));
-        return sink.failedFlushes.get() >= failedBefore + 2;
-      });
+      try {
+        await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(200)).until(() -> {
+          samples.add(sample("during the blackhole", leases, topic));
+          return sink.failedFlushes.get() >= failedBefore + 2;
+        });
+      } finally {
+        sinkLogger.detachAppender(sinkLog);
+      }
+      // The outage is in Sluice's own log before a flush times out, not only when it does.
+      List<String> warnings = List.copyOf(sinkLog.list).stream()
+          .filter(e -> e.getLevel() == Level.WARN).map(ILoggingEvent::getFormattedMessage).toList();
+      assertThat(warnings).as("the sink's warnings during the blackhole").isNotEmpty();
+      assertThat(warnings.get(0)).contains("has not acknowledged what was sent for " + lease())
+          .contains("after 1000 ms");
       Position stuck = leases.read(lease()).orElseThrow().checkpoint();
       samples.add(sample("end of the blackhole", leases, topic));
       proxy.pass();

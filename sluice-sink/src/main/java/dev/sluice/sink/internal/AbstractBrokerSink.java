@@ -15,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -43,6 +44,8 @@ public abstract class AbstractBrokerSink<D, R, L extends AbstractBrokerSink.Lane
 
   /** The flush timeout a broker sink's builder starts with. */
   public static final Duration DEFAULT_FLUSH_TIMEOUT = Duration.ofSeconds(30);
+  /** How long a flush waits for the broker before the sink says so (at most half the timeout). */
+  static final Duration SLOW_ACKNOWLEDGEMENT = Duration.ofSeconds(5);
 
   /** The broker's name in messages and logs: "Kafka", "AMQP". */
   protected final String broker;
@@ -135,10 +138,30 @@ public abstract class AbstractBrokerSink<D, R, L extends AbstractBrokerSink.Lane
     } catch (RuntimeException e) {
       acknowledged = CompletableFuture.failedFuture(e);
     }
+    warnIfSlow(fence.lease(), acknowledged.toCompletableFuture());
     return acknowledged.whenComplete((ok, error) -> {
       if (error != null) {
         Throwable failure = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
         log.warn("{} flush failed for {}: {}", broker, fence.lease(), failure.getMessage());
+      }
+    });
+  }
+
+  /**
+   * Says once, {@link #SLOW_ACKNOWLEDGEMENT} (at most half the flush timeout) into a flush that is
+   * still waiting, that the broker has not answered: an outage shows in Sluice's own log then, not
+   * only when the flush times out.
+   */
+  private void warnIfSlow(String lease, CompletableFuture<Void> acknowledged) {
+    if (acknowledged.isDone()) {
+      return;
+    }
+    long after = Math.min(SLOW_ACKNOWLEDGEMENT.toMillis(), flushTimeout.toMillis() / 2);
+    CompletableFuture.delayedExecutor(after, TimeUnit.MILLISECONDS).execute(() -> {
+      if (!acknowledged.isDone()) {
+        log.warn("{} has not acknowledged what was sent for {} after {} ms; still waiting, up to"
+            + " the flush timeout of {} ms (is the broker reachable?)", broker, lease, after,
+            flushTimeout.toMillis());
       }
     });
   }
