@@ -31,8 +31,22 @@ public final class ReplayCommand implements Callable<Integer> {
       + " document or row as it is now, as SNAPSHOT changes (the only kind a postgres source has)")
   String from;
 
-  @Option(names = "--until", description = "ISO-8601 instant (inclusive); default: until caught up")
+  @Option(names = "--until", converter = InstantConverter.class,
+      description = "ISO-8601 instant (inclusive); default: until caught up")
   Instant until;
+
+  /** An ISO-8601 instant, or a usage error saying what one looks like (not the JDK's text). */
+  static final class InstantConverter implements picocli.CommandLine.ITypeConverter<Instant> {
+    @Override
+    public Instant convert(String value) {
+      try {
+        return Instant.parse(value.strip());
+      } catch (java.time.format.DateTimeParseException e) {
+        throw new picocli.CommandLine.TypeConversionException(
+            "must be an ISO-8601 instant such as 2026-01-01T00:00:00Z, but was '" + value + "'");
+      }
+    }
+  }
 
   @picocli.CommandLine.Spec
   picocli.CommandLine.Model.CommandSpec spec;

@@ -68,9 +68,15 @@ public final class StatusCommand implements Callable<Integer> {
   public Integer call() throws InterruptedException {
     Duration every = null;
     if (watch != null) {
-      every = Durations.parse(watch, "--watch");
+      // An option, not the file: a usage error (exit 2), as every other bad option value.
+      try {
+        every = Durations.parse(watch, "--watch");
+      } catch (ConfigException e) {
+        throw new ParameterException(spec.commandLine(), e.getMessage());
+      }
       if (every.compareTo(Duration.ofMillis(500)) < 0) {
-        throw new ConfigException("--watch", "must be at least 500ms, but was " + watch);
+        throw new ParameterException(spec.commandLine(),
+            "--watch: must be at least 500ms, but was " + watch);
       }
     }
     if (config != null) {

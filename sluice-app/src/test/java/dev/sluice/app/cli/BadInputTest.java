@@ -185,6 +185,9 @@ class BadInputTest {
         "--collection", "orders", "--limit", "0"), 2, "--limit must be at least 1, but was 0"));
     c.add(args("a non-numeric status interval", List.of("run", "--config", "x.yaml", "--status-every", "often"), 2,
         "--status-every", "'often'"));
+    c.add(args("replay until a word, not an instant", List.of("replay", "--config", "x.yaml", "--collection",
+        "orders", "--to", "orders-replay", "--from", "oldest", "--until", "never"), 2, "--until",
+        "ISO-8601 instant such as 2026-01-01T00:00:00Z, but was 'never'"));
     return c.stream();
   }
 

@@ -55,7 +55,11 @@ class StatusCommandTest {
         "databases with a sluice_leases collection: ", db);
 
     CliRun tooFast = CliRun.sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--watch", "10ms");
-    assertThat(tooFast.exit()).isEqualTo(Main.EXIT_CONFIGURATION);
+    assertThat(tooFast.exit()).isEqualTo(Main.EXIT_USAGE);
     assertThat(tooFast.err()).contains("--watch", "at least 500ms");
+
+    CliRun notADuration = CliRun.sluice("status", "--mongo", MONGO.connectionString(), "--database", db, "--watch", "often");
+    assertThat(notADuration.exit()).isEqualTo(Main.EXIT_USAGE);
+    assertThat(notADuration.err()).contains("--watch", "often");
   }
 }
