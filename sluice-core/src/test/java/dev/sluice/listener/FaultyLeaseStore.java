@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * listings fail with a given exception a given number of times
  * ({@link Integer#MAX_VALUE}: for ever), and {@link #freeze()} holds every call until {@link
  * #thaw()}, as a process stopped by SIGSTOP would (no request reaches the store, those in flight
- * return late); {@link #holdCommits()} holds only the checkpoint writes, as a slow store would.
+ * return late).
  */
 final class FaultyLeaseStore implements LeaseStore {
   private final LeaseStore delegate;
@@ -61,73 +61,6 @@ final class FaultyLeaseStore implements LeaseStore {
     }
   }
 
-  // Commits held (checkpoint writes only: renewals, acquisitions and releases go on).
-  private boolean commitsHeld;
-  private int commitsWaiting;
-  private int mostCommitsAtOnce;
-  private int commitsInFlight;
-  private final List<Position> committed = new java.util.concurrent.CopyOnWriteArrayList<>();
-
-  /** From now on every commit waits until {@link #releaseCommits()}; nothing else does. */
-  void holdCommits() {
-    synchronized (gate) {
-      commitsHeld = true;
-    }
-  }
-
-  void releaseCommits() {
-    synchronized (gate) {
-      commitsHeld = false;
-      gate.notifyAll();
-    }
-  }
-
-  /** How many commits wait in {@link #holdCommits()} now. */
-  int commitsWaiting() {
-    synchronized (gate) {
-      return commitsWaiting;
-    }
-  }
-
-  /** The most commits that were in the store at the same moment. */
-  int mostCommitsAtOnce() {
-    synchronized (gate) {
-      return mostCommitsAtOnce;
-    }
-  }
-
-  /** The positions committed successfully, in order. */
-  List<Position> committed() {
-    return committed;
-  }
-
-  private void enterCommit() {
-    synchronized (gate) {
-      commitsInFlight++;
-      mostCommitsAtOnce = Math.max(mostCommitsAtOnce, commitsInFlight);
-      boolean interrupted = false;
-      while (commitsHeld) {
-        commitsWaiting++;
-        try {
-          gate.wait();
-        } catch (InterruptedException e) {
-          interrupted = true;
-        } finally {
-          commitsWaiting--;
-        }
-      }
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  private void leaveCommit() {
-    synchronized (gate) {
-      commitsInFlight--;
-    }
-  }
-
   void failCommits(RuntimeException failure, int times) {
     commitFailure = failure;
     commitFailuresLeft.set(times);
@@ -159,15 +92,8 @@ final class FaultyLeaseStore implements LeaseStore {
   @Override
   public Lease commit(Lease lease, Position checkpoint) {
     passGate();
-    enterCommit();
-    try {
-      maybeFail(commitFailure, commitFailuresLeft);
-      Lease result = delegate.commit(lease, checkpoint);
-      committed.add(checkpoint);
-      return result;
-    } finally {
-      leaveCommit();
-    }
+    maybeFail(commitFailure, commitFailuresLeft);
+    return delegate.commit(lease, checkpoint);
   }
 
   @Override

@@ -5,14 +5,12 @@ import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseStoreException;
-import dev.sluice.listener.AcknowledgedPrefix;
 import dev.sluice.listener.StaleFenceException;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
@@ -45,7 +43,6 @@ final class Checkpointer<D> {
   private Position lastProcessed;
   /** Changes processed since the last flush was asked for (not yet covered by any flush). */
   private int uncommitted;
-  /** When the last checkpoint was committed, or (pipelined) the last time-due one asked for. */
   private long lastCommitNanos;
 
   private static final long WAIT_SLICE_MILLIS = 100;
@@ -60,24 +57,13 @@ final class Checkpointer<D> {
 
   private record InFlight(CompletableFuture<Void> done, Position position, int changes) {}
 
-  /**
-   * Pipelined: writes the checkpoints the flushes acknowledged off the partition's thread, one
-   * write at a time, the newest winning (ADR 0120); null when each flush is awaited.
-   */
-  private final CheckpointWriter writer;
-
-  /**
-   * For {@code tenure}, whose lease was granted with {@code checkpoint}; pipelined, its
-   * acknowledged checkpoints are written on {@code writes}.
-   */
-  Checkpointer(Tenure<D> tenure, Position checkpoint, Executor writes) {
+  /** For {@code tenure}, whose lease was granted with {@code checkpoint}. */
+  Checkpointer(Tenure<D> tenure, Position checkpoint) {
     this.tenure = tenure;
     this.worker = tenure.worker;
     this.committed = checkpoint;
     this.lastProcessed = checkpoint;
     this.lastCommitNanos = System.nanoTime();
-    this.writer = tenure.config.checkpoint().flushesInFlight() > 0 && writes != null
-        ? new CheckpointWriter(worker, tenure.keeper(), writes) : null;
   }
 
   /** Every change up to here is processed, or the cursor moved past it; null before the first. */
@@ -146,33 +132,13 @@ final class Checkpointer<D> {
   }
 
   /**
-   * The checkpoint due after {@code maxDelay} (or the heartbeat). Pipelined, it does not wait
-   * (ADR 0120): asks the handler to flush what it was handed since the last request, offers what
-   * completed to the writer, and, with every change flushed and acknowledged, the progress without
-   * changes since; the time counts again from now. Without pipelining, {@link #checkpoint()}.
-   */
-  Step timeDue() {
-    if (writer == null) {
-      return checkpoint();
-    }
-    lastCommitNanos = System.nanoTime();
-    requestFlush();
-    Step step = acknowledged(false);
-    if (step == Step.CONTINUE && inFlight.isEmpty() && uncommitted == 0 && somethingToCommit()) {
-      writer.offer(lastProcessed, 0); // progress without changes: nothing is left to acknowledge
-    }
-    return step;
-  }
-
-  /**
    * Waits for every flush in flight, flushes the rest and commits all that was processed: the
    * checkpoint before a stop, a hand-back, the end of the stream, and after {@code maxDelay}.
    * REWOUND if a flush failed.
    */
   Step checkpoint() {
-    Step written = writesDone();
-    if (written != Step.CONTINUE || !somethingToCommit()) {
-      return written;
+    if (!somethingToCommit()) {
+      return Step.CONTINUE;
     }
     requestFlush();
     while (!inFlight.isEmpty()) {
@@ -180,10 +146,6 @@ final class Checkpointer<D> {
       if (step != Step.CONTINUE) {
         return step;
       }
-    }
-    Step step = writesDone();
-    if (step != Step.CONTINUE) {
-      return step;
     }
     // Progress without changes since the last flush (other partitions' changes, resume tokens).
     return somethingToCommit() ? write(lastProcessed, 0) : Step.CONTINUE;
@@ -195,12 +157,7 @@ final class Checkpointer<D> {
    * if a flush failed.
    */
   Step acknowledged(boolean wait) {
-    Step written = applyWritten();
-    if (written != Step.CONTINUE) {
-      return written;
-    }
     InFlight newest = null;
-    InFlight failed = null;
     int changes = 0;
     Throwable failure = null;
     while (!inFlight.isEmpty()) {
@@ -223,11 +180,9 @@ final class Checkpointer<D> {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         failure = e;
-        failed = head;
         break;
       } catch (ExecutionException | CancellationException e) {
         failure = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-        failed = head;
         break;
       }
       inFlight.poll();
@@ -236,72 +191,12 @@ final class Checkpointer<D> {
     }
     if (newest != null) {
       flushBackoff = FIRST_FLUSH_BACKOFF; // a flush succeeded: the broker answers again
-      if (writer != null) {
-        writer.offer(newest.position(), changes); // written off the partition's thread
-      } else {
-        Step step = write(newest.position(), changes);
-        if (step != Step.CONTINUE) {
-          return step;
-        }
+      Step step = write(newest.position(), changes);
+      if (step != Step.CONTINUE) {
+        return step;
       }
     }
-    return failure == null ? Step.CONTINUE : flushFailed(failure, failed);
-  }
-
-  /**
-   * Applies what the writer wrote since the last look: the committed position, the status, the
-   * cursor's acknowledgement. LOST or FAILED when no more can be written.
-   */
-  private Step applyWritten() {
-    if (writer == null) {
-      return Step.CONTINUE;
-    }
-    CheckpointWriter.Written w = writer.collect();
-    if (w == null) {
-      return tenure.keeper().isValid() ? Step.CONTINUE : Step.LOST;
-    }
-    if (w.position() != null) {
-      committedAt(w.position(), w.changes());
-    }
-    if (w.refused() != null) {
-      worker.fail("the lease store rejects the checkpoint commit of " + w.refusedPosition()
-          + " (retrying cannot help): " + w.refused().getMessage(), w.refused());
-      return Step.FAILED;
-    }
-    return tenure.keeper().isValid() ? Step.CONTINUE : Step.LOST;
-  }
-
-  /**
-   * Waits until the writer wrote every position it was offered (its writes are bounded, see
-   * {@link CheckpointWriter#awaitIdle}), and applies them: before a checkpoint written on the
-   * partition's thread, a rewind or the end of the tenure, so the checkpoint never goes back.
-   */
-  private Step writesDone() {
-    if (writer == null) {
-      return Step.CONTINUE;
-    }
-    try {
-      while (!writer.awaitIdle(Duration.ofMillis(WAIT_SLICE_MILLIS))) {
-        if (!tenure.keeper().isValid()) {
-          break; // the write in flight is fenced out; nothing more can be committed
-        }
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    return applyWritten();
-  }
-
-  /**
-   * The tenure ends: no write starts any more (a stop or a hand-over wrote its last checkpoint
-   * before, through {@link #checkpoint()}); waits for the write in flight, so none lands after the
-   * release.
-   */
-  void stopWriting() {
-    if (writer != null) {
-      writer.close();
-      writesDone();
-    }
+    return failure == null ? Step.CONTINUE : flushFailed(failure);
   }
 
   /** Hands the changes handled since the last request to the handler's flush. */
@@ -323,29 +218,14 @@ final class Checkpointer<D> {
     uncommitted = 0;
   }
 
-  /**
-   * A flush failed: what the earlier flushes acknowledged is written first, then, if the handler
-   * says how far the failed flush's changes were all acknowledged (a broker sink does), that prefix
-   * is committed too (ADR 0120); nothing after counts; deliver again from the checkpoint.
-   */
-  private Step flushFailed(Throwable e, InFlight failed) {
+  /** A flush failed: nothing after the last checkpoint counts; deliver again from it. */
+  private Step flushFailed(Throwable e) {
     inFlight.clear();
     if (Thread.interrupted()) {
       log.warn("The handler's flush left the interrupt flag set; cleared");
     }
     if (e instanceof StaleFenceException && !tenure.keeper().isValid()) {
       return Step.LOST;
-    }
-    Step written = writesDone();
-    if (written != Step.CONTINUE) {
-      return written;
-    }
-    Position prefix = acknowledgedPrefix(e, failed);
-    if (prefix != null) {
-      Step step = write(prefix, 0);
-      if (step != Step.CONTINUE) {
-        return step;
-      }
     }
     Duration backoff = flushBackoff;
     flushBackoff = PartitionWorker.min(flushBackoff.multipliedBy(2), MAX_FLUSH_BACKOFF);
@@ -361,10 +241,6 @@ final class Checkpointer<D> {
    */
   void backToCheckpoint() {
     inFlight.clear();
-    if (writer != null) {
-      // What was acknowledged and is being written still counts: rewind to it, never before it.
-      writesDone(); // a loss or a refusal is seen at the next look
-    }
     lastProcessed = committed;
     uncommitted = 0;
   }
@@ -375,48 +251,12 @@ final class Checkpointer<D> {
    */
   Step commit(Position position, int changes) {
     inFlight.clear();
-    Step step = writesDone();
-    if (step == Step.CONTINUE) {
-      step = write(position, changes);
-    }
+    Step step = write(position, changes);
     if (step == Step.CONTINUE) {
       lastProcessed = position;
       uncommitted = 0;
     }
     return step;
-  }
-
-  /** {@code position} is committed: the tally, the status, the observers and the feed learn it. */
-  private void committedAt(Position position, int changes) {
-    committed = position;
-    lastCommitNanos = System.nanoTime();
-    worker.progress().committed(position);
-    worker.observer.committed(worker.leaseName, tenure.keeper().lease().epoch(), position, changes);
-    tenure.acknowledgeToFeed(position);
-    worker.attemptSucceeded(PartitionWorker.Retried.COMMIT);
-  }
-
-  /**
-   * The position through which the failed flush's changes were all acknowledged, as the handler's
-   * failure reports it ({@link AcknowledgedPrefix}), or null: only when changes are handled in
-   * feed order (a concurrency of 1), where "all acknowledged up to here" is a prefix of the feed.
-   */
-  private Position acknowledgedPrefix(Throwable e, InFlight failed) {
-    if (failed == null || tenure.config.concurrency() > 1) {
-      return null;
-    }
-    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-      if (t instanceof AcknowledgedPrefix p) {
-        Position through = p.acknowledgedThrough();
-        if (through == null || through.equals(committed)) {
-          return null;
-        }
-        log.info("Flush failed for {}; committing the acknowledged prefix through {} before"
-            + " delivering again", worker.leaseName, through);
-        return through;
-      }
-    }
-    return null;
   }
 
   /** Commits {@code position} as a fenced write, retrying transient store errors. */
@@ -432,7 +272,12 @@ final class Checkpointer<D> {
       try {
         Lease result = tenure.config.leaseStore().commit(keeper.lease(), position);
         keeper.checkpointed(result);
-        committedAt(position, changes);
+        committed = position;
+        lastCommitNanos = System.nanoTime();
+        worker.progress().committed(position);
+        worker.observer.committed(worker.leaseName, keeper.lease().epoch(), position, changes);
+        tenure.acknowledgeToFeed(position);
+        worker.attemptSucceeded(PartitionWorker.Retried.COMMIT);
         return Step.CONTINUE;
       } catch (LeaseLostException e) {
         keeper.markLost(e.getMessage());

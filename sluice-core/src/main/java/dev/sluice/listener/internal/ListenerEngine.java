@@ -10,7 +10,6 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -40,7 +39,6 @@ public final class ListenerEngine<D> implements AutoCloseable {
   private ScheduledExecutorService timers;
   /** The lanes of a concurrency above 1, shared by the partitions; else null. */
   private ThreadPoolExecutor lanes;
-  private ThreadPoolExecutor checkpointWrites;
   private ScheduledExecutorService renewals;
   /** Renews the partitions' leases: one renewal is one round trip, and 1,000 must fit in a renewal interval. */
   private ScheduledExecutorService keepers;
@@ -84,17 +82,12 @@ public final class ListenerEngine<D> implements AutoCloseable {
     if (config.concurrency() > 1) {
       lanes = pool(config.threads() * config.concurrency(), prefix + "lane-");
     }
-    // One thread per partition writing a checkpoint at that moment (at most one write each, ADR
-    // 0120), so a slow write of one partition never holds up another's; idle threads end.
-    checkpointWrites = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 1, TimeUnit.MINUTES,
-        new SynchronousQueue<>(), numbered(prefix + "checkpoint-"));
     ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, daemons(() -> prefix + "timer"));
     timer.setRemoveOnCancelPolicy(true); // most waits end early (a wake): their timers go at once
     timers = timer;
     LayoutCheck layout = new LayoutCheck(config);
     for (int i = 0; i < config.partitions(); i++) {
-      workers.add(new PartitionWorker<>(config, i, keepers, assignment, probe, lifecycle, layout, lanes,
-          checkpointWrites));
+      workers.add(new PartitionWorker<>(config, i, keepers, assignment, probe, lifecycle, layout, lanes));
     }
     // After a refresh that leaves room under the quota (a member left, or its membership expired):
     // the workers refused for want of it try at once, not at the end of their acquire interval.
@@ -208,9 +201,6 @@ public final class ListenerEngine<D> implements AutoCloseable {
     }
     if (lanes != null) {
       lanes.shutdown();
-    }
-    if (checkpointWrites != null) {
-      checkpointWrites.shutdown(); // each tenure waited for its last write when it ended
     }
     if (timers != null) {
       timers.shutdownNow();

@@ -80,10 +80,9 @@ final class PartitionWorker<D> {
 
   PartitionWorker(ListenerConfig<D> config, int index, ScheduledExecutorService scheduler,
       Assignment assignment, SourceProbe source, LifecycleLog lifecycle, LayoutCheck layout,
-      ExecutorService lanes, Executor checkpointWrites) {
+      ExecutorService lanes) {
     this.config = config;
     this.lanes = lanes;
-    this.checkpointWrites = checkpointWrites;
     this.layout = layout;
     this.source = source;
     this.assignment = assignment;
@@ -354,13 +353,6 @@ final class PartitionWorker<D> {
   private final ExecutorService lanes;
 
   /** The lanes of a listener with a concurrency above 1 (shared by its partitions). */
-  /** Where the tenures write their acknowledged checkpoints off the partition's thread (ADR 0120). */
-  private final Executor checkpointWrites;
-
-  Executor checkpointWrites() {
-    return checkpointWrites;
-  }
-
   ExecutorService lanes() {
     return lanes;
   }

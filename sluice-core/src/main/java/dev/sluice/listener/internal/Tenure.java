@@ -67,7 +67,7 @@ final class Tenure<D> {
         ? new ParkedKeys<>(((FailurePolicy.Park<D>) park).store(), config.deadLetterScope(),
             worker.partition.index(), config.clock(), park.maxCachedKeys())
         : ParkedKeys.none();
-    this.checkpointer = new Checkpointer<>(this, lease.checkpoint(), worker.checkpointWrites());
+    this.checkpointer = new Checkpointer<>(this, lease.checkpoint());
     this.delivery = new Delivery<>(this);
     this.keyed = config.concurrency() > 1
         ? new KeyedDelivery<>(this, delivery, worker.lanes(), config.concurrency()) : null;
@@ -165,7 +165,6 @@ final class Tenure<D> {
       return;
     }
     ended = true;
-    checkpointer.stopWriting(); // no checkpoint write after the release
     String lostReason = keeper.retire();
     if (lostReason != null) {
       return; // reported by the keeper's callback when it happened
@@ -195,7 +194,6 @@ final class Tenure<D> {
         checkpointer.checkpoint();
       }
       ended = true;
-      checkpointer.stopWriting();
       if (keeper.retire() == null) {
         release();
         log.info("Partition {}: handed over by close()", worker.leaseName);
@@ -399,7 +397,7 @@ final class Tenure<D> {
     }
     recordProgress(read && batch.changes().isEmpty());
     if (checkpointer.dueByTime()) {
-      step = checkpointer.timeDue();
+      step = checkpointer.checkpoint();
       if (step != Step.CONTINUE && step != Step.REWOUND) {
         return endWith(step);
       }
