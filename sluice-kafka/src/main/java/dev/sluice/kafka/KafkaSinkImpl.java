@@ -1,6 +1,7 @@
 package dev.sluice.kafka;
 
 import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.Position;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.sink.MessageRejectedException;
 import dev.sluice.sink.OutboundMessage;
@@ -162,8 +163,7 @@ final class KafkaSinkImpl<D>
     if (failure != null) {
       // The batch failed already and the producer is about to be replaced: do not wait, but
       // still look at completed sends for records the broker refused for good.
-      settle(lease, pending, sends, failure, null);
-      return CompletableFuture.failedFuture(failure);
+      return CompletableFuture.failedFuture(settle(lease, pending, sends, failure, null));
     }
     CompletableFuture<?>[] acks = sends.stream().map(Sent::acked).toArray(CompletableFuture[]::new);
     return CompletableFuture.allOf(acks)
@@ -181,7 +181,8 @@ final class KafkaSinkImpl<D>
   /**
    * Looks at the completed sends: remembers records the broker refused for good, and on any
    * failure replaces the producer and drops the later sends made with it (the listener delivers
-   * them again from its checkpoint). Returns the failure to report, or null.
+   * them again from its checkpoint). Returns the failure to report, with the acknowledged prefix
+   * of the batch (ADR 0120), or null.
    */
   private SinkException settle(String lease, Pending pending, List<Sent> sends, SinkException failure,
       Throwable timeout) {
@@ -208,14 +209,42 @@ final class KafkaSinkImpl<D>
         failure = new SinkException("Kafka rejected " + describe(s.message) + ": " + cause, cause);
       }
     }
-    if (failure != null) {
-      LOG.debug("{}: {} of {} records unacknowledged", lease, unacknowledged, sends.size());
-      synchronized (pending) {
-        Producer<byte[], byte[]> old = resetProducer();
-        pending.sends.removeIf(s -> s.producer == old);
+    if (failure == null) {
+      return null;
+    }
+    Position prefix = acknowledgedPrefix(sends);
+    LOG.debug("{}: {} of {} records unacknowledged; acknowledged through {}", lease, unacknowledged,
+        sends.size(), prefix);
+    synchronized (pending) {
+      Producer<byte[], byte[]> old = resetProducer();
+      pending.sends.removeIf(s -> s.producer == old);
+    }
+    return prefix == null ? failure : new SinkException(failure.getMessage(), failure.getCause(), prefix);
+  }
+
+  /**
+   * The position of the last change of the longest prefix of {@code sends} (in the order they were
+   * sent, the feed's) whose every record the broker acknowledged; null if there is none. The change
+   * of the first record not acknowledged is not in it, even if some of its records were; nor, when
+   * every record listed was acknowledged (the batch failed at a send), the last change listed,
+   * whose later records may not have been sent.
+   */
+  static Position acknowledgedPrefix(List<Sent> sends) {
+    int k = 0;
+    while (k < sends.size() && sends.get(k).acked.isDone() && failureOf(sends.get(k).acked) == null) {
+      k++;
+    }
+    if (k == 0) {
+      return null;
+    }
+    String boundary = sends.get(k < sends.size() ? k : k - 1).message.source().id();
+    for (int i = k - 1; i >= 0; i--) {
+      ChangeEvent<?> change = sends.get(i).message.source();
+      if (!change.id().equals(boundary)) {
+        return change.position();
       }
     }
-    return failure;
+    return null;
   }
 
   private static boolean isRejection(Throwable cause) {

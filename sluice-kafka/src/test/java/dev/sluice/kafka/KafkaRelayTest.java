@@ -377,6 +377,66 @@ class KafkaRelayTest {
         .hasSize(4);
   }
 
+  /**
+   * Issue 37 item 5: a flush that fails after Kafka acknowledged the first records of its batch
+   * commits the checkpoint through the acknowledged prefix before sending again (ADR 0120). The
+   * topic refuses the 11th change of a 20-change batch (too large for it): the stored checkpoint is
+   * the 10th change's position, and delivery starts again at the 11th, not at the last checkpoint.
+   */
+  @Test
+  void aFailedFlushCommitsTheAcknowledgedPrefixBeforeSendingAgain() {
+    String topic = "relay-" + TOPICS.incrementAndGet();
+    kafka.createTopic(topic, 1, Map.of("max.message.bytes", "20000"));
+    LeaseStore leases = leases();
+    KafkaSink<BsonDocument> sink = sink(topic, encoder().build());
+    List<String> handled = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Map<String, Position> positions = new java.util.concurrent.ConcurrentHashMap<>();
+    String[] lease = new String[1];
+    Handler<BsonDocument> recording = new Handler<>() {
+      @Override
+      public void handle(ChangeEvent<BsonDocument> event, Fence fence) throws Exception {
+        String id = event.key();
+        handled.add(id);
+        positions.putIfAbsent(id, event.position());
+        lease[0] = fence.lease();
+        sink.handle(event, fence);
+      }
+
+      @Override
+      public java.util.concurrent.CompletionStage<Void> flushAsync(Fence fence) {
+        return sink.flushAsync(fence);
+      }
+    };
+    Listener<BsonDocument> l = Listener.builder(feed(), leases).group("relay")
+        .handler(recording)
+        .leaseDuration(Duration.ofSeconds(3))
+        .pollWait(Duration.ofMillis(50))
+        .checkpoint(CheckpointPolicy.every(20, Duration.ofHours(1)))
+        .onFailure(FailurePolicy.block(RetryPolicy.forever(Duration.ofMillis(50), Duration.ofMillis(200))))
+        .build()
+        .start();
+    toClose.add(l);
+    await().atMost(Duration.ofSeconds(30)).until(() -> !leases.list("").isEmpty()
+        && leases.list("").stream().anyMatch(r -> r.checkpoint() != null));
+
+    for (int i = 1; i <= 20; i++) {
+      String payload = i == 11 ? "x".repeat(50_000) : "small";
+      orders.insertOne(new BsonDocument("_id", new BsonString(String.valueOf(i))).append("p", new BsonString(payload)));
+    }
+    // The 20 changes, then the refused one again (the failure policy retries it in place).
+    await().atMost(Duration.ofSeconds(30)).until(() -> handled.size() >= 21);
+    List<String> seen = List.copyOf(handled); // the retries of the 11th go on meanwhile
+    assertThat(seen.subList(0, 20)).containsExactlyElementsOf(
+        java.util.stream.IntStream.rangeClosed(1, 20).mapToObj(String::valueOf).toList());
+    assertThat(seen.get(20)).as("delivered again from the first unacknowledged change").isEqualTo("11");
+    assertThat(leases.read(lease[0]).orElseThrow().checkpoint())
+        .as("the checkpoint stored is the acknowledged prefix: through the 10th change")
+        .isEqualTo(positions.get("10"));
+    assertThat(kafka.readAll(topic, 10, Duration.ofSeconds(10)))
+        .extracting(r -> new String(r.key(), StandardCharsets.UTF_8))
+        .startsWith("1", "2", "3", "4", "5", "6", "7", "8", "9", "10");
+  }
+
   private static BsonDocument order(String id, BsonDocument lastEvent) {
     return new BsonDocument("_id", new BsonString(id)).append("lastEvent", lastEvent);
   }

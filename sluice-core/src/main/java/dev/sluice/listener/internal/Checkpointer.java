@@ -1,5 +1,6 @@
 package dev.sluice.listener.internal;
 
+import dev.sluice.listener.AcknowledgedPrefix;
 import dev.sluice.lease.internal.LeaseKeeper;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.Lease;
@@ -160,6 +161,7 @@ final class Checkpointer<D> {
     InFlight newest = null;
     int changes = 0;
     Throwable failure = null;
+    InFlight failed = null;
     while (!inFlight.isEmpty()) {
       InFlight head = inFlight.peek();
       if (!head.done().isDone() && (!wait || newest != null)) {
@@ -180,9 +182,11 @@ final class Checkpointer<D> {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         failure = e;
+        failed = head;
         break;
       } catch (ExecutionException | CancellationException e) {
         failure = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+        failed = head;
         break;
       }
       inFlight.poll();
@@ -196,7 +200,7 @@ final class Checkpointer<D> {
         return step;
       }
     }
-    return failure == null ? Step.CONTINUE : flushFailed(failure);
+    return failure == null ? Step.CONTINUE : flushFailed(failure, failed);
   }
 
   /** Hands the changes handled since the last request to the handler's flush. */
@@ -219,13 +223,20 @@ final class Checkpointer<D> {
   }
 
   /** A flush failed: nothing after the last checkpoint counts; deliver again from it. */
-  private Step flushFailed(Throwable e) {
+  private Step flushFailed(Throwable e, InFlight failed) {
     inFlight.clear();
     if (Thread.interrupted()) {
       log.warn("The handler's flush left the interrupt flag set; cleared");
     }
     if (e instanceof StaleFenceException && !tenure.keeper().isValid()) {
       return Step.LOST;
+    }
+    Position prefix = acknowledgedPrefix(e, failed);
+    if (prefix != null) {
+      Step step = write(prefix, 0);
+      if (step != Step.CONTINUE) {
+        return step;
+      }
     }
     Duration backoff = flushBackoff;
     flushBackoff = PartitionWorker.min(flushBackoff.multipliedBy(2), MAX_FLUSH_BACKOFF);
@@ -257,6 +268,29 @@ final class Checkpointer<D> {
       uncommitted = 0;
     }
     return step;
+  }
+
+  /**
+   * The position through which the failed flush's changes were all made durable, when its
+   * failure reports it ({@link AcknowledgedPrefix}), or null: only when changes are handled in
+   * feed order (concurrency 1), so that the prefix in hand-over order is a prefix of the feed.
+   */
+  private Position acknowledgedPrefix(Throwable e, InFlight failed) {
+    if (failed == null || tenure.config.concurrency() > 1) {
+      return null;
+    }
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof AcknowledgedPrefix p) {
+        Position through = p.acknowledgedThrough();
+        if (through == null || through.equals(committed)) {
+          return null;
+        }
+        log.info("Flush failed for {}; committing the acknowledged prefix through {} before"
+            + " delivering again", worker.leaseName, through);
+        return through;
+      }
+    }
+    return null;
   }
 
   /** Commits {@code position} as a fenced write, retrying transient store errors. */
