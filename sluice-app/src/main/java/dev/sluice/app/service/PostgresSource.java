@@ -101,6 +101,24 @@ final class PostgresSource implements Source<Map<String, Object>> {
         .build();
   }
 
+  /**
+   * {@code wal_level}, the publication and its table, checked before any slot is created: what is
+   * missing ends the start with the fix named (exit 3), instead of a partition that fails while
+   * the process runs on. A server that cannot be reached is retried by the caller.
+   */
+  @Override
+  public void checkReadable(ListenerSection l, String at) {
+    try {
+      ((PostgresChangeFeed) feed(l, at)).verify();
+    } catch (dev.sluice.feed.FeedException e) {
+      if (e.retryable()) {
+        throw e;
+      }
+      throw new dev.sluice.ConfigurationException(at + " (table '" + l.table() + "'): "
+          + Messages.oneLine(e));
+    }
+  }
+
   /** Every row of the table, in primary key order, read 500 at a time (no slot is used). */
   @Override
   public dev.sluice.sink.Replay.Result replayCurrentState(ListenerSection l, String at, String replayId,

@@ -69,6 +69,7 @@ public final class SluiceService implements AutoCloseable {
   /** Checks the records of every entry (waiting for the database), then builds its sink and listener. */
   private <D> void build(Wiring<D> wiring, SluiceConfig config) {
     for (ListenerSection l : config.listeners()) {
+      awaitReachable("check what reading " + wiring.describe(l) + " needs", () -> wiring.checkReadable(l));
       awaitReachable("check the records of " + wiring.describe(l), () -> wiring.checkLegacyCheckpoints(l));
     }
     for (ListenerSection l : config.listeners()) {

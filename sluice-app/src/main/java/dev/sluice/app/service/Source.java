@@ -37,6 +37,14 @@ interface Source<D> extends AutoCloseable {
     return null;
   }
 
+  /**
+   * Checks, before anything is created, what reading entry {@code l} needs of the server that only
+   * an operator can fix (PostgreSQL: {@code wal_level}, the publication and its table), and throws
+   * a {@link dev.sluice.ConfigurationException} naming the fix; a server that cannot be reached
+   * throws what is retried. Nothing to check by default.
+   */
+  default void checkReadable(ListenerSection l, String at) {}
+
   /** What a listener entry relays, in messages and the status JSON: {@code collection} or {@code table}. */
   String targetKind();
 

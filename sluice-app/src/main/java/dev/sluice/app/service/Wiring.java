@@ -246,6 +246,11 @@ public final class Wiring<D> implements AutoCloseable {
    * says {@code legacyCheckpoints: ignore}: starting silently per the bootstrap policy would skip
    * or repeat what the old records had reached.
    */
+  /** What reading entry {@code l} needs of the server, before anything is created (see Source). */
+  public void checkReadable(ListenerSection l) {
+    source.checkReadable(l, at(l));
+  }
+
   public void checkLegacyCheckpoints(ListenerSection l) {
     List<LeaseRecord> legacy = legacyCheckpoints(l);
     long legacyDeadLetters = ConfigLoader.parks(l, "listeners[" + config.listeners().indexOf(l) + "]")

@@ -424,6 +424,47 @@ class PostgresSourceServiceTest {
   }
 
   /**
+   * A publication that does not exist, or does not publish the entry's table, is something only an
+   * operator can fix: the start ends at once with exit 3 and one line naming the entry and the SQL
+   * to run, before any slot is created (it used to start, log the partition's failure with a stack
+   * trace and run on with a failed partition).
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("publicationsThatCannotBeRead")
+  void aPublicationThatCannotBeReadEndsTheStartWithTheFixNamed(String what, String setUp, String expected)
+      throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    String db = pg.createDatabase("pub_" + Math.abs(what.hashCode()));
+    String url = pg.jdbcUrl(db);
+    sql(url, "DROP PUBLICATION IF EXISTS shop_pub", "DROP TABLE IF EXISTS orders", "DROP TABLE IF EXISTS other",
+        "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE TABLE other (id text PRIMARY KEY)");
+    if (!setUp.isEmpty()) {
+      sql(url, setUp);
+    }
+    Path file = dir.resolve("sluice.yaml");
+    Files.writeString(file, config(url, "pub-check", "oldest"));
+    StringWriter err = new StringWriter();
+    int exit = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(60), () ->
+        Main.commandLine().setErr(new PrintWriter(err)).setOut(new PrintWriter(new StringWriter()))
+            .execute("run", "--config", file.toString()));
+    assertThat(exit).as("stderr: %s", err).isEqualTo(Main.EXIT_CONFIGURATION);
+    assertThat(err.toString().strip().lines()).hasSize(1);
+    assertThat(err.toString()).contains("listeners[0]", "public.orders", expected).doesNotContain("\tat ");
+    try (Connection c = DriverManager.getConnection(url); Statement st = c.createStatement();
+        java.sql.ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_replication_slots WHERE database = current_database()")) {
+      rs.next();
+      assertThat(rs.getInt(1)).as("no slot created").isZero();
+    }
+  }
+
+  static Stream<Arguments> publicationsThatCannotBeRead() {
+    return Stream.of(
+        Arguments.of("no such publication", "", "CREATE PUBLICATION shop_pub"),
+        Arguments.of("the table not in the publication", "CREATE PUBLICATION shop_pub FOR TABLE other",
+            "does not publish public.orders"));
+  }
+
+  /**
    * {@code dead-letters} works on a postgres configuration; a PostgreSQL that cannot be reached is
    * the documented exit code 4 with one line naming the server, and the password is not shown.
    */
