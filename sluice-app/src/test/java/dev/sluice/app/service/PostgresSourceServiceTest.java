@@ -414,13 +414,8 @@ class PostgresSourceServiceTest {
     Path file = dir.resolve("sluice.yaml");
     Files.writeString(file, PG_VALID.replace("jdbc:postgresql://127.0.0.1:1/shop",
         pg.jdbcUrl("no_such_database_here")).replace("user: sluice", "user: " + EmbeddedPostgresServer.USER));
-    StringWriter err = new StringWriter();
-    int exit = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(60), () ->
-        Main.commandLine().setErr(new PrintWriter(err)).setOut(new PrintWriter(new StringWriter()))
-            .execute("run", "--config", file.toString()));
-    assertThat(exit).as("stderr: %s", err).isEqualTo(Main.EXIT_CONFIGURATION);
-    assertThat(err.toString().strip().lines()).hasSize(1);
-    assertThat(err.toString()).contains("postgres.url", "no_such_database_here", "3D000").doesNotContain("s3cret");
+    String err = refusedStart(file);
+    assertThat(err).contains("postgres.url", "no_such_database_here", "3D000").doesNotContain("s3cret");
   }
 
   /**
@@ -443,18 +438,24 @@ class PostgresSourceServiceTest {
     }
     Path file = dir.resolve("sluice.yaml");
     Files.writeString(file, config(url, "pub-check", "oldest"));
+    String err = refusedStart(file);
+    assertThat(err).contains("listeners[0]", "public.orders", expected).doesNotContain("\tat ");
+    try (Connection c = DriverManager.getConnection(url); Statement st = c.createStatement();
+        java.sql.ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_replication_slots WHERE database = current_database()")) {
+      rs.next();
+      assertThat(rs.getInt(1)).as("no slot created").isZero();
+    }
+  }
+
+  /** Runs {@code sluice run} on {@code file}, which must end within 60 s with exit 3 and one line: that line. */
+  private static String refusedStart(Path file) {
     StringWriter err = new StringWriter();
     int exit = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(60), () ->
         Main.commandLine().setErr(new PrintWriter(err)).setOut(new PrintWriter(new StringWriter()))
             .execute("run", "--config", file.toString()));
     assertThat(exit).as("stderr: %s", err).isEqualTo(Main.EXIT_CONFIGURATION);
     assertThat(err.toString().strip().lines()).hasSize(1);
-    assertThat(err.toString()).contains("listeners[0]", "public.orders", expected).doesNotContain("\tat ");
-    try (Connection c = DriverManager.getConnection(url); Statement st = c.createStatement();
-        java.sql.ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_replication_slots WHERE database = current_database()")) {
-      rs.next();
-      assertThat(rs.getInt(1)).as("no slot created").isZero();
-    }
+    return err.toString();
   }
 
   static Stream<Arguments> publicationsThatCannotBeRead() {
