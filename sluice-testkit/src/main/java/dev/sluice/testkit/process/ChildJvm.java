@@ -200,8 +200,16 @@ public final class ChildJvm implements AutoCloseable {
   public int awaitExit(Duration timeout) {
     try {
       if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        // A child that hangs says where: SIGQUIT makes the JVM print its threads to its output,
+        // which is collected; the child keeps running, so give the dump a moment to arrive.
+        try {
+          signal("QUIT");
+          process.waitFor(2, TimeUnit.SECONDS);
+        } catch (RuntimeException noDump) {
+          // the assertion below still names the child and its output so far
+        }
         throw new AssertionError("Child JVM " + name + " did not exit within " + timeout
-            + "; output:\n" + String.join("\n", output()));
+            + "; output, ending with its threads:\n" + String.join("\n", output()));
       }
       pump.join(TimeUnit.SECONDS.toMillis(5));
       return process.exitValue();
