@@ -143,14 +143,14 @@ public final class Wiring<D> implements AutoCloseable {
 
   /** The scope of {@code l}'s dead letters, {@code group/stream} (ListenerConfig.deadLetterScope). */
   public String deadLetterScope(ListenerSection l) {
-    return ConfigLoader.group(l, "listeners[" + config.listeners().indexOf(l) + "]") + "/" + feed(l).stream();
+    return ConfigLoader.group(l, at(l)) + "/" + feed(l).stream();
   }
 
   /** The sink of a listener section; the caller closes it. */
   public SinkHandle<D> sink(ListenerSection l, String topicOrExchangeOverride) {
     MessageEncoder.Builder<D> encoder = MessageEncoder.builder(source.mapper());
-    encoder.publication(ConfigLoader.publication(l, "listeners[" + config.listeners().indexOf(l) + "]"));
-    String at = "listeners[" + config.listeners().indexOf(l) + "]";
+    String at = at(l);
+    encoder.publication(ConfigLoader.publication(l, at));
     if (l.sink().kafka() != null) {
       requireResolvable(l.sink().kafka().bootstrapServers(), at + ".sink.kafka.bootstrapServers");
       String topic = topicOrExchangeOverride != null ? topicOrExchangeOverride : l.sink().kafka().topic();
@@ -165,7 +165,7 @@ public final class Wiring<D> implements AutoCloseable {
     try {
       factory.setUri(l.sink().amqp().uri());
     } catch (Exception e) {
-      throw new ConfigurationException("listeners[" + config.listeners().indexOf(l) + "].sink.amqp.uri '"
+      throw new ConfigurationException(at(l) + ".sink.amqp.uri '"
           + dev.sluice.app.cli.Secrets.mask(l.sink().amqp().uri()) + "' is not a valid AMQP URI: " + dev.sluice.app.cli.Secrets.mask(e.getMessage()));
     }
     requireResolvable(factory.getHost(), at + ".sink.amqp.uri",
@@ -203,7 +203,7 @@ public final class Wiring<D> implements AutoCloseable {
 
   /** A listener relaying one collection or table to its sink. */
   public Listener<D> listener(ListenerSection l, Handler<D> handler, ListenerObserver observer) {
-    String at = "listeners[" + config.listeners().indexOf(l) + "]";
+    String at = at(l);
     FailurePolicy failure = ConfigLoader.parks(l, at)
         ? FailurePolicy.park(ConfigLoader.retry(l, at), deadLetters())
         : FailurePolicy.block(ConfigLoader.retry(l, at));
@@ -253,12 +253,12 @@ public final class Wiring<D> implements AutoCloseable {
 
   public void checkLegacyCheckpoints(ListenerSection l) {
     List<LeaseRecord> legacy = legacyCheckpoints(l);
-    long legacyDeadLetters = ConfigLoader.parks(l, "listeners[" + config.listeners().indexOf(l) + "]")
+    long legacyDeadLetters = ConfigLoader.parks(l, at(l))
         ? parked(deadLetters(), feed(l).stream()) : 0;
     if (legacy.isEmpty() && legacyDeadLetters == 0) {
       return;
     }
-    String at = "listeners[" + config.listeners().indexOf(l) + "]";
+    String at = at(l);
     String names = legacy.stream().map(r -> r.name() + " at " + r.checkpoint()).toList()
         + (legacyDeadLetters == 0 ? "" : " and " + legacyDeadLetters + " dead letter(s) parked under '"
             + feed(l).stream() + "' (not blocking their keys any more)");
@@ -322,6 +322,6 @@ public final class Wiring<D> implements AutoCloseable {
 
   /** Publishes every document or row of entry {@code l} as it is now ({@link Source#replayCurrentState}). */
   public dev.sluice.sink.Replay.Result replayCurrentState(ListenerSection l, String replayId, dev.sluice.listener.Handler<D> handler) {
-    return source.replayCurrentState(l, "listeners[" + config.listeners().indexOf(l) + "]", replayId, handler);
+    return source.replayCurrentState(l, at(l), replayId, handler);
   }
 }
