@@ -157,6 +157,30 @@ class SupervisionTest {
   }
 
   @Test
+  void theStatusNamesTheErrorFromTheMomentThePartitionShowsBlocked() {
+    // A health check reads the state and the error apart: the error must be there first.
+    write(3);
+    List<PartitionStatus> atBlocked = new CopyOnWriteArrayList<>();
+    CountDownLatch sawBlocked = new CountDownLatch(1);
+    start(builder((e, f) -> {
+      if (e.document().equals("v1") && sawBlocked.getCount() > 0) {
+        throw new IllegalStateException("downstream refuses v1");
+      }
+    }).observer(new ListenerObserver() {
+      @Override
+      public void stateChanged(String lease, PartitionState from, PartitionState to) {
+        if (to == PartitionState.BLOCKED) {
+          atBlocked.add(status(listeners.get(0)));
+          sawBlocked.countDown();
+        }
+      }
+    }));
+    await().atMost(Duration.ofSeconds(10)).until(() -> "3".equals(checkpoint()));
+    assertThat(atBlocked).hasSize(1);
+    assertThat(atBlocked.get(0).error()).contains("blocked on change").contains("downstream refuses v1");
+  }
+
+  @Test
   void aHandlerRetryShowsRetryingWithTheChangesAttemptsThenBlocked() {
     write(3);
     java.util.concurrent.CountDownLatch secondFailure = new java.util.concurrent.CountDownLatch(1);

@@ -130,12 +130,14 @@ final class Delivery<D> {
       }
       Duration delay = retry.delayAfter(Math.min(attempt, 64));
       if (attempt >= retry.maxAttempts()) {
+        // The error first, then the state: whoever sees BLOCKED (a health check, the lifecycle
+        // log) sees why.
+        worker.handlerRetrying(attempt, delay, "blocked on change " + event.id() + " of key " + event.key()
+            + " after " + attempt + " attempts", failure, true);
         if (!blocking) {
           blocking = true;
           blocked();
         }
-        worker.handlerRetrying(attempt, delay, "blocked on change " + event.id() + " of key " + event.key()
-            + " after " + attempt + " attempts", failure, true);
       } else {
         worker.handlerRetrying(attempt, delay, "the handler failed on change " + event.id() + " of key "
             + event.key() + " (attempt " + attempt + " of " + retry.maxAttempts() + ")", failure, false);
