@@ -21,6 +21,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -59,6 +60,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Sluice with 4 partitions / 4 tasks too (1: yes), Sluice's {@code batch.size} (0: its default; a comma-separated
  * list runs Sluice once with each, against the same Debezium run), modes
  * ({@code both}, {@code alo} or {@code eos}).
+ *
+ * <p>System property {@code cac.worker.jfr}: a folder; each worker then runs a flight recording
+ * (JFR, {@code settings=profile}) that is dumped there as {@code <variant>.jfr} before the worker
+ * is killed.
  */
 public final class ConnectAgainstConnectBenchmark {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -79,7 +84,7 @@ public final class ConnectAgainstConnectBenchmark {
   }
 
   /** What one run of a variant measured. */
-  record Result(double rate, double firstMs, double growthMb) {}
+  record Result(double rate, double firstMs, double growthMb, String cpu) {}
 
   public static void main(String[] args) throws Exception {
     int rows = args.length > 0 ? Integer.parseInt(args[0]) : 200_000;
@@ -123,10 +128,11 @@ public final class ConnectAgainstConnectBenchmark {
       for (int r = 1; r <= warmup + rounds; r++) {
         Result[] x = new Result[variants.size()];
         for (int v = 0; v < variants.size(); v++) {
-          x[v] = run(pg, bootstrap, variants.get(v), rows, "r" + r + "v" + v);
-          System.out.printf("%s %d, %-80s %,9.0f changes/s, first record %6.0f ms, worker RSS growth %6.1f MB%n",
+          x[v] = run(pg, bootstrap, broker.pid(), variants.get(v), rows, "r" + r + "v" + v);
+          System.out.printf("%s %d, %-80s %,9.0f changes/s, first record %6.0f ms, worker RSS growth %6.1f MB%n"
+              + "    CPU seconds during the read: %s%n",
               r <= warmup ? "warm-up" : "round", r <= warmup ? r : r - warmup, variants.get(v).name(), x[v].rate(),
-              x[v].firstMs(), x[v].growthMb());
+              x[v].firstMs(), x[v].growthMb(), x[v].cpu());
         }
         System.out.println("load: " + load());
         if (r > warmup) {
@@ -175,8 +181,8 @@ public final class ConnectAgainstConnectBenchmark {
     }
   }
 
-  private static Result run(EmbeddedPostgresServer pg, String bootstrap, Variant v, int rows, String tag)
-      throws Exception {
+  private static Result run(EmbeddedPostgresServer pg, String bootstrap, long brokerPid, Variant v, int rows,
+      String tag) throws Exception {
     String db = pg.createDatabase("cac_" + tag);
     DataSource ds = pg.dataSource(db);
     try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
@@ -219,8 +225,12 @@ public final class ConnectAgainstConnectBenchmark {
     try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
       admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get();
     }
-    try (ChildJvm worker = ChildJvm.startWithClassPath("worker-" + tag,
-        List.of("-Xmx1g", "-XX:+UseG1GC"),
+    List<String> jvm = new ArrayList<>(List.of("-Xmx1g", "-XX:+UseG1GC"));
+    String jfr = System.getProperty("cac.worker.jfr", "").trim(); // a folder: a flight recording per worker
+    if (!jfr.isEmpty()) {
+      jvm.add("-XX:StartFlightRecording=name=cac,settings=profile");
+    }
+    try (ChildJvm worker = ChildJvm.startWithClassPath("worker-" + tag, jvm,
         System.getProperty("java.class.path"), "org.apache.kafka.connect.cli.ConnectDistributed", props.toString());
         KafkaConsumer<byte[], byte[]> consumer = consumer(bootstrap, topic)) {
       try {
@@ -236,6 +246,7 @@ public final class ConnectAgainstConnectBenchmark {
         await(Duration.ofMinutes(1), () -> running(base, name, "PAUSED", tasks), worker, name + " paused");
         insert(ds, rows);
         long before = rss(worker.pid(), "VmRSS");
+        Cpu cpuBefore = Cpu.read(worker.pid(), brokerPid);
         long start = System.nanoTime();
         send("PUT", base + "/connectors/" + name + "/resume", null);
         long first = 0;
@@ -261,8 +272,15 @@ public final class ConnectAgainstConnectBenchmark {
         }
         long end = System.nanoTime();
         peak = Math.max(peak, rss(worker.pid(), "VmRSS"));
-        return new Result(rows / ((end - start) / 1e9), (first - start) / 1e6, (peak - before) / 1024.0);
+        String cpu = Cpu.read(worker.pid(), brokerPid).since(cpuBefore, (end - start) / 1e9);
+        return new Result(rows / ((end - start) / 1e9), (first - start) / 1e6, (peak - before) / 1024.0, cpu);
       } finally {
+        if (!jfr.isEmpty()) { // the worker is killed, so its recording is dumped first
+          Path file = Path.of(jfr, (v.sluice() ? "sluice-" : "debezium-") + tag + ".jfr").toAbsolutePath();
+          new ProcessBuilder("jcmd", Long.toString(worker.pid()), "JFR.dump", "name=cac", "filename=" + file)
+              .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start()
+              .waitFor(2, java.util.concurrent.TimeUnit.MINUTES);
+        }
         worker.kill();
         Files.deleteIfExists(props);
         pg.dropReplicationSlots(db);
@@ -422,6 +440,67 @@ public final class ConnectAgainstConnectBenchmark {
   private static String tail(ChildJvm worker) {
     List<String> out = worker.output();
     return String.join("\n", out.subList(Math.max(0, out.size() - 80), out.size()));
+  }
+
+  /**
+   * CPU time used so far (Linux {@code /proc}, clock ticks) by the worker, the broker, every
+   * PostgreSQL process (the WAL sender decoding the slot among them), this JVM (the consumer), and
+   * the whole machine: where a read's time goes on a machine the four share.
+   */
+  record Cpu(long worker, long broker, Map<Long, Long> postgres, long bench, long machineBusy, long machineAll) {
+    private static final double TICK = 100.0; // USER_HZ on Linux
+
+    static Cpu read(long workerPid, long brokerPid) throws IOException {
+      Map<Long, Long> postgres = new HashMap<>();
+      try (var dirs = Files.list(Path.of("/proc"))) {
+        for (Path d : (Iterable<Path>) dirs::iterator) {
+          String name = d.getFileName().toString();
+          if (name.chars().allMatch(Character::isDigit)) {
+            try {
+              String stat = Files.readString(d.resolve("stat"));
+              if (stat.contains("(postgres)")) {
+                postgres.put(Long.parseLong(name), ticks(stat));
+              }
+            } catch (IOException gone) {
+              // the process ended meanwhile
+            }
+          }
+        }
+      }
+      String[] all = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+      long busy = 0;
+      long total = 0;
+      for (int i = 1; i < all.length && i <= 8; i++) {
+        long t = Long.parseLong(all[i]);
+        total += t;
+        if (i != 4 && i != 5) { // idle, iowait
+          busy += t;
+        }
+      }
+      return new Cpu(ticks(workerPid), ticks(brokerPid), postgres, ticks(ProcessHandle.current().pid()), busy, total);
+    }
+
+    private static long ticks(long pid) throws IOException {
+      return ticks(Files.readString(Path.of("/proc", Long.toString(pid), "stat")));
+    }
+
+    /** utime + stime: fields 14 and 15, counted after the command name's closing parenthesis. */
+    private static long ticks(String stat) {
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+    }
+
+    String since(Cpu b, double wallSeconds) {
+      // PostgreSQL: the processes alive at the end (a backend that ended during the read is not counted)
+      long pg = 0;
+      for (Map.Entry<Long, Long> e : postgres.entrySet()) {
+        pg += e.getValue() - b.postgres.getOrDefault(e.getKey(), 0L);
+      }
+      return String.format("worker %.1f, PostgreSQL %.1f, broker %.1f, consumer %.1f; machine busy %.0f %% of %.1f s x %d cores",
+          (worker - b.worker) / TICK, pg / TICK, (broker - b.broker) / TICK, (bench - b.bench) / TICK,
+          100.0 * (machineBusy - b.machineBusy) / Math.max(1, machineAll - b.machineAll), wallSeconds,
+          Runtime.getRuntime().availableProcessors());
+    }
   }
 
   /** A process's resident set ({@code VmRSS}) in kB from /proc. */

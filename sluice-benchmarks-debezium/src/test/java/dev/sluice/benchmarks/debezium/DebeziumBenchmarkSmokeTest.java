@@ -42,7 +42,7 @@ class DebeziumBenchmarkSmokeTest {
     assertThat(out).contains("rows=200, 1 measured rounds")
         .containsPattern("Sluice, at least once, JSON without schemas: throughput \\d")
         .containsPattern("Sluice, exactly once, JSON without schemas: throughput \\d")
-        .containsPattern("worker RSS growth \\d");
+        .containsPattern("worker RSS growth \\d").containsPattern("CPU seconds during the read: worker \\d");
   }
 
   @Test
