@@ -61,8 +61,8 @@ import org.bson.Document;
  * Every round runs every variant in this order; warm-up rounds are not counted; a figure is the
  * median of the in-round ratios to the relay, with their range. Each run is also timed from the first
  * record the consumer received to the last, with the time to the first record apart ({@link
- * Timings}, issue 36 target 2); {@code -Dsluice.bench.variants=2} runs only the relay and the
- * one-task connector at least once.
+ * Timings}, issue 36 target 2); {@code -Dsluice.bench.variants=0,1,5} runs the relay, the
+ * one-task connector at least once and the relay with the checkpoint default before issue 36.
  *
  * <p><b>Resume after a dead worker.</b> A second worker of the same group runs in a child JVM; a
  * connector with 2 tasks on 2 partitions has one task there while a writer streams updates; the

@@ -33,8 +33,8 @@ import javax.sql.DataSource;
  * off and on. The connector publishes the relay's envelope ({@code value.format=envelope}). A
  * figure is the median of the in-round ratios to the relay, with their range; warm-up rounds are
  * not counted. Each run is also timed from the first record received to the last, with the time to
- * the first record apart ({@link Timings}); {@code -Dsluice.bench.variants=2} runs only the relay
- * and the one-task connector at least once.
+ * the first record apart ({@link Timings}); {@code -Dsluice.bench.variants=0,1,5} runs the relay,
+ * the one-task connector at least once and the relay with the checkpoint default before issue 36.
  *
  * <p>Arguments: rows (default 20,000), warm-up rounds (1), measured rounds (3). Results: {@code
  * docs/benchmarks.md}.
