@@ -45,6 +45,13 @@ public final class Rounds {
     return result;
   }
 
+  /** Rounds measured elsewhere (one array per round, a value per variant), for the same printing. */
+  public static Rounds of(String[] names, List<double[]> measured) {
+    Rounds r = new Rounds(names);
+    r.measured.addAll(measured);
+    return r;
+  }
+
   /** The measured rounds' rates, variant by variant. */
   public List<double[]> measured() {
     return measured;

@@ -161,14 +161,16 @@ class BenchmarkSmokeTest {
   void connectSource() {
     // changes, warm-up rounds, measured rounds, kills per mode (none: a kill waits Connect's 10 s session timeout)
     assertThat(run(ConnectSourceBenchmark.class, "200", "0", "1", "0", "0"))
-        .contains("exactly once / at least once, 4 tasks");
+        .contains("exactly once / at least once, 4 tasks")
+        .contains("new definition: from the first record received to the last").contains("thread: ");
   }
 
   @Test
   @Tag(HEAVY)
   void postgresConnectSource() {
     assertThat(run(PostgresConnectSourceBenchmark.class, "200", "0", "1"))
-        .contains("exactly once / at least once, 4 tasks");
+        .contains("exactly once / at least once, 4 tasks")
+        .contains("new definition: from the first record received to the last").contains("thread: ");
   }
 
   @Test

@@ -112,6 +112,31 @@ class PipelinedCheckpointTest {
     assertThat(h.seen).containsExactlyElementsOf(values(0, 100));
   }
 
+  /**
+   * Issue 36 target 2 (ADR 0126): by default a flush, and the checkpoint write after it, is asked
+   * for once per 1,000 changes of a backlog, not once per 100 as before. The flushes are held
+   * pending, so the partition stops at the bound of 4 in flight plus one: 5,000 changes handled,
+   * five flushes asked for, each covering 1,000 (the time bound of 1 s cannot come first: 5,000
+   * in-memory changes are handled in milliseconds, and a time-due checkpoint would wait for the
+   * pending flushes rather than ask for a sixth).
+   */
+  @Test
+  void byDefaultAFlushAndItsCheckpointCover1000ChangesOfABacklog() {
+    write(0, 6_000);
+    AsyncHandler h = new AsyncHandler();
+    start(h, CheckpointPolicy.defaults());
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> h.flushes.size() == 5);
+    await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> h.seen.size() == 5_000);
+    assertThat(h.coverage).containsExactly(1_000, 2_000, 3_000, 4_000, 5_000);
+    assertThat(CheckpointPolicy.defaults().maxChanges()).isEqualTo(CheckpointPolicy.DEFAULT_MAX_CHANGES);
+
+    h.completeAtOnce = true;
+    h.flushes.forEach(f -> f.complete(null));
+    await().atMost(Duration.ofSeconds(10)).until(() -> "6000".equals(checkpoint()));
+    assertThat(h.seen).containsExactlyElementsOf(values(0, 6_000));
+  }
+
   @Test
   void withKeyedConcurrencyTooThePartitionHandlesOnWhileAFlushIsPending() {
     write(0, 100);

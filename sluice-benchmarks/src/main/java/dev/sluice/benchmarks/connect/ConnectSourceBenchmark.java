@@ -11,6 +11,7 @@ import dev.sluice.benchmarks.Prewrite;
 import dev.sluice.benchmarks.Rounds;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.kafka.KafkaSink;
+import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
@@ -58,7 +59,10 @@ import org.bson.Document;
  * </ol>
  *
  * Every round runs every variant in this order; warm-up rounds are not counted; a figure is the
- * median of the in-round ratios to the relay, with their range.
+ * median of the in-round ratios to the relay, with their range. Each run is also timed from the first
+ * record the consumer received to the last, with the time to the first record apart ({@link
+ * Timings}, issue 36 target 2); {@code -Dsluice.bench.variants=0,1,5} runs the relay, the
+ * one-task connector at least once and the relay with the checkpoint default before issue 36.
  *
  * <p><b>Resume after a dead worker.</b> A second worker of the same group runs in a child JVM; a
  * connector with 2 tasks on 2 partitions has one task there while a writer streams updates; the
@@ -80,10 +84,17 @@ public final class ConnectSourceBenchmark {
     "connector, 1 task / 1 partition, at least once",
     "connector, 4 tasks / 4 partitions, at least once",
     "connector, 1 task / 1 partition, exactly once",
-    "connector, 4 tasks / 4 partitions, exactly once"
+    "connector, 4 tasks / 4 partitions, exactly once",
+    "Sluice Kafka relay, checkpoint every 100 changes (the default before issue 36)"
   };
-  static final int[] TASKS = {0, 1, 4, 1, 4};
-  static final boolean[] EXACTLY_ONCE = {false, false, false, true, true};
+  static final int[] TASKS = {0, 1, 4, 1, 4, 0};
+  static final boolean[] EXACTLY_ONCE = {false, false, false, true, true, false};
+  /** The variants run by default: all but the last (which {@code -Dsluice.bench.variants} can add). */
+  static final int ALL = 5;
+  /** The relay's checkpoint policy in variant {@code v}: the default, or the default before issue 36. */
+  static CheckpointPolicy relayPolicy(int v) {
+    return v == 5 ? new CheckpointPolicy(100, Duration.ofSeconds(1)) : CheckpointPolicy.defaults();
+  }
 
   public static void main(String[] args) throws Exception {
     int changes = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
@@ -94,15 +105,19 @@ public final class ConnectSourceBenchmark {
     System.out.printf("%d cores; changes=%d, %d warm-up + %d measured rounds; %d kills per mode,"
         + " scheduled.rebalance.max.delay.ms=%d%n", Runtime.getRuntime().availableProcessors(), changes, warmup,
         rounds, kills, rebalanceDelayMs);
+    int[] selected = Timings.selected(ALL);
+    String[] names = Timings.names(NAMES, selected);
+    Timings timings = new Timings(names, warmup);
     Rounds result;
     Map<Boolean, List<long[]>> resumes = new HashMap<>();
     try (EmbeddedKafka kafka = EmbeddedKafka.start();
         ConnectWorkers alo = ConnectWorkers.start(kafka.bootstrapServers(), "bench-alo", false, rebalanceDelayMs);
         ConnectWorkers eos = ConnectWorkers.start(kafka.bootstrapServers(), "bench-eos", true, rebalanceDelayMs)) {
-      result = Rounds.run(NAMES, warmup, rounds, (r, v) -> {
+      result = Rounds.run(names, warmup, rounds, (r, i) -> {
+        int v = selected[i];
         String tag = "r" + r + "v" + v;
-        return v == 0 ? relay(kafka, changes, tag)
-            : connector(kafka, EXACTLY_ONCE[v] ? eos : alo, TASKS[v], EXACTLY_ONCE[v], changes, tag);
+        return timings.add(r, i, TASKS[v] == 0 ? relay(kafka, changes, tag, relayPolicy(v))
+            : connector(kafka, EXACTLY_ONCE[v] ? eos : alo, TASKS[v], EXACTLY_ONCE[v], changes, tag));
       });
       try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
         for (int k = 1; k <= kills; k++) {
@@ -120,10 +135,13 @@ public final class ConnectSourceBenchmark {
     System.out.printf("%nchanges=%d, %d warm-up + %d measured rounds; median of in-round ratios to the relay"
         + " [min-max]%n", changes, warmup, rounds);
     result.printRatiosToBaseline();
-    result.printRatio("4 tasks / 1 task, at least once", 2, 1);
-    result.printRatio("4 tasks / 1 task, exactly once", 4, 3);
-    result.printRatio("exactly once / at least once, 1 task", 3, 1);
-    result.printRatio("exactly once / at least once, 4 tasks", 4, 2);
+    if (selected.length == ALL && selected[ALL - 1] == ALL - 1) {
+      result.printRatio("4 tasks / 1 task, at least once", 2, 1);
+      result.printRatio("4 tasks / 1 task, exactly once", 4, 3);
+      result.printRatio("exactly once / at least once, 1 task", 3, 1);
+      result.printRatio("exactly once / at least once, 4 tasks", 4, 2);
+    }
+    timings.print();
     for (boolean exactlyOnce : new boolean[] {false, true}) {
       List<long[]> runs = resumes.getOrDefault(exactlyOnce, List.of());
       if (runs.isEmpty()) {
@@ -146,8 +164,8 @@ public final class ConnectSourceBenchmark {
     return c;
   }
 
-  /** Changes per second through the relay, from {@code Listener.start()} to the last record received. */
-  private static double relay(EmbeddedKafka kafka, int changes, String tag) throws Exception {
+  /** The relay's run, from {@code Listener.start()} to the last record received. */
+  private static Timings.Run relay(EmbeddedKafka kafka, int changes, String tag, CheckpointPolicy policy) throws Exception {
     String topic = "relay-" + tag;
     kafka.createTopic(topic, 3);
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client();
@@ -157,25 +175,27 @@ public final class ConnectSourceBenchmark {
       try (KafkaSink<BsonDocument> sink = KafkaSink.builder(kafka.bootstrapServers(), topic,
               MessageEncoder.builder(DocumentMapper.<BsonDocument>bson()).build()).build()) {
         long start = System.nanoTime();
-        try (Listener<BsonDocument> l = Listener.builder(
+        try (WallProfile profile = WallProfile.relay("relay");
+            Listener<BsonDocument> l = Listener.builder(
                 MongoChangeFeed.builder(client, "bench", "orders").build(),
                 MongoLeaseStore.builder(client.getDatabase("bench")).build())
             .group("relay")
+            .checkpoint(policy)
             .handler(sink)
             .build()
             .start()) {
           long end = watch.awaitCount(changes, Duration.ofMinutes(10));
-          return changes / ((end - start) / 1e9);
+          return new Timings.Run(start, watch.receivedAt(1), end, changes, profile.split());
         }
       }
     }
   }
 
   /**
-   * Changes per second through the connector, from the REST resume of its paused tasks to the last
-   * record received.
+   * The connector's run, from the REST resume of its paused tasks to the last record received (the
+   * marker written before it was created is the topic's first record, not counted).
    */
-  private static double connector(EmbeddedKafka kafka, ConnectWorkers workers, int tasks, boolean exactlyOnce,
+  private static Timings.Run connector(EmbeddedKafka kafka, ConnectWorkers workers, int tasks, boolean exactlyOnce,
       int changes, String tag) throws Exception {
     String name = "bench-" + tag;
     String prefix = "t-" + tag;
@@ -196,10 +216,16 @@ public final class ConnectSourceBenchmark {
           .until(() -> workers.inState(name, "PAUSED", tasks));
       Prewrite.inserts(orders, changes);
       long start = System.nanoTime();
-      workers.call("PUT", "/connectors/" + name + "/resume", null);
-      long end = watch.awaitCount(changes + 1L, Duration.ofMinutes(10));
+      long end;
+      String split;
+      try (WallProfile profile = WallProfile.connectorTask()) {
+        workers.call("PUT", "/connectors/" + name + "/resume", null);
+        end = watch.awaitCount(changes + 1L, Duration.ofMinutes(10));
+        split = profile.split();
+      }
+      long first = watch.receivedAt(2);
       workers.remove(name, Duration.ofMinutes(1));
-      return changes / ((end - start) / 1e9);
+      return new Timings.Run(start, first, end, changes, split);
     }
   }
 

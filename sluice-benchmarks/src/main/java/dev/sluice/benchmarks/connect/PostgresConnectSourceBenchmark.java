@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 import dev.sluice.benchmarks.Rounds;
 import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.kafka.KafkaSink;
+import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.PartitionState;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
@@ -31,7 +32,9 @@ import javax.sql.DataSource;
  * tasks on 4 partitions (each partition a slot of its own, which reads the whole WAL), exactly once
  * off and on. The connector publishes the relay's envelope ({@code value.format=envelope}). A
  * figure is the median of the in-round ratios to the relay, with their range; warm-up rounds are
- * not counted.
+ * not counted. Each run is also timed from the first record received to the last, with the time to
+ * the first record apart ({@link Timings}); {@code -Dsluice.bench.variants=0,1,5} runs the relay,
+ * the one-task connector at least once and the relay with the checkpoint default before issue 36.
  *
  * <p>Arguments: rows (default 20,000), warm-up rounds (1), measured rounds (3). Results: {@code
  * docs/benchmarks.md}.
@@ -43,10 +46,12 @@ public final class PostgresConnectSourceBenchmark {
   private static final String[] NAMES = names();
   private static final int[] TASKS = ConnectSourceBenchmark.TASKS;
   private static final boolean[] EXACTLY_ONCE = ConnectSourceBenchmark.EXACTLY_ONCE;
+  private static final int ALL = ConnectSourceBenchmark.ALL;
 
   private static String[] names() {
     String[] n = ConnectSourceBenchmark.NAMES.clone();
     n[0] = "Sluice Kafka relay on PostgreSQL (baseline)";
+    n[5] = "Sluice Kafka relay on PostgreSQL, checkpoint every 100 changes (the default before issue 36)";
     return n;
   }
 
@@ -56,25 +61,32 @@ public final class PostgresConnectSourceBenchmark {
     int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
     System.out.printf("%d cores; rows=%d, %d warm-up + %d measured rounds%n", Runtime.getRuntime().availableProcessors(),
         rows, warmup, rounds);
+    int[] selected = Timings.selected(ALL);
+    String[] names = Timings.names(NAMES, selected);
+    Timings timings = new Timings(names, warmup);
     Rounds result;
     try (EmbeddedKafka kafka = EmbeddedKafka.start(); EmbeddedPostgresServer pg = EmbeddedPostgresServer.start();
         ConnectWorkers alo = ConnectWorkers.start(kafka.bootstrapServers(), "pgbench-alo", false, 0);
         ConnectWorkers eos = ConnectWorkers.start(kafka.bootstrapServers(), "pgbench-eos", true, 0)) {
-      result = Rounds.run(NAMES, warmup, rounds, (r, v) -> {
+      result = Rounds.run(names, warmup, rounds, (r, i) -> {
+        int v = selected[i];
         String tag = "r" + r + "v" + v;
         String db = pg.createDatabase("bench_" + tag.toLowerCase());
         prepare(pg.dataSource(db));
-        double rate = v == 0 ? relay(kafka, pg, db, rows, tag)
+        Timings.Run run = TASKS[v] == 0 ? relay(kafka, pg, db, rows, tag, ConnectSourceBenchmark.relayPolicy(v))
             : connector(kafka, pg, db, EXACTLY_ONCE[v] ? eos : alo, TASKS[v], EXACTLY_ONCE[v], rows, tag);
         pg.dropReplicationSlots(db);
-        return rate;
+        return timings.add(r, i, run);
       });
     }
     System.out.printf("%nrows=%d, %d warm-up + %d measured rounds; median of in-round ratios to the relay [min-max]%n",
         rows, warmup, rounds);
     result.printRatiosToBaseline();
-    result.printRatio("exactly once / at least once, 1 task", 3, 1);
-    result.printRatio("exactly once / at least once, 4 tasks", 4, 2);
+    if (selected.length == ALL && selected[ALL - 1] == ALL - 1) {
+      result.printRatio("exactly once / at least once, 1 task", 3, 1);
+      result.printRatio("exactly once / at least once, 4 tasks", 4, 2);
+    }
+    timings.print();
   }
 
   private static void prepare(DataSource db) throws SQLException {
@@ -111,7 +123,8 @@ public final class PostgresConnectSourceBenchmark {
    * Changes per second through the relay: a first start creates the slot and pins its start, the
    * rows are written, and the clock runs from the second start to the last record received.
    */
-  private static double relay(EmbeddedKafka kafka, EmbeddedPostgresServer pg, String db, int rows, String tag)
+  private static Timings.Run relay(EmbeddedKafka kafka, EmbeddedPostgresServer pg, String db, int rows, String tag,
+      CheckpointPolicy policy)
       throws Exception {
     String topic = "pgrelay-" + tag;
     kafka.createTopic(topic, 3);
@@ -121,7 +134,7 @@ public final class PostgresConnectSourceBenchmark {
             MessageEncoder.builder(PostgresDocuments.mapper()).build()).build()) {
       Listener.Builder<Map<String, Object>> listener = Listener.builder(feed(pg, db),
               SqlLeaseStore.builder(ds).dialect(SqlLeaseStore.Dialect.POSTGRESQL).build())
-          .group("relay").handler(sink);
+          .group("relay").checkpoint(policy).handler(sink);
       try (Listener<Map<String, Object>> first = listener.build().start()) {
         await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(50))
             .until(() -> first.status().stream().allMatch(s -> s.state() == PartitionState.ACTIVE
@@ -130,9 +143,10 @@ public final class PostgresConnectSourceBenchmark {
       watch.awaitReady();
       insert(ds, rows);
       long start = System.nanoTime();
-      try (Listener<Map<String, Object>> l = listener.build().start()) {
+      try (WallProfile profile = WallProfile.relay("relay");
+          Listener<Map<String, Object>> l = listener.build().start()) {
         long end = watch.awaitCount(rows, Duration.ofMinutes(10));
-        return rows / ((end - start) / 1e9);
+        return new Timings.Run(start, watch.receivedAt(1), end, rows, profile.split());
       }
     }
   }
@@ -142,7 +156,7 @@ public final class PostgresConnectSourceBenchmark {
    * heartbeat), paused, the rows written, and the clock run from the REST resume to the last
    * record received.
    */
-  private static double connector(EmbeddedKafka kafka, EmbeddedPostgresServer pg, String db, ConnectWorkers workers,
+  private static Timings.Run connector(EmbeddedKafka kafka, EmbeddedPostgresServer pg, String db, ConnectWorkers workers,
       int tasks, boolean exactlyOnce, int rows, String tag) throws Exception {
     String name = "pgbench-" + tag;
     String prefix = "pg-" + tag;
@@ -164,10 +178,16 @@ public final class PostgresConnectSourceBenchmark {
           .until(() -> workers.inState(name, "PAUSED", tasks));
       insert(pg.dataSource(db), rows);
       long start = System.nanoTime();
-      workers.call("PUT", "/connectors/" + name + "/resume", null);
-      long end = watch.awaitCount(rows, Duration.ofMinutes(10));
+      long end;
+      String split;
+      try (WallProfile profile = WallProfile.connectorTask()) {
+        workers.call("PUT", "/connectors/" + name + "/resume", null);
+        end = watch.awaitCount(rows, Duration.ofMinutes(10));
+        split = profile.split();
+      }
+      long first = watch.receivedAt(1);
       workers.remove(name, Duration.ofMinutes(1));
-      return rows / ((end - start) / 1e9);
+      return new Timings.Run(start, first, end, rows, split);
     }
   }
 }

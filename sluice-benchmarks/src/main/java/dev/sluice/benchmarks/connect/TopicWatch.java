@@ -37,6 +37,8 @@ final class TopicWatch implements AutoCloseable {
   private volatile long reachedAtNanos;
   private volatile CountDownLatch reached = new CountDownLatch(1);
   private volatile RuntimeException failure;
+  /** The nanoTime at which the n-th record arrived, at index n - 1 (issue 36: time to the first). */
+  private long[] arrivals = new long[1024];
 
   TopicWatch(String bootstrap, String topic, Listener listener) {
     this.listener = listener;
@@ -69,6 +71,13 @@ final class TopicWatch implements AutoCloseable {
         for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
           long now = System.nanoTime();
           listener.record(r, now);
+          long n = count.get() + 1;
+          synchronized (this) {
+            if (n > arrivals.length) {
+              arrivals = java.util.Arrays.copyOf(arrivals, (int) Math.max(n, 2L * arrivals.length));
+            }
+            arrivals[(int) (n - 1)] = now;
+          }
           if (count.incrementAndGet() == target) {
             reachedAtNanos = now;
             reached.countDown();
@@ -96,6 +105,11 @@ final class TopicWatch implements AutoCloseable {
 
   long count() {
     return count.get();
+  }
+
+  /** The nanoTime at which the topic held {@code n} records (1-based), or 0 if it does not yet. */
+  synchronized long receivedAt(long n) {
+    return n >= 1 && n <= count.get() ? arrivals[(int) (n - 1)] : 0;
   }
 
   /** Returns the nanoTime at which the topic held {@code n} records; fails after {@code timeout}. */
