@@ -27,9 +27,22 @@ class PipelinedCheckpointTest {
   private final InMemoryFeed feed = new InMemoryFeed("orders");
   private final List<Listener<String>> listeners = new ArrayList<>();
 
+  private final List<AsyncHandler> handlers = new ArrayList<>();
+
   @AfterEach
   void closeAll() {
+    // A failed assertion may leave flushes pending: complete them, so the close does not wait on them.
+    for (AsyncHandler h : handlers) {
+      h.completeAtOnce = true;
+      h.flushes.forEach(f -> f.complete(null));
+    }
     listeners.forEach(Listener::close);
+  }
+
+  private AsyncHandler handler() {
+    AsyncHandler h = new AsyncHandler();
+    handlers.add(h);
+    return h;
   }
 
   /** Records what it was handed; each flush is a future the test completes (or, later, at once). */
@@ -84,7 +97,7 @@ class PipelinedCheckpointTest {
   @Test
   void readsOnWhileFlushesArePendingAndCommitsOnlyCompletedFlushesInOrder() {
     write(0, 100);
-    AsyncHandler h = new AsyncHandler();
+    AsyncHandler h = handler();
     start(h, CheckpointPolicy.every(10, Duration.ofHours(1)).withFlushesInFlight(3));
 
     // Four flushes asked for (the fourth goes over the bound of 3 pending): 40 changes handled,
@@ -123,7 +136,7 @@ class PipelinedCheckpointTest {
   @Test
   void byDefaultAFlushAndItsCheckpointCover1000ChangesOfABacklog() {
     write(0, 6_000);
-    AsyncHandler h = new AsyncHandler();
+    AsyncHandler h = handler();
     start(h, CheckpointPolicy.defaults());
 
     await().atMost(Duration.ofSeconds(10)).until(() -> h.flushes.size() == 5);
@@ -140,7 +153,7 @@ class PipelinedCheckpointTest {
   @Test
   void withKeyedConcurrencyTooThePartitionHandlesOnWhileAFlushIsPending() {
     write(0, 100);
-    AsyncHandler h = new AsyncHandler();
+    AsyncHandler h = handler();
     start(h, CheckpointPolicy.every(10, Duration.ofHours(1)).withFlushesInFlight(3), 4);
 
     // The first flush stays pending while the partition handles past it, up to the bound.
@@ -174,7 +187,7 @@ class PipelinedCheckpointTest {
   @Test
   void aFailedFlushRewindsToTheLastCheckpointAndDeliversEverythingAfterItAgainInOrder() {
     write(0, 50);
-    AsyncHandler h = new AsyncHandler();
+    AsyncHandler h = handler();
     start(h, CheckpointPolicy.every(10, Duration.ofHours(1)).withFlushesInFlight(2));
 
     await().atMost(Duration.ofSeconds(10)).until(() -> h.flushes.size() == 3);
@@ -197,7 +210,7 @@ class PipelinedCheckpointTest {
   @Test
   void withoutPipeliningEachCheckpointWaitsForItsFlush() {
     write(0, 30);
-    AsyncHandler h = new AsyncHandler();
+    AsyncHandler h = handler();
     start(h, CheckpointPolicy.every(10, Duration.ofHours(1)).withFlushesInFlight(0));
 
     await().atMost(Duration.ofSeconds(10)).until(() -> h.flushes.size() == 1);
