@@ -117,7 +117,10 @@ public final class ViewBenchmark {
                     MongoLeaseStore.builder(db).build()).group("views")
                 .leaseDuration(Duration.ofSeconds(10))
                 .pollWait(Duration.ofMillis(100))
-                .bootstrap(BootstrapPolicy.latest())
+                // Not latest(): a lease can be acquired before the cursor opens, and a cursor opened
+                // at "latest" after the burst began would miss its first writes and wait forever
+                // (a smoke run hung so). The collections are new, so oldest() reads the burst alone.
+                .bootstrap(BootstrapPolicy.oldest())
                 .checkpoint(CheckpointPolicy.defaults())
                 .observer(observer)
                 .handler(handler)
