@@ -58,6 +58,17 @@ class ErrorCatalogueTest {
 
   private static final Duration WAIT = Duration.ofSeconds(30);
 
+  /**
+   * The bound of every call of the store or client a row fails (the lease store's and the feed's
+   * operation timeout, the client-side {@code timeoutMS} of the dead-letter and handler clients;
+   * not the inbox's, see {@link Scenario#run}, nor a feed whose row fails its getMore). Within it
+   * the driver retries a retryable answer as often as it can, so with the product's 10 s defaults
+   * each failed call of a row that answers "retried" waited 10 s, and a row needs two of them. The
+   * outcome of a row does not depend on the bound; the clients whose commands are not failed keep
+   * the defaults, so that a slow but healthy call is not cut short.
+   */
+  private static final Duration FAULT_BOUND = Duration.ofSeconds(2);
+
   /** One row of the table. */
   record Row(String id, String surface, String command, String answers, String outcome, String says) {
     @Override
@@ -179,6 +190,8 @@ class ErrorCatalogueTest {
     void run() {
       MongoDatabase data = MONGO.freshDatabase();
       if (row.surface().equals("inbox")) {
+        // The driver's defaults: with a client-side timeoutMS the driver retries the answer until
+        // the timeout and then throws a timeout that no longer names the answer.
         try (MongoClient handlerClient = client(handlerApp)) {
           inbox(handlerClient.getDatabase(data.getName()), data.getName());
         }
@@ -193,7 +206,8 @@ class ErrorCatalogueTest {
         return;
       }
       try (MongoClient feedClient = client(feedApp); MongoClient leaseClient = client(leaseApp);
-          MongoClient deadLetterClient = client(deadLetterApp); MongoClient handlerClient = client(handlerApp)) {
+          MongoClient deadLetterClient = client(deadLetterApp, FAULT_BOUND);
+          MongoClient handlerClient = client(handlerApp, FAULT_BOUND)) {
         handlerData = handlerClient.getDatabase(data.getName());
         if (row.surface().equals("view")) {
           view = MaterializedView.of(handlerData, ViewDefinition.join("order_view").root("orders").build());
@@ -378,11 +392,14 @@ class ErrorCatalogueTest {
 
     private Listener<BsonDocument> listener(MongoClient feedClient, MongoClient leaseClient, String database) {
       MongoChangeFeed.Builder feed = MongoChangeFeed.builder(feedClient, database, "orders");
+      if (!row.command().equals("getMore")) {
+        // The stream's reads are not the failed command: a slow healthy getMore is not cut short.
+        feed.operationTimeout(FAULT_BOUND);
+      }
       if (imagesRequired()) {
         feed.fullDocumentBeforeChange(com.mongodb.client.model.changestream.FullDocumentBeforeChange.REQUIRED);
       }
-      Listener.Builder<BsonDocument> b = Listener.builder(feed.build(),
-          MongoLeaseStore.builder(leaseClient.getDatabase(database)).build());
+      Listener.Builder<BsonDocument> b = Listener.builder(feed.build(), leases(leaseClient, database));
       if (parking()) {
         b.onFailure(FailurePolicy.park(
             RetryPolicy.attempts(1, Duration.ofMillis(10), Duration.ofMillis(10)), deadLetters));
@@ -483,9 +500,8 @@ class ErrorCatalogueTest {
         insert(data, "b");
         MongoChangeFeed feed = MongoChangeFeed.builder(feedClient, data.getName(), "orders")
             .fullDocument(com.mongodb.client.model.changestream.FullDocument.UPDATE_LOOKUP)
-            .snapshotRequestInterval(Duration.ofMillis(200)).build();
-        try (Listener<BsonDocument> listener = Listener.builder(feed,
-                MongoLeaseStore.builder(leaseClient.getDatabase(data.getName())).build())
+            .snapshotRequestInterval(Duration.ofMillis(200)).operationTimeout(FAULT_BOUND).build();
+        try (Listener<BsonDocument> listener = Listener.builder(feed, leases(leaseClient, data.getName()))
             .group("g")
             .leaseDuration(Duration.ofSeconds(10))
             .acquireInterval(Duration.ofMillis(100))
@@ -569,11 +585,12 @@ class ErrorCatalogueTest {
     private Listener.Builder<BsonDocument> twoPartitions(MongoClient feedClient, MongoClient leaseClient,
         String database, String owner) {
       return Listener.builder(MongoChangeFeed.builder(feedClient, database, "orders").build(),
-              MongoLeaseStore.builder(leaseClient.getDatabase(database)).build())
+              leases(leaseClient, database))
           .group("g")
           .owner(owner)
           .partitions(2)
-          .leaseDuration(Duration.ofSeconds(10))
+          // The leaving member's record is left to expire: the peer's wait for it is this long.
+          .leaseDuration(Duration.ofSeconds(4))
           .acquireInterval(Duration.ofMillis(100))
           .pollWait(Duration.ofMillis(50))
           .checkpoint(CheckpointPolicy.every(1, Duration.ofMillis(100)))
@@ -604,13 +621,26 @@ class ErrorCatalogueTest {
           .append("version", new org.bson.BsonInt32(1)));
     }
 
+    /** The listener's lease store, its calls bounded by {@link #FAULT_BOUND}. */
+    private static MongoLeaseStore leases(MongoClient leaseClient, String database) {
+      return MongoLeaseStore.builder(leaseClient.getDatabase(database)).operationTimeout(FAULT_BOUND).build();
+    }
+
     private static MongoClient client(String app) {
-      return MongoClients.create(MongoClientSettings.builder()
+      return client(app, null);
+    }
+
+    /** A client named {@code app}; its calls bounded by {@code timeout} (client-side), if not null. */
+    private static MongoClient client(String app, Duration timeout) {
+      MongoClientSettings.Builder settings = MongoClientSettings.builder()
           .applyConnectionString(new ConnectionString(MONGO.connectionString()))
           .applicationName(app)
           .applyToClusterSettings(b -> b.serverSelectionTimeout(5, TimeUnit.SECONDS))
-          .applyToSocketSettings(b -> b.connectTimeout(2, TimeUnit.SECONDS).readTimeout(10, TimeUnit.SECONDS))
-          .build());
+          .applyToSocketSettings(b -> b.connectTimeout(2, TimeUnit.SECONDS).readTimeout(10, TimeUnit.SECONDS));
+      if (timeout != null) {
+        settings.timeout(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      }
+      return MongoClients.create(settings.build());
     }
   }
 }
