@@ -33,9 +33,14 @@ public final class ChildJvm implements AutoCloseable {
     this.pump.start();
   }
 
-  /** Starts {@code mainClass} with {@code args} in a new JVM with this JVM's class path. */
+  /**
+   * Starts {@code mainClass} with {@code args} in a new JVM with this JVM's class path: a small
+   * heap, the serial collector and C1 only, as suits a test's process that lives for seconds to
+   * minutes beside other tests (the optimizing compiler's CPU would be most of what it saves).
+   * Measurements pass their own options.
+   */
   public static ChildJvm start(String name, Class<?> mainClass, String... args) {
-    return start(name, List.of("-Xmx256m", "-XX:+UseSerialGC"), mainClass, args);
+    return start(name, List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"), mainClass, args);
   }
 
   /** Starts with extra JVM options (system properties, heap). */
