@@ -45,7 +45,8 @@ class HttpEndpointTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   @TempDir Path dir;
   /**
-   * One broker for the class (a start costs about 10 s on a loaded machine): the tests that read
+   * One broker for the class instead of one per test (a start is 2-3 s quiet, 13 s cold and loaded
+   * in this class's log on a shared machine): the tests that read
    * the topic or stop the broker have a topic of their own; the broker is started again by the test
    * that stops it.
    */

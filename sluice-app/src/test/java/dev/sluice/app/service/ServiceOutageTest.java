@@ -33,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
 class ServiceOutageTest {
   @TempDir Path dir;
   /**
-   * One broker for the class (a start costs about 10 s on a loaded machine), a topic of its own
+   * One broker for the class instead of one per test (a start is 2-3 s quiet, more loaded), a topic of its own
    * for each test: each checks exactly what its topic holds.
    */
   private static EmbeddedKafka kafka;
