@@ -27,7 +27,9 @@ import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
 import org.bson.Document;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -42,27 +44,45 @@ import org.junit.jupiter.api.io.TempDir;
 class HttpEndpointTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   @TempDir Path dir;
+  /**
+   * One broker for the class instead of one per test (a start is 2-3 s quiet, 13 s cold and loaded
+   * in this class's log on a shared machine): the tests that read
+   * the topic or stop the broker have a topic of their own; the broker is started again by the test
+   * that stops it.
+   */
+  private static EmbeddedKafka kafka;
   private EmbeddedMongo mongo;
-  private EmbeddedKafka kafka;
   private MongoClient client;
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  @BeforeAll
+  static void startKafka() {
+    kafka = EmbeddedKafka.start();
+    kafka.createTopic("orders", 1);
+  }
+
+  @AfterAll
+  static void stopKafka() {
+    kafka.close();
+  }
 
   @BeforeEach
   void start() {
     mongo = EmbeddedMongo.start();
-    kafka = EmbeddedKafka.start();
     client = mongo.client();
-    kafka.createTopic("orders", 1);
   }
 
   @AfterEach
   void stop() {
     client.close();
-    kafka.close();
     mongo.close();
   }
 
   private Path config(String http) throws Exception {
+    return config(http, "orders");
+  }
+
+  private Path config(String http, String topic) throws Exception {
     Path config = dir.resolve("sluice.yaml");
     Files.writeString(config, """
         mongodb:
@@ -75,8 +95,8 @@ class HttpEndpointTest {
             leaseDuration: 3s
             checkpoint: { every: 10, maxDelay: 200ms }
             sink:
-              kafka: { bootstrapServers: "%s", topic: orders }
-        """.formatted(mongo.connectionString(), http, kafka.bootstrapServers()));
+              kafka: { bootstrapServers: "%s", topic: %s }
+        """.formatted(mongo.connectionString(), http, kafka.bootstrapServers(), topic));
     return config;
   }
 
@@ -153,8 +173,9 @@ class HttpEndpointTest {
   @Test
   void aKafkaOutageMakesTheServiceNotReadyAndNothingWrittenMeanwhileIsLost() throws Exception {
     MongoCollection<Document> orders = client.getDatabase("shop").getCollection("orders");
+    kafka.createTopic("orders-outage", 1); // its own: read back exactly, and the broker stops
     try (ChildJvm service = ChildJvm.start("service", Main.class, "run", "--config",
-        config("http: { port: 0 }").toString())) {
+        config("http: { port: 0 }", "orders-outage").toString())) {
       String base = service.awaitLineStartingWith("http endpoint: ", Duration.ofSeconds(60)).substring("http endpoint: ".length());
       await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
       for (int i = 0; i < 10; i++) {
@@ -167,7 +188,7 @@ class HttpEndpointTest {
         orders.insertOne(new Document("_id", "o" + i));
       }
       await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 503);
-      assertThat(get(base, "/health/ready").body()).contains("kafka topic orders: Kafka at");
+      assertThat(get(base, "/health/ready").body()).contains("kafka topic orders-outage: Kafka at");
       assertThat(get(base, "/health/live").statusCode()).as("alive through the outage").isEqualTo(200);
       assertThat(service.isAlive()).isTrue();
 
@@ -250,7 +271,7 @@ class HttpEndpointTest {
 
   private Set<String> keys(int count) {
     Set<String> keys = new HashSet<>();
-    kafka.readAll("orders", count, Duration.ofSeconds(2))
+    kafka.readAll("orders-outage", count, Duration.ofSeconds(2))
         .forEach(r -> keys.add(new String(r.key(), java.nio.charset.StandardCharsets.UTF_8)));
     return keys;
   }

@@ -15,8 +15,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.bson.Document;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,24 +32,39 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ServiceOutageTest {
   @TempDir Path dir;
+  /**
+   * One broker for the class instead of one per test (a start is 2-3 s quiet, more loaded), a topic of its own
+   * for each test: each checks exactly what its topic holds.
+   */
+  private static EmbeddedKafka kafka;
+  private static final AtomicInteger TOPICS = new AtomicInteger();
   private EmbeddedMongo mongo;
-  private EmbeddedKafka kafka;
   private MongoClient client;
   private MongoCollection<Document> orders;
+  private String topic;
+
+  @BeforeAll
+  static void startKafka() {
+    kafka = EmbeddedKafka.start();
+  }
+
+  @AfterAll
+  static void stopKafka() {
+    kafka.close();
+  }
 
   @BeforeEach
   void start() {
     mongo = EmbeddedMongo.start();
-    kafka = EmbeddedKafka.start();
     client = mongo.client();
-    kafka.createTopic("orders", 1);
+    topic = "orders-" + TOPICS.incrementAndGet();
+    kafka.createTopic(topic, 1);
     orders = client.getDatabase("shop").getCollection("orders");
   }
 
   @AfterEach
   void stop() {
     client.close();
-    kafka.close();
     mongo.close();
   }
 
@@ -62,14 +80,14 @@ class ServiceOutageTest {
             leaseDuration: 3s
             checkpoint: { every: 10, maxDelay: 200ms }
             sink:
-              kafka: { bootstrapServers: "%s", topic: orders }
-        """.formatted(mongo.connectionString(), kafka.bootstrapServers()));
+              kafka: { bootstrapServers: "%s", topic: %s }
+        """.formatted(mongo.connectionString(), kafka.bootstrapServers(), topic));
     return config;
   }
 
   private Set<String> keys(int count) {
     Set<String> keys = new HashSet<>();
-    kafka.readAll("orders", count, Duration.ofSeconds(2)).forEach(r -> keys.add(new String(r.key(), StandardCharsets.UTF_8)));
+    kafka.readAll(topic, count, Duration.ofSeconds(2)).forEach(r -> keys.add(new String(r.key(), StandardCharsets.UTF_8)));
     return keys;
   }
 
