@@ -132,7 +132,10 @@ class BenchmarkSmokeTest {
 
   @Test
   void partitionReadCost() {
-    assertThat(run(PartitionReadCostBenchmark.class, "200", "1")).contains("shared reader / cursor per partition");
+    // changes, rounds, checkpoint bound ms: 100 instead of 1 s, which each of the 16 runs of 200 changes would wait
+    assertThat(run(PartitionReadCostBenchmark.class, "200", "1", "100"))
+        .contains("changes=200, 1 measured rounds, checkpoint every 1000 changes or 100 ms")
+        .contains("shared reader / cursor per partition");
   }
 
   @Test
