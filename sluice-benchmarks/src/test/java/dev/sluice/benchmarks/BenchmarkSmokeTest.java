@@ -107,7 +107,10 @@ class BenchmarkSmokeTest {
 
   @Test
   void failoverWithLeasesInMongoDb() {
-    assertThat(run(FailoverBenchmark.class, "1", "mongodb")).contains("failover after SIGKILL over 1 runs")
+    // runs, lease store, partitions of the third variant, lease ms: 3 s instead of the default 10 s, so each of
+    // the two SIGKILLs waits less for the dead holder's lease to expire
+    assertThat(run(FailoverBenchmark.class, "1", "mongodb", "4", "3000"))
+        .contains("failover after SIGKILL over 1 runs (lease 3 s, renew/acquire 1.00 s)")
         .contains("taken after the dead holder's expiry (store clock) over 1 runs")
         .contains("4 partitions, the last taken after its dead holder's expiry (store clock) over 1 runs")
         .contains("hand-over after SIGTERM over 1 runs");
@@ -129,7 +132,10 @@ class BenchmarkSmokeTest {
 
   @Test
   void partitionReadCost() {
-    assertThat(run(PartitionReadCostBenchmark.class, "200", "1")).contains("shared reader / cursor per partition");
+    // changes, rounds, checkpoint bound ms: 100 instead of 1 s, which each of the 16 runs of 200 changes would wait
+    assertThat(run(PartitionReadCostBenchmark.class, "200", "1", "100"))
+        .contains("changes=200, 1 measured rounds, checkpoint every 1000 changes or 100 ms")
+        .contains("shared reader / cursor per partition");
   }
 
   @Test

@@ -27,7 +27,7 @@ class CliRuntimeClassPathTest {
         + Files.readString(classPathFile).trim();
     assertThat(classPath).doesNotContain("awaitility").doesNotContain("assertj");
 
-    try (ChildJvm cli = ChildJvm.startWithClassPath("sluice-cli", List.of("-Xmx512m"), classPath,
+    try (ChildJvm cli = ChildJvm.startWithClassPath("sluice-cli", List.of("-Xmx512m", "-XX:TieredStopAtLevel=1"), classPath,
         Main.class.getName(), "demo", "--scenario", "relay", "--changes", "300", "--keys", "20",
         "--checkpoint-every", "20", "--lease-ms", "1000")) {
       int exit = cli.awaitExit(Duration.ofMinutes(3));

@@ -61,6 +61,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * list runs Sluice once with each, against the same Debezium run), modes
  * ({@code both}, {@code alo} or {@code eos}).
  *
+ * <p>System properties {@code cac.worker.jvm} and {@code cac.broker.jvm}: the JVM options of the
+ * workers ({@code -Xmx1g -XX:+UseG1GC}) and of the broker ({@code -Xmx512m -XX:+UseSerialGC}),
+ * space-separated; the smoke test runs both with C1 only and the serial collector, which takes
+ * a third less CPU for its few hundred rows.
+ *
  * <p>System property {@code cac.worker.jfr}: a folder; each worker then runs a flight recording
  * (JFR, {@code settings=profile}) that is dumped there as {@code <variant>.jfr} before the worker
  * is killed.
@@ -121,7 +126,7 @@ public final class ConnectAgainstConnectBenchmark {
     }
     String brokerClassPath = Files.readString(brokerClassPathFile).trim() + File.pathSeparator + workerClassPath;
     List<Result[]> measured = new ArrayList<>();
-    try (ChildJvm broker = ChildJvm.startWithClassPath("broker", List.of("-Xmx512m", "-XX:+UseSerialGC"),
+    try (ChildJvm broker = ChildJvm.startWithClassPath("broker", jvmOptions("cac.broker.jvm", "-Xmx512m -XX:+UseSerialGC"),
             brokerClassPath, BrokerMain.class.getName());
         EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {
       String bootstrap = broker.awaitLineStartingWith("BROKER ", Duration.ofMinutes(2)).substring(7).trim();
@@ -161,6 +166,12 @@ public final class ConnectAgainstConnectBenchmark {
           summary(thr), summary(first), summary(mem));
     }
     System.out.println("load: " + load());
+  }
+
+  /** The JVM options of a child JVM: system property {@code property} (space-separated) or {@code standard}. */
+  private static List<String> jvmOptions(String property, String standard) {
+    String options = System.getProperty(property, "").trim();
+    return new ArrayList<>(List.of((options.isEmpty() ? standard : options).split("\\s+")));
   }
 
   private static String summary(double[] x) {
@@ -225,7 +236,7 @@ public final class ConnectAgainstConnectBenchmark {
     try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
       admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get();
     }
-    List<String> jvm = new ArrayList<>(List.of("-Xmx1g", "-XX:+UseG1GC"));
+    List<String> jvm = jvmOptions("cac.worker.jvm", "-Xmx1g -XX:+UseG1GC");
     String jfr = System.getProperty("cac.worker.jfr", "").trim(); // a folder: a flight recording per worker
     if (!jfr.isEmpty()) {
       jvm.add("-XX:StartFlightRecording=name=cac,settings=profile");

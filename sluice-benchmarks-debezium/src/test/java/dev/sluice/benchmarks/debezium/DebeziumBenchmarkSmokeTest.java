@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -38,7 +39,11 @@ class DebeziumBenchmarkSmokeTest {
   @Test
   void connectAgainstConnect() {
     // rows, warm-up rounds, rounds, with schemas too, 4 partitions too, Sluice batch.size (0: default), modes
-    String out = run(ConnectAgainstConnectBenchmark.class, "200", "0", "1", "0", "0", "0", "both");
+    // The broker and the four workers with C1 only and the serial collector too: a third less CPU than their defaults.
+    List<String> jvm = new ArrayList<>(JVM);
+    jvm.add("-Dcac.worker.jvm=-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1");
+    jvm.add("-Dcac.broker.jvm=-Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1");
+    String out = run(ConnectAgainstConnectBenchmark.class, jvm, "200", "0", "1", "0", "0", "0", "both");
     assertThat(out).contains("rows=200, 1 measured rounds")
         .containsPattern("Sluice, at least once, JSON without schemas: throughput \\d")
         .containsPattern("Sluice, exactly once, JSON without schemas: throughput \\d")
@@ -53,8 +58,12 @@ class DebeziumBenchmarkSmokeTest {
   }
 
   private static String run(Class<?> main, String... args) {
+    return run(main, JVM, args);
+  }
+
+  private static String run(Class<?> main, List<String> options, String... args) {
     String name = main.getSimpleName();
-    try (ChildJvm jvm = ChildJvm.start(name, JVM, main, args)) {
+    try (ChildJvm jvm = ChildJvm.start(name, options, main, args)) {
       int exit;
       try {
         exit = jvm.awaitExit(Duration.ofMinutes(5));

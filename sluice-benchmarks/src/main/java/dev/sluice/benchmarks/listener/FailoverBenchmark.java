@@ -21,7 +21,9 @@ import org.bson.Document;
  * partition count for a third variant in every round (default 4; 0 leaves it out): SIGKILL of an
  * owner holding all of them while the standby, which counts it as a member, holds none, so that
  * half of the standby's partitions wait for room under its quota when the owner dies (issue 36
- * target 4, ADR 0119); it reports how long after its expiry the last of them was granted.
+ * target 4, ADR 0119); it reports how long after its expiry the last of them was granted. A
+ * fourth argument sets the lease in milliseconds (default 10,000, the library's; renew and acquire
+ * every third of it): the smoke test's shorter lease waits less for each SIGKILL.
  */
 public final class FailoverBenchmark {
   private FailoverBenchmark() {}
@@ -38,6 +40,7 @@ public final class FailoverBenchmark {
     int spread = args.length > 2 ? Integer.parseInt(args[2]) : 4;
     List<Long> spreadKilled = new ArrayList<>();
     List<Long> spreadPast = new ArrayList<>();
+    long leaseMs = args.length > 3 ? Long.parseLong(args[3]) : 10_000;
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client();
         EmbeddedPostgresServer postgres = store.equals("postgresql") ? EmbeddedPostgresServer.start() : null) {
       String leases = postgres == null ? null : postgres.jdbcUrl(postgres.createDatabase("failover"));
@@ -45,15 +48,15 @@ public final class FailoverBenchmark {
       for (int run = 0; run < runs; run++) {
         // Alternated in one process, so both see the same machine: SIGKILL (the standby waits for
         // the lease to expire) and SIGTERM (the owner commits and releases on its way out).
-        long[] kill = failover(mongo, client, leases, "kill" + run, true, 1);
+        long[] kill = failover(mongo, client, leases, "kill" + run, true, 1, leaseMs);
         killed.add(kill[0]);
         pastExpiry.add(kill[1]);
-        terminated.add(failover(mongo, client, leases, "term" + run, false, 1)[0]);
+        terminated.add(failover(mongo, client, leases, "term" + run, false, 1, leaseMs)[0]);
         System.out.printf("run %2d: after SIGKILL %5d ms (taken %4d ms after the dead holder's lease expired on the"
             + " store's clock), after SIGTERM %5d ms%n", run + 1, killed.get(run), pastExpiry.get(run),
             terminated.get(run));
         if (spread > 1) {
-          long[] all = failover(mongo, client, leases, "spread" + run, true, spread);
+          long[] all = failover(mongo, client, leases, "spread" + run, true, spread, leaseMs);
           spreadKilled.add(all[0]);
           spreadPast.add(all[1]);
           System.out.printf("run %2d: %d partitions, after SIGKILL %5d ms to the last (taken %4d ms after its"
@@ -64,8 +67,9 @@ public final class FailoverBenchmark {
     }
     long kill = median(killed);
     long term = median(terminated);
-    System.out.printf("failover after SIGKILL over %d runs (lease 10 s, renew/acquire 3.33 s): median %d ms, max %d ms, min %d ms%n",
-        runs, kill, max(killed), min(killed));
+    System.out.printf("failover after SIGKILL over %d runs (lease %s s, renew/acquire %.2f s): median %d ms, max %d ms, min %d ms%n",
+        runs, java.math.BigDecimal.valueOf(leaseMs, 3).stripTrailingZeros().toPlainString(), leaseMs / 3000.0, kill,
+        max(killed), min(killed));
     System.out.printf("taken after the dead holder's expiry (store clock) over %d runs: median %d ms, max %d ms, min %d ms%n",
         runs, median(pastExpiry), max(pastExpiry), min(pastExpiry));
     if (spread > 1) {
@@ -84,9 +88,9 @@ public final class FailoverBenchmark {
    * stamps). Then checks that the change written right after the signal is delivered by one of them.
    */
   private static long[] failover(EmbeddedMongo mongo, MongoClient client, String leases, String collection,
-      boolean kill, int partitions) {
+      boolean kill, int partitions, long leaseMs) {
     MongoCollection<Document> docs = client.getDatabase("bench").getCollection(collection);
-    List<String> jvm = List.of("-Dbench.partitions=" + partitions);
+    List<String> jvm = List.of("-Dbench.partitions=" + partitions, "-Dbench.lease.ms=" + leaseMs);
     List<String> names = new ArrayList<>();
     for (int i = 0; i < partitions; i++) {
       names.add("failover/bench." + collection + "#" + i + "of" + partitions);

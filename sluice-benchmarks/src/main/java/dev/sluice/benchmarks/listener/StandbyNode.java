@@ -20,11 +20,15 @@ import org.bson.BsonDocument;
  * benchmark. On SIGTERM it closes the listener (commit, release). Arguments: connection string,
  * database, collection, owner, and optionally a PostgreSQL JDBC URL: the leases are then kept there
  * ({@code SqlLeaseStore}, release notices by LISTEN/NOTIFY) instead of in MongoDB. The system
- * property {@code bench.partitions} sets the partition count (default 1).
+ * property {@code bench.partitions} sets the partition count (default 1), {@code bench.lease.ms}
+ * the lease (default 10,000).
  */
 public final class StandbyNode {
-  /** The default lease (renew and acquire every third of it), written out: the benchmark reports against it. */
-  static final java.time.Duration LEASE = java.time.Duration.ofSeconds(10);
+  /**
+   * The default lease (renew and acquire every third of it), written out: the benchmark reports
+   * against it; system property {@code bench.lease.ms} sets another (the smoke run's shorter one).
+   */
+  static final java.time.Duration LEASE = java.time.Duration.ofMillis(Long.getLong("bench.lease.ms", 10_000));
 
   private StandbyNode() {}
 

@@ -3,11 +3,13 @@ package dev.sluice.benchmarks.scale;
 import com.mongodb.client.MongoClient;
 import dev.sluice.benchmarks.Prewrite;
 import dev.sluice.feed.Position;
+import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
 import dev.sluice.listener.ListenerObserver;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -25,7 +27,10 @@ import org.bson.BsonDocument;
  * for the process). Each round runs every variant in the same order; the first round is not
  * counted; a figure is the median of the in-round ratios to one partition.
  *
- * <p>Arguments: changes (default 20,000), measured rounds (default 3).
+ * <p>Arguments: changes (default 20,000), measured rounds (default 3), the checkpoint's time bound
+ * in milliseconds (default 1,000, the listener's: {@link CheckpointPolicy#defaults()}); the smoke
+ * run's few hundred changes are less than one checkpoint's count, so each of its variants would
+ * otherwise wait that bound for its last checkpoint.
  */
 public final class PartitionReadCostBenchmark {
   private static final int[] COUNTS = {1, 2, 4, 8, 1, 2, 4, 8};
@@ -37,11 +42,14 @@ public final class PartitionReadCostBenchmark {
   public static void main(String[] args) throws Exception {
     int changes = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 3;
+    CheckpointPolicy checkpoint = args.length > 2
+        ? new CheckpointPolicy(CheckpointPolicy.DEFAULT_MAX_CHANGES, Duration.ofMillis(Long.parseLong(args[2])))
+        : CheckpointPolicy.defaults();
     List<double[]> measured = new ArrayList<>();
     for (int r = 0; r <= rounds; r++) {
       double[] x = new double[COUNTS.length];
       for (int i = 0; i < COUNTS.length; i++) {
-        x[i] = run(COUNTS[i], shared(i), changes);
+        x[i] = run(COUNTS[i], shared(i), changes, checkpoint);
       }
       StringBuilder line = new StringBuilder(r == 0 ? "warm-up:" : "round " + r + ":");
       for (double d : x) {
@@ -52,8 +60,8 @@ public final class PartitionReadCostBenchmark {
         measured.add(x);
       }
     }
-    System.out.printf("%nchanges=%d, %d measured rounds; median of in-round ratios to 1 partition [min-max]%n",
-        changes, rounds);
+    System.out.printf("%nchanges=%d, %d measured rounds, checkpoint every %d changes or %d ms; median of in-round"
+        + " ratios to 1 partition [min-max]%n", changes, rounds, checkpoint.maxChanges(), checkpoint.maxDelay().toMillis());
     for (int i = 0; i < COUNTS.length; i++) {
       int k = i;
       int base = shared(i) ? COUNTS.length / 2 : 0;
@@ -72,7 +80,8 @@ public final class PartitionReadCostBenchmark {
     }
   }
 
-  private static double run(int partitions, boolean shared, int changes) throws InterruptedException {
+  private static double run(int partitions, boolean shared, int changes, CheckpointPolicy checkpoint)
+      throws InterruptedException {
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
       Prewrite.inserts(client.getDatabase("bench").getCollection("orders"), changes);
       AtomicLong committed = new AtomicLong();
@@ -82,6 +91,7 @@ public final class PartitionReadCostBenchmark {
               MongoChangeFeed.builder(client, "bench", "orders").sharedReads(shared).build(),
               MongoLeaseStore.builder(client.getDatabase("bench")).build()).group("cost")
           .partitions(partitions)
+          .checkpoint(checkpoint)
           .handler((event, fence) -> { })
           .observer(new ListenerObserver() {
             @Override

@@ -116,11 +116,28 @@ final class ConnectCluster implements AutoCloseable {
     urls.remove(children.remove(child));
   }
 
-  /** Stops every worker (in-process ones gracefully, child ones with SIGKILL). */
+  /**
+   * Stops every worker (in-process ones gracefully, child ones with SIGKILL). The in-process ones
+   * stop at the same time: one by one, each would first leave the group and the others rebalance
+   * and restart its connectors and tasks, only to stop them next.
+   */
   void stopAll() {
+    List<Thread> stopping = new ArrayList<>();
     for (Connect<?> c : inProcess) {
-      c.stop();
-      c.awaitStop();
+      Thread t = new Thread(() -> {
+        c.stop();
+        c.awaitStop();
+      }, "stop-worker");
+      t.start();
+      stopping.add(t);
+    }
+    for (Thread t : stopping) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while stopping the workers", e);
+      }
     }
     inProcess.clear();
     for (ChildJvm c : children.keySet()) {

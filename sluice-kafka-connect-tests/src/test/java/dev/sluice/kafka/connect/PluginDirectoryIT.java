@@ -29,7 +29,8 @@ import org.junit.jupiter.api.Test;
  * Connect worker whose class path holds no Sluice class and no MongoDB driver: the worker finds the connector only through {@code plugin.path}, in its own plugin class loader,
  * and runs it, on this build's Connect (3.9) and on Connect 4.1. Named {@code *IT}: this
  * module's build runs it in the integration-test phase, with the directory's path in {@code
- * sluice.connect.plugins} (see the module's pom).
+ * sluice.connect.plugins} (see the module's pom). Both tests use the JVM's one Kafka broker and
+ * MongoDB ({@link SharedServers}), each with its own Connect group and database.
  */
 class PluginDirectoryIT {
   private static final Path PLUGINS = Path.of(System.getProperty("sluice.connect.plugins",
@@ -57,8 +58,9 @@ class PluginDirectoryIT {
         .anyMatch(j -> j.startsWith("mongodb-driver-sync-"))
         .noneMatch(j -> j.startsWith("kafka-clients-") || j.startsWith("connect-api-"));
 
-    try (EmbeddedKafka kafka = EmbeddedKafka.start(); InMemoryMongo mongo = new InMemoryMongo();
-        ConnectCluster cluster = new ConnectCluster(kafka.bootstrapServers(), "plugin", false)) {
+    EmbeddedKafka kafka = SharedServers.kafka();
+    InMemoryMongo mongo = SharedServers.mongo();
+    try (ConnectCluster cluster = new ConnectCluster(kafka.bootstrapServers(), "plugin", false)) {
       ChildJvm worker = cluster.startChildWorker("plugin-worker", workerClassPath(),
           Map.of("plugin.path", PLUGINS.toString()));
       assertThat(worker.output()).as("the worker's own class path has no connector").contains(
@@ -103,8 +105,9 @@ class PluginDirectoryIT {
     assertThat(classpathFile).as("built by module sluice-connect41-worker").exists();
     Path tests = Path.of(WorkerMain.class.getProtectionDomain().getCodeSource().getLocation().toURI());
     String classPath = Files.readString(classpathFile).trim() + File.pathSeparator + tests;
-    try (EmbeddedKafka kafka = EmbeddedKafka.start(); InMemoryMongo mongo = new InMemoryMongo();
-        ConnectCluster cluster = new ConnectCluster(kafka.bootstrapServers(), "plugin41", false)) {
+    EmbeddedKafka kafka = SharedServers.kafka();
+    InMemoryMongo mongo = SharedServers.mongo();
+    try (ConnectCluster cluster = new ConnectCluster(kafka.bootstrapServers(), "plugin41", false)) {
       ChildJvm worker = cluster.startChildWorker("connect41-worker", classPath,
           Map.of("plugin.path", PLUGINS.toString(), WorkerMain.DUMP_METRICS, "kafka.connect:type=plugins,*"));
       try {
