@@ -17,8 +17,6 @@ import java.util.Map;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.TopicPartition;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
 import org.junit.jupiter.api.AfterEach;
@@ -73,12 +71,12 @@ class KafkaRelayCrashTest {
 
     ChildJvm second = closeLater(ChildJvm.start("relay-2", RelayNode.class, args));
     second.awaitLineStartingWith("ACQUIRED", Duration.ofSeconds(30));
-    // Each read takes what the topic holds at that moment (its end offsets) and returns as soon as
-    // it has it, instead of polling for a fixed time for records that may never come.
+    // Each read takes what the topic holds at that moment (up to its end offsets; the sink writes
+    // without transactions) and returns as soon as it has it, instead of polling for a fixed time.
     await().atMost(Duration.ofSeconds(60))
-        .until(() -> distinct(readWhatTheTopicHolds(kafka, "orders")).size() == 600);
+        .until(() -> distinct(kafka.readToEnd("orders", Duration.ofSeconds(30))).size() == 600);
 
-    List<ConsumerRecord<byte[], byte[]>> all = readWhatTheTopicHolds(kafka, "orders");
+    List<ConsumerRecord<byte[], byte[]>> all = kafka.readToEnd("orders", Duration.ofSeconds(30));
     Map<String, Long> perId = distinct(all);
     assertThat(perId).hasSize(600);
     long duplicates = all.size() - perId.size();
@@ -93,32 +91,6 @@ class KafkaRelayCrashTest {
     for (int i = from; i < to; i++) {
       orders.insertOne(new BsonDocument("_id", new BsonInt32(i)).append("n", new BsonInt32(i)));
     }
-  }
-
-  /**
-   * Every record the topic holds now: each partition read from its beginning up to its end offset
-   * as it was when the read began, returning as soon as that is reached (the sink's producer is
-   * idempotent, not transactional, so there are no commit markers to skip).
-   */
-  private static List<ConsumerRecord<byte[], byte[]>> readWhatTheTopicHolds(EmbeddedKafka kafka, String topic) {
-    List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
-    try (KafkaConsumer<byte[], byte[]> consumer = kafka.consumer()) {
-      List<TopicPartition> partitions = consumer.partitionsFor(topic, Duration.ofSeconds(10)).stream()
-          .map(p -> new TopicPartition(topic, p.partition())).toList();
-      Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, Duration.ofSeconds(10));
-      consumer.assign(partitions);
-      consumer.seekToBeginning(partitions);
-      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-      while (partitions.stream().anyMatch(p -> consumer.position(p) < ends.get(p))) {
-        assertThat(System.nanoTime() - deadline).as("reading %s up to its end offsets %s", topic, ends).isNegative();
-        consumer.poll(Duration.ofMillis(100)).forEach(r -> {
-          if (r.offset() < ends.get(new TopicPartition(r.topic(), r.partition()))) {
-            read.add(r);
-          }
-        });
-      }
-    }
-    return read;
   }
 
   private static Map<String, Long> distinct(List<ConsumerRecord<byte[], byte[]>> records) {

@@ -261,6 +261,37 @@ public final class EmbeddedKafka implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Every record {@code topic} holds now: each partition read from its beginning up to its end
+   * offset as it was when the read began, returning as soon as that is reached (unlike {@link
+   * #readAll}, which polls until a count or the timeout, so a read of "everything" waits the whole
+   * timeout). The end offsets count records only for topics written without transactions (a
+   * transaction's commit marker takes an offset too); fails if {@code timeout} passes first.
+   */
+  public List<ConsumerRecord<byte[], byte[]>> readToEnd(String topic, Duration timeout) {
+    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+    long deadline = System.nanoTime() + timeout.toNanos();
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
+      List<TopicPartition> partitions = new ArrayList<>();
+      consumer.partitionsFor(topic, timeout).forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
+      Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, timeout);
+      consumer.assign(partitions);
+      consumer.seekToBeginning(partitions);
+      while (partitions.stream().anyMatch(p -> consumer.position(p, timeout) < ends.get(p))) {
+        if (System.nanoTime() - deadline > 0) {
+          throw new IllegalStateException("Topic " + topic + " not read up to its end offsets " + ends + " within "
+              + timeout + ": " + out.size() + " records read");
+        }
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
+          if (r.offset() < ends.get(new TopicPartition(r.topic(), r.partition()))) {
+            out.add(r);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
   /** Stops the broker (the controller keeps running); clients see the broker unreachable. */
   public void stopBroker() {
     BrokerServer broker = cluster.brokers().get(brokerId);
