@@ -10,6 +10,7 @@ import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
 import javax.sql.DataSource;
@@ -32,6 +33,7 @@ public final class PgRecordingNode {
         ? BootstrapPolicy.snapshot() : BootstrapPolicy.oldest();
     DataSource ds = ListenerOnPostgresTest.simple(url);
     int[] count = new int[1];
+    Connection[] recording = new Connection[1];
     Listener<Map<String, Object>> listener = Listener.builder(
             PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.orders").build(),
             SqlLeaseStore.builder(ds).build())
@@ -44,11 +46,24 @@ public final class PgRecordingNode {
         .bootstrap(bootstrap)
         .checkpoint(CheckpointPolicy.every(every, Duration.ofHours(1)))
         .handler((change, fence) -> {
-          try (Connection c = ds.getConnection();
-              PreparedStatement s = c.prepareStatement("INSERT INTO deliveries VALUES (?, ?)")) {
-            s.setInt(1, (Integer) change.document().get("n"));
-            s.setString(2, name);
-            s.executeUpdate();
+          // One connection for the recording, not one per change: each new PostgreSQL connection
+          // starts a server process, and a few thousand of them were most of a snapshot test's
+          // time. Autocommit: a row is committed before the handler returns, as before.
+          synchronized (recording) {
+            try {
+              if (recording[0] == null) {
+                recording[0] = ds.getConnection();
+              }
+              try (PreparedStatement s = recording[0].prepareStatement("INSERT INTO deliveries VALUES (?, ?)")) {
+                s.setInt(1, (Integer) change.document().get("n"));
+                s.setString(2, name);
+                s.executeUpdate();
+              }
+            } catch (SQLException e) {
+              closeQuietly(recording[0]); // the next attempt opens a new one
+              recording[0] = null;
+              throw e;
+            }
           }
           if (++count[0] % 100 == 0) {
             System.out.println("DELIVERED " + count[0]);
@@ -64,5 +79,16 @@ public final class PgRecordingNode {
     listener.start();
     System.out.println("READY " + name);
     Thread.currentThread().join();
+  }
+
+  private static void closeQuietly(Connection c) {
+    if (c == null) {
+      return;
+    }
+    try {
+      c.close();
+    } catch (SQLException ignored) {
+      // already broken; the handler's caller sees the original error
+    }
   }
 }
