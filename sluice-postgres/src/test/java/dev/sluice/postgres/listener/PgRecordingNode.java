@@ -60,8 +60,11 @@ public final class PgRecordingNode {
                 s.executeUpdate();
               }
             } catch (SQLException e) {
-              closeQuietly(recording[0]); // the next attempt opens a new one
-              recording[0] = null;
+              try (Connection broken = recording[0]) { // the next attempt opens a new one
+                recording[0] = null;
+              } catch (SQLException closing) {
+                e.addSuppressed(closing);
+              }
               throw e;
             }
           }
@@ -79,16 +82,5 @@ public final class PgRecordingNode {
     listener.start();
     System.out.println("READY " + name);
     Thread.currentThread().join();
-  }
-
-  private static void closeQuietly(Connection c) {
-    if (c == null) {
-      return;
-    }
-    try {
-      c.close();
-    } catch (SQLException ignored) {
-      // already broken; the handler's caller sees the original error
-    }
   }
 }
