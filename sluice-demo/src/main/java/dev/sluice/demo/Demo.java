@@ -70,7 +70,7 @@ public final class Demo {
       LeaseStore leases = MongoLeaseStore.builder(client.getDatabase(DATABASE)).build();
 
       for (int i = 1; i <= 3; i++) {
-        ChildJvm node = NodeJvm.start("node-" + i, DemoNode.class, mongo.connectionString(), "node-" + i,
+        ChildJvm node = ChildJvm.start("node-" + i, DemoNode.class, mongo.connectionString(), "node-" + i,
             Long.toString(settings.lease().toMillis()), Integer.toString(settings.checkpointEvery()));
         nodes.add(node);
       }

@@ -5,7 +5,6 @@ import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.Updates;
 import dev.sluice.ConfigurationException;
-import dev.sluice.demo.NodeJvm;
 import dev.sluice.demo.Pacer;
 import dev.sluice.demo.Polling;
 import dev.sluice.feed.Position;
@@ -260,7 +259,7 @@ public final class RelayDemo {
    */
   private ChildJvm launchRelay(String broker, int instance, int holdAt, EmbeddedMongo source, String brokerAddress) {
     String name = broker + "-relay-" + instance;
-    ChildJvm relay = NodeJvm.start(name, RelayNode.class, name, broker, source.connectionString(), brokerAddress,
+    ChildJvm relay = ChildJvm.start(name, RelayNode.class, name, broker, source.connectionString(), brokerAddress,
         Integer.toString(settings.checkpointEvery()), Long.toString(settings.lease().toMillis()),
         Integer.toString(holdAt), Boolean.toString(holdAt == 0));
     relays.add(relay);

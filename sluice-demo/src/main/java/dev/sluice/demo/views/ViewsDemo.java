@@ -4,7 +4,6 @@ import dev.sluice.lease.OwnerId;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Indexes;
-import dev.sluice.demo.NodeJvm;
 import dev.sluice.demo.Polling;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
@@ -215,7 +214,7 @@ public final class ViewsDemo {
   }
 
   private ChildJvm startNode(String name, EmbeddedMongo mongo, List<ChildJvm> nodes) {
-    ChildJvm node = NodeJvm.start(name, ViewsNode.class, mongo.connectionString(), name,
+    ChildJvm node = ChildJvm.start(name, ViewsNode.class, mongo.connectionString(), name,
         Long.toString(settings.lease().toMillis()), Integer.toString(settings.checkpointEvery()));
     nodes.add(node);
     return node;
