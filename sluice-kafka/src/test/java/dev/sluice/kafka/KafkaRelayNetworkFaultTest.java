@@ -51,7 +51,6 @@ import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
@@ -257,18 +256,9 @@ class KafkaRelayNetworkFaultTest {
     p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
-    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
     try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
-      List<TopicPartition> parts = new ArrayList<>();
-      c.partitionsFor(topic, Duration.ofSeconds(10)).forEach(i -> parts.add(new TopicPartition(topic, i.partition())));
-      c.assign(parts);
-      c.seekToBeginning(parts);
-      Map<TopicPartition, Long> end = c.endOffsets(parts);
-      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-        c.poll(Duration.ofMillis(100)).forEach(out::add);
-      }
+      return EmbeddedKafka.readToEnd(c, topic, Duration.ofSeconds(30));
     }
-    return out;
   }
 
   private static String header(ConsumerRecord<byte[], byte[]> r, String name) {

@@ -20,7 +20,6 @@ import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.bson.Document;
 
@@ -201,22 +200,9 @@ final class KeyedWrites {
     p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-    List<ConsumerRecord<String, String>> out = new ArrayList<>();
     try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
-      List<TopicPartition> parts = new ArrayList<>();
-      List<org.apache.kafka.common.PartitionInfo> infos = c.partitionsFor(topic, Duration.ofSeconds(10));
-      if (infos == null) {
-        return out;
-      }
-      infos.forEach(i -> parts.add(new TopicPartition(topic, i.partition())));
-      c.assign(parts);
-      c.seekToBeginning(parts);
-      Map<TopicPartition, Long> end = c.endOffsets(parts);
-      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-        c.poll(Duration.ofMillis(200)).forEach(out::add);
-      }
+      return dev.sluice.testkit.kafka.EmbeddedKafka.readToEnd(c, topic, Duration.ofSeconds(30));
     }
-    return out;
   }
 
   /** The seq a change record's value (Struct as schemaless JSON) carries. */

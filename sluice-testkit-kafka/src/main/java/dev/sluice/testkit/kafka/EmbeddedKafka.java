@@ -265,27 +265,41 @@ public final class EmbeddedKafka implements AutoCloseable {
    * Every record {@code topic} holds now: each partition read from its beginning up to its end
    * offset as it was when the read began, returning as soon as that is reached (unlike {@link
    * #readAll}, which polls until a count or the timeout, so a read of "everything" waits the whole
-   * timeout). The end offsets count records only for topics written without transactions (a
-   * transaction's commit marker takes an offset too); fails if {@code timeout} passes first.
+   * timeout). Fails if {@code timeout} passes first.
    */
   public List<ConsumerRecord<byte[], byte[]>> readToEnd(String topic, Duration timeout) {
-    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
-    long deadline = System.nanoTime() + timeout.toNanos();
     try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
-      List<TopicPartition> partitions = new ArrayList<>();
-      consumer.partitionsFor(topic, timeout).forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
-      Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, timeout);
-      consumer.assign(partitions);
-      consumer.seekToBeginning(partitions);
-      while (partitions.stream().anyMatch(p -> consumer.position(p, timeout) < ends.get(p))) {
-        if (System.nanoTime() - deadline > 0) {
-          throw new IllegalStateException("Topic " + topic + " not read up to its end offsets " + ends + " within "
-              + timeout + ": " + out.size() + " records read");
-        }
-        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
-          if (r.offset() < ends.get(new TopicPartition(r.topic(), r.partition()))) {
-            out.add(r);
-          }
+      return readToEnd(consumer, topic, timeout);
+    }
+  }
+
+  /**
+   * As {@link #readToEnd(String, Duration)}, with a consumer of the caller's (another address, a
+   * {@code read_committed} isolation level, other deserializers), which it assigns to the topic's
+   * partitions; none if the topic does not exist. A transaction's commit marker takes an offset:
+   * the read passes it, and it is no record.
+   */
+  public static <K, V> List<ConsumerRecord<K, V>> readToEnd(KafkaConsumer<K, V> consumer, String topic,
+      Duration timeout) {
+    List<ConsumerRecord<K, V>> out = new ArrayList<>();
+    long deadline = System.nanoTime() + timeout.toNanos();
+    List<TopicPartition> partitions = new ArrayList<>();
+    List<org.apache.kafka.common.PartitionInfo> infos = consumer.partitionsFor(topic, timeout);
+    if (infos == null) {
+      return out;
+    }
+    infos.forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
+    Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, timeout);
+    consumer.assign(partitions);
+    consumer.seekToBeginning(partitions);
+    while (partitions.stream().anyMatch(p -> consumer.position(p, timeout) < ends.get(p))) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new IllegalStateException("Topic " + topic + " not read up to its end offsets " + ends + " within "
+            + timeout + ": " + out.size() + " records read");
+      }
+      for (ConsumerRecord<K, V> r : consumer.poll(Duration.ofMillis(100))) {
+        if (r.offset() < ends.get(new TopicPartition(r.topic(), r.partition()))) {
+          out.add(r);
         }
       }
     }
