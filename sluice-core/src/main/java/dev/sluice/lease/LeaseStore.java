@@ -110,4 +110,15 @@ public interface LeaseStore {
   default AutoCloseable watchReleases(String prefix, java.util.function.Consumer<String> released) {
     return () -> { };
   }
+
+  /**
+   * Optional: the condition, besides renewing in time, under which the holder of {@code lease} (as
+   * granted by this store's {@link #tryAcquire}) may go on acting, for stores that let a standby
+   * take a lease before its expiry once they know the holder stopped (ADR 0114). The lease's keeper
+   * stops at the earlier of the lease's local deadline and this condition's end. Null (the default):
+   * only the lease's own expiry counts.
+   */
+  default HolderLiveness liveness(Lease lease) {
+    return null;
+  }
 }

@@ -2,6 +2,7 @@ package dev.sluice.lease.internal;
 
 import dev.sluice.SluiceException;
 import dev.sluice.Ticker;
+import dev.sluice.lease.HolderLiveness;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseLostException;
 import dev.sluice.lease.LeaseStore;
@@ -37,6 +38,10 @@ import org.slf4j.LoggerFactory;
  * waiting on a socket nobody answers (docs/adr/0100-loss-at-the-local-deadline.md). The loss
  * listener then runs on a thread of its own ({@link #NOTICES}), so a slow listener cannot delay
  * another lease's watchdog.
+ *
+ * <p>Where the store bounds a lease by a second condition ({@link LeaseStore#liveness}, such as
+ * the SQL store's database session, docs/adr/0114-sql-lease-holder-session-liveness.md), the keeper stops
+ * at whichever ends first, the same way: the watchdog watches both.
  */
 public final class LeaseKeeper {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseKeeper.class);
@@ -87,6 +92,8 @@ public final class LeaseKeeper {
   private final ScheduledExecutorService scheduler;
   private final Ticker ticker;
   private final LossListener onLost;
+  /** The store's second condition for this lease (ADR 0114), or null: the deadline alone. */
+  private final HolderLiveness liveness;
   private volatile Lease lease;
   private volatile long deadlineNanos;
   private volatile String lostReason;
@@ -107,6 +114,7 @@ public final class LeaseKeeper {
     this.onLost = Objects.requireNonNull(onLost, "onLost");
     this.marginNanos = Math.min(duration.toNanos() / 20, TimeUnit.MILLISECONDS.toNanos(500));
     this.deadlineNanos = requestStartNanos + duration.toNanos() - marginNanos;
+    this.liveness = store.liveness(lease);
   }
 
   /** Starts renewing every {@code renewEvery} on the scheduler. */
@@ -124,27 +132,43 @@ public final class LeaseKeeper {
     if (retired || lostReason != null) {
       return;
     }
-    long delay = Math.max(0, deadlineNanos - ticker.nanos());
+    long now = ticker.nanos();
+    long until = deadlineNanos - now;
+    if (liveness != null) {
+      until = Math.min(until, liveness.remainingNanos());
+    }
+    long delay = Math.max(0, until);
     watch = WATCHDOG.schedule(this::deadlineReached, delay, TimeUnit.NANOSECONDS);
   }
 
   /**
-   * The watchdog's task: marks the lease lost if its deadline passed, else (a renewal or commit
-   * moved it meanwhile) watches the new one. Never calls the store.
+   * The watchdog's task: marks the lease lost if its deadline passed or the store's liveness
+   * condition ended, else (a renewal, a commit or a confirmation of liveness moved them meanwhile)
+   * watches the new ones. Never calls the store.
    */
   private void deadlineReached() {
+    String reason;
     synchronized (this) {
       if (retired || lostReason != null) {
         return;
       }
-      if (ticker.nanos() - deadlineNanos < 0) {
+      if (ticker.nanos() - deadlineNanos >= 0) {
+        reason = "not renewed before it ran out: the local deadline passed while renewals had not"
+            + " got through (store unreachable or slow, or process paused, for longer than the lease"
+            + " of " + duration + ")";
+      } else if (livenessEnded()) {
+        reason = liveness.lostReason();
+      } else {
         watchDeadline();
         return;
       }
     }
-    markLost("not renewed before it ran out: the local deadline passed while renewals had not"
-        + " got through (store unreachable or slow, or process paused, for longer than the lease"
-        + " of " + duration + ")", null, true);
+    markLost(reason, null, true);
+  }
+
+  /** Whether the store's second condition for this lease (ADR 0114) has ended. */
+  private boolean livenessEnded() {
+    return liveness != null && liveness.remainingNanos() <= 0;
   }
 
   /** The local deadline on the ticker, as last computed. For status and tests. */
@@ -162,6 +186,10 @@ public final class LeaseKeeper {
     if (start - deadlineNanos >= 0) {
       markLost("not renewed before it ran out (store unreachable or process paused for"
           + " longer than the lease of " + duration + ")");
+      return;
+    }
+    if (livenessEnded()) {
+      markLost(liveness.lostReason());
       return;
     }
     try {
@@ -269,9 +297,18 @@ public final class LeaseKeeper {
     }
   }
 
-  /** Whether the holder may go on: not marked lost, and the local deadline not passed. */
+  /**
+   * Whether the holder may go on: not marked lost, the local deadline not passed, and the store's
+   * liveness condition for it (if any) not ended.
+   */
   public boolean isValid() {
     if (lostReason != null) {
+      return false;
+    }
+    if (livenessEnded()) {
+      if (!retired) {
+        markLost(liveness.lostReason());
+      }
       return false;
     }
     if (ticker.nanos() - deadlineNanos >= 0) {

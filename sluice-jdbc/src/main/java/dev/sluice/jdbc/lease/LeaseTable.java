@@ -15,14 +15,17 @@ import java.sql.Statement;
 final class LeaseTable {
   private final String name;
   private final boolean create;
+  /** Whether the store records holder sessions (ADR 0114): PostgreSQL only, four more columns. */
+  private final boolean sessionColumns;
   private volatile SqlDialect dialect;
   private volatile boolean ready;
   /** Whether the server takes a lease in one upsert with RETURNING (ADR 0072); null: not asked yet. */
   private volatile Boolean upsertReturning;
 
-  LeaseTable(String name, boolean create, SqlDialect dialect) {
+  LeaseTable(String name, boolean create, SqlDialect dialect, boolean sessionColumns) {
     this.name = name;
     this.create = create;
+    this.sessionColumns = sessionColumns;
     this.dialect = dialect;
   }
 
@@ -56,17 +59,66 @@ final class LeaseTable {
     if (upsertReturning == null) {
       upsertReturning = d.upsertReturning(c.getMetaData());
     }
-    if (!ready && create) {
-      create(c, d);
+    if (!ready) {
+      prepare(c, d);
     }
-    ready = true;
     return d;
   }
 
-  private synchronized void create(Connection c, SqlDialect d) throws SQLException {
+  /** The table created (unless turned off) and, with session liveness, its columns there. */
+  private synchronized void prepare(Connection c, SqlDialect d) throws SQLException {
     if (ready) {
       return;
     }
+    if (sessionColumns && d != SqlDialect.POSTGRESQL) {
+      throw new ConfigurationException("SqlLeaseStore sessionLiveness needs PostgreSQL, but the"
+          + " database is " + d + " (docs/adr/0114-sql-lease-holder-session-liveness.md); remove the option");
+    }
+    if (create) {
+      create(c, d);
+    }
+    if (sessionColumns) {
+      sessionColumns(c);
+    }
+    if (!c.getAutoCommit()) {
+      c.commit();
+    }
+    ready = true;
+  }
+
+  /** The columns of ADR 0114, in one statement each way. */
+  static final String SESSION_COLUMNS = "holder_pid, holder_since, holder_bound_ms, holder_epoch";
+
+  /**
+   * Adds the session columns where the store may change the table; else checks that they are
+   * there, and refuses to start naming them if not.
+   */
+  private void sessionColumns(Connection c) throws SQLException {
+    if (create) {
+      try (Statement st = c.createStatement()) {
+        st.execute("ALTER TABLE " + name + " ADD COLUMN IF NOT EXISTS holder_pid INTEGER,"
+            + " ADD COLUMN IF NOT EXISTS holder_since TIMESTAMP WITH TIME ZONE,"
+            + " ADD COLUMN IF NOT EXISTS holder_bound_ms BIGINT,"
+            + " ADD COLUMN IF NOT EXISTS holder_epoch BIGINT");
+      }
+      return;
+    }
+    try (Statement st = c.createStatement()) {
+      st.executeQuery("SELECT " + SESSION_COLUMNS + " FROM " + name + " WHERE false").close();
+    } catch (SQLException e) {
+      if ("42703".equals(e.getSQLState())) { // undefined_column
+        if (!c.getAutoCommit()) {
+          c.rollback();
+        }
+        throw new ConfigurationException("SqlLeaseStore sessionLiveness needs the columns "
+            + SESSION_COLUMNS + " in table " + name + ", and createTable(false) lets the store not"
+            + " add them: run the ALTER TABLE in postgresql.sql's comment (" + e.getMessage() + ")");
+      }
+      throw e;
+    }
+  }
+
+  private void create(Connection c, SqlDialect d) throws SQLException {
     String ddl = d.ddl(name);
     try (Statement st = c.createStatement()) {
       st.execute(ddl);
@@ -79,9 +131,6 @@ final class LeaseTable {
         second.addSuppressed(first);
         throw second;
       }
-    }
-    if (!c.getAutoCommit()) {
-      c.commit();
     }
   }
 }

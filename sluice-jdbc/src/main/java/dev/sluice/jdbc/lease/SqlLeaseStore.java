@@ -28,11 +28,25 @@ import javax.sql.DataSource;
  * and {@link #watchReleases} listens on it, so a standby takes a gracefully released partition at
  * once (ADR 0061); each watch holds one connection of the pool while it runs.
  *
+ * <p>With {@link Builder#sessionLiveness} (PostgreSQL), a crashed holder's leases are taken by a
+ * listener's standby within about that bound, instead of at their expiry, where the database sees
+ * the holder's session end; a paused or cut-off holder is still fenced by its lease
+ * (docs/adr/0114-sql-lease-holder-session-liveness.md). {@link #close()} such a store when done.
+ *
  * <p>Thread-safe; borrows one connection per operation, so give it a pooled DataSource. The
  * implementation is the package-private {@code SqlLeaseStoreImpl}, built only by {@link Builder}
  * (ADR 0118).
  */
-public interface SqlLeaseStore extends LeaseStore {
+public interface SqlLeaseStore extends LeaseStore, AutoCloseable {
+
+  /**
+   * Stops confirming the store's liveness session, if it has one, and gives its connection back to
+   * the DataSource: every lease granted with that session is then lost to its holder at once (a
+   * pool keeps the session open, so standbys wait for those leases' expiry). Nothing else needs
+   * closing; other calls keep working (leases granted afterwards are judged by their expiry alone).
+   */
+  @Override
+  void close();
 
   /** Which SQL database the store talks to. */
   enum Dialect {
@@ -66,6 +80,7 @@ public interface SqlLeaseStore extends LeaseStore {
     boolean createTable = true;
     boolean readThenWriteAcquire;
     Duration operationTimeout = DEFAULT_OPERATION_TIMEOUT;
+    Duration sessionLiveness;
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -112,6 +127,36 @@ public interface SqlLeaseStore extends LeaseStore {
           && timeout.toMillis() <= Integer.MAX_VALUE, "operationTimeout", timeout,
           "must be at least 1 ms and at most " + Integer.MAX_VALUE + " ms");
       this.operationTimeout = timeout;
+      return this;
+    }
+
+    /**
+     * PostgreSQL only, off by default: lets a standby take a crashed holder's lease within about
+     * {@code bound} of the crash instead of at the lease's expiry (ADR 0114). The store keeps one
+     * connection of the DataSource for its life as its liveness session, records that session in
+     * each lease it grants, and confirms it alive every quarter of {@code bound}. A standby's
+     * {@link #watchReleases} finds leases whose recorded session the server no longer has, and takes
+     * one a bound (the holder's, recorded in the row) after it found its session gone. The holder
+     * stops acting on a lease when its session was not confirmed alive for {@code bound}, so by then
+     * it has stopped, whether it crashed or only lost its session (a network cut the server noticed,
+     * {@code pg_terminate_backend}, a database restart).
+     *
+     * <p>The price: a holder that cannot confirm its session for {@code bound} (a database restart or
+     * failover, a network blip or a pause longer than the bound) gives up its leases, where without
+     * the option it keeps them for up to a lease. A paused process keeps its session, so a paused or
+     * cut-off holder is taken over at its lease's expiry only, as without the option. A database
+     * restart does not make standbys take over early (sessions older than the server are not
+     * counted as gone). Needs the columns {@code holder_pid, holder_since, holder_bound_ms,
+     * holder_epoch} (added on first use unless {@code createTable(false)}). Not behind a pooler in
+     * transaction mode, whose server sessions are not its clients'. Between 100 ms and 1 hour; the
+     * holder's bound should be well below its lease's duration, or nothing is gained.
+     */
+    public Builder sessionLiveness(Duration bound) {
+      ConfigurationException.requireNonNull(bound, "sessionLiveness");
+      ConfigurationException.require(bound.compareTo(Duration.ofMillis(100)) >= 0
+          && bound.compareTo(Duration.ofHours(1)) <= 0, "sessionLiveness", bound,
+          "must be between 100 ms and 1 hour");
+      this.sessionLiveness = bound;
       return this;
     }
 

@@ -2,6 +2,7 @@ package dev.sluice.jdbc.lease;
 
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.Position;
+import dev.sluice.lease.HolderLiveness;
 import dev.sluice.lease.Lease;
 import dev.sluice.lease.LeaseCallBounds;
 import dev.sluice.lease.LeaseRecord;
@@ -31,9 +32,16 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
   private final AcquireStrategy readThenWriteAcquire;
   /** Tests only: the read-then-write acquisition also where the server has the upsert. */
   private final boolean forceReadThenWrite;
+  /** With session liveness (ADR 0114): the holder's session, else null. */
+  private final SessionLiveness liveness;
+  /** With session liveness: the sessions found gone, else null. */
+  private final GoneSessions goneSessions;
+  /** With session liveness: the acquisition that records the session, else null. */
+  private final SessionAcquire sessionAcquire;
 
   SqlLeaseStoreImpl(SqlLeaseStore.Builder b) {
-    this.table = new LeaseTable(b.table, b.createTable, b.dialect == null ? null : b.dialect.sql);
+    this.table = new LeaseTable(b.table, b.createTable, b.dialect == null ? null : b.dialect.sql,
+        b.sessionLiveness != null);
     this.bounds = new LeaseCallBounds(b.operationTimeout);
     this.calls = new LeaseCalls(b.dataSource, table, bounds.operationTimeoutMillis());
     this.cas = new CasTransactions(calls);
@@ -42,6 +50,15 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
     this.upsertAcquire = new UpsertAcquire(calls, b.table);
     this.readThenWriteAcquire = new ReadThenWriteAcquire(statements, cas);
     this.forceReadThenWrite = b.readThenWriteAcquire;
+    if (b.sessionLiveness == null) {
+      this.liveness = null;
+      this.goneSessions = null;
+      this.sessionAcquire = null;
+    } else {
+      this.liveness = new SessionLiveness(b.dataSource, b.sessionLiveness);
+      this.goneSessions = new GoneSessions(calls, b.table);
+      this.sessionAcquire = new SessionAcquire(calls, b.table, liveness, goneSessions);
+    }
   }
 
   /**
@@ -61,7 +78,9 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
     if (upsert == null) {
       upsert = calls.call("tryAcquire", name, bound, (c, d) -> table.upsertReturning());
     }
-    AcquireStrategy strategy = forceReadThenWrite || !upsert ? readThenWriteAcquire : upsertAcquire;
+    // With session liveness the table is PostgreSQL's (LeaseTable refuses anything else).
+    AcquireStrategy strategy = forceReadThenWrite || !upsert ? readThenWriteAcquire
+        : sessionAcquire != null ? sessionAcquire : upsertAcquire;
     Optional<Lease> lease = strategy.acquire(name, owner, duration, bound);
     lease.ifPresent(l -> bounds.granted(name, duration));
     return lease;
@@ -111,6 +130,9 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
         (c, d) -> statements.release(c, d, lease));
     // Another holder of the name in this process (rare) falls back to the operation timeout.
     bounds.released(lease.name());
+    if (released && sessionAcquire != null) {
+      sessionAcquire.forget(lease.name());
+    }
     return released;
   }
 
@@ -125,7 +147,31 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
   public AutoCloseable watchReleases(String prefix, Consumer<String> released) {
     ConfigurationException.requireNonNull(prefix, "prefix");
     ConfigurationException.requireNonNull(released, "released");
-    return notices.watch(table.knownDialect(), prefix, released);
+    AutoCloseable releases = notices.watch(table.knownDialect(), prefix, released);
+    if (goneSessions == null) {
+      return releases;
+    }
+    AutoCloseable sessions = goneSessions.watch(prefix, liveness.pollNanos(), released);
+    return () -> {
+      try {
+        releases.close();
+      } finally {
+        sessions.close();
+      }
+    };
+  }
+
+  /** The lease's session condition if this store granted it with its liveness session (ADR 0114). */
+  @Override
+  public HolderLiveness liveness(Lease lease) {
+    return sessionAcquire == null || lease == null ? null : sessionAcquire.liveness(lease);
+  }
+
+  @Override
+  public void close() {
+    if (liveness != null) {
+      liveness.close();
+    }
   }
 
   /**
@@ -139,12 +185,16 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
     ConfigurationException.requireNonNull(lease, "lease");
     String name = lease.name();
     requireName(name);
-    return calls.call("delete", name, (c, d) -> statements.deleteWhere(c, d, name,
+    boolean deleted = calls.call("delete", name, (c, d) -> statements.deleteWhere(c, d, name,
         x -> "owner = ? AND epoch = ?", (ps, i) -> {
           ps.setString(i, lease.owner());
           ps.setLong(i + 1, lease.epoch());
           return i + 2;
         }));
+    if (deleted && sessionAcquire != null) {
+      sessionAcquire.forget(name);
+    }
+    return deleted;
   }
 
   /**
@@ -169,7 +219,7 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
     requireName(name);
     return calls.call("read", name, (c, d) -> {
       LeaseStatements.Row row = statements.select(c, d, name);
-      return row.name() == null ? Optional.<LeaseRecord>empty() : Optional.of(row.toRecord());
+      return row.name() == null ? Optional.<LeaseRecord>empty() : Optional.of(adjusted(row.toRecord()));
     });
   }
 
@@ -181,7 +231,18 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
         (c, d) -> statements.list(c, d, pattern));
     // Sorted here: the databases' collations disagree on order; Java's is the contract's.
     records.sort(Comparator.comparing(LeaseRecord::name));
+    if (goneSessions != null) {
+      records.replaceAll(goneSessions::adjust);
+    }
     return records;
+  }
+
+  /**
+   * With session liveness, a lease whose holder's session this store found gone a bound ago reads
+   * as expired: the listener counts its holder out and tries at once (ADR 0114).
+   */
+  private LeaseRecord adjusted(LeaseRecord r) {
+    return goneSessions == null ? r : goneSessions.adjust(r);
   }
 
   @Override

@@ -28,6 +28,18 @@ record UpsertAcquire(LeaseCalls calls, String table) implements AcquireStrategy 
       ps.setString(1, name);
       ps.setString(2, owner);
       ps.setLong(3, LeaseStatements.durationMicros(duration));
+      return taken(c, d, ps, name, owner);
+    }
+  }
+
+  /**
+   * Runs a one-statement acquisition whose parameters are bound and whose row, if any, is (owner,
+   * epoch, expires_at, checkpoint, checkpoint_time) as stored; commits. The lease if {@code owner}
+   * took it; empty if someone else holds it or won the statement's race.
+   */
+  static Optional<Lease> taken(Connection c, SqlDialect d, PreparedStatement ps, String name,
+      String owner) throws SQLException {
+    try {
       Optional<Lease> lease = Optional.empty();
       try (ResultSet rs = ps.executeQuery()) {
         // No row (PostgreSQL's ON CONFLICT ... WHERE false) or the row unchanged, someone else's

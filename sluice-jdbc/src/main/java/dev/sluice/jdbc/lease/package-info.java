@@ -16,6 +16,10 @@
  *   <li>{@code LeaseTable}: the schema: the dialect detected, the table created, on first use;
  *   <li>{@code ReleaseNotices} and {@code PostgresReleaseWatch}: release notices on PostgreSQL
  *       ({@code pg_notify} / {@code LISTEN}, ADR 0061);
+ *   <li>{@code SessionLiveness} (the holder's database session, confirmed alive),
+ *       {@code GoneSessions} (the sessions a standby found gone) and {@code SessionAcquire} (the
+ *       acquisition that records the session and may take a lease whose holder's session is gone):
+ *       the opt-in session liveness on PostgreSQL (ADR 0114);
  *   <li>{@code SqlFailures}: a lost race, or a failure that is retryable or not (ADR 0007);
  *   <li>{@code LeaseCalls}: one call on a pooled connection, bounded by the JDBC network timeout
  *       (ADR 0101).

@@ -10,3 +10,8 @@ CREATE TABLE IF NOT EXISTS sluice_lease (
   checkpoint      TEXT,                              -- listener checkpoint (Position.token)
   checkpoint_time TIMESTAMP WITH TIME ZONE           -- Position.time
 )
+-- With SqlLeaseStore.Builder.sessionLiveness (ADR 0114) the store records each holder's database
+-- session; where it may change the table it adds these columns itself, else run:
+-- ALTER TABLE sluice_lease ADD COLUMN IF NOT EXISTS holder_pid INTEGER,
+--   ADD COLUMN IF NOT EXISTS holder_since TIMESTAMP WITH TIME ZONE,
+--   ADD COLUMN IF NOT EXISTS holder_bound_ms BIGINT, ADD COLUMN IF NOT EXISTS holder_epoch BIGINT
