@@ -17,6 +17,9 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -231,6 +234,47 @@ class ListenerOnPostgresTest {
     long twice = counts.values().stream().filter(c -> c == 2).count();
     assertThat(counts.values()).as("at most twice").allMatch(c -> c <= 2);
     assertThat(twice).as("redelivered: what the killed JVM processed after its last commit").isLessThanOrEqualTo(batch);
+  }
+
+  /**
+   * Session liveness (ADR 0114, issue 36 target 3) end to end: two listener JVMs whose SQL lease
+   * store records their database sessions, lease 20 s, bound 1 s. After SIGKILL of the holder, the
+   * standby takes its partition long before the dead holder's leases expire (the grant's epoch is
+   * the database clock in microseconds), and nothing written around the kill is lost.
+   */
+  @Test
+  void withSessionLivenessAKilledHoldersPartitionIsTakenBeforeItsLeaseExpires() throws Exception {
+    Orders orders = ordersDatabase();
+    String url = orders.url();
+    DataSource ds = orders.ds();
+    sql(ds, "CREATE TABLE deliveries (n int, node text)");
+    List<String> jvm = new ArrayList<>(ChildJvm.DEFAULT_OPTIONS);
+    jvm.addAll(List.of("-Dnode.lease.ms=20000", "-Dnode.session.ms=1000"));
+    ChildJvm first = ChildJvm.start("first", jvm, PgRecordingNode.class, url, "first", "20");
+    children.add(first);
+    first.awaitLine(l -> l.contains("bootstrapped at"), Duration.ofSeconds(60));
+    ChildJvm second = ChildJvm.start("second", jvm, PgRecordingNode.class, url, "second", "20");
+    children.add(second);
+    second.awaitLineStartingWith("READY second", Duration.ofSeconds(60));
+    sql(ds, "BEGIN; " + inserts(0, 100) + " COMMIT");
+    first.awaitLine(l -> l.startsWith("DELIVERED 100"), Duration.ofSeconds(60));
+    assertThat(second.output()).as("a standby until the kill").noneMatch(l -> l.startsWith("ACQUIRED"));
+
+    first.kill();
+    Instant deadExpiry;
+    try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT min(expires_at) FROM sluice_lease WHERE owner LIKE 'first/%'")) {
+      rs.next();
+      deadExpiry = rs.getObject(1, OffsetDateTime.class).toInstant();
+    }
+    insertEach(ds, 100, 150);
+
+    String acquired = second.awaitLineStartingWith("ACQUIRED second", Duration.ofSeconds(60));
+    long grantedMicros = Long.parseLong(acquired.substring(acquired.indexOf("epoch=") + "epoch=".length()).trim());
+    assertThat(Instant.EPOCH.plus(grantedMicros, ChronoUnit.MICROS))
+        .as("taken before the dead holder's leases expired").isBefore(deadExpiry);
+    await().atMost(Duration.ofSeconds(60)).until(() -> delivered(ds).keySet().equals(range(0, 150)));
+    assertThat(delivered(ds).values()).as("at most twice").allMatch(n -> n <= 2);
   }
 
   /**

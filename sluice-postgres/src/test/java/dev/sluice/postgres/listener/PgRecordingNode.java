@@ -20,7 +20,9 @@ import javax.sql.DataSource;
  * {@code deliveries} table and prints a line per acquisition and per 100 deliveries.
  *
  * <p>Arguments: JDBC URL, node name, checkpoint every N changes, and optionally the bootstrap
- * ({@code oldest}, the default, or {@code snapshot}).
+ * ({@code oldest}, the default, or {@code snapshot}). System properties: {@code node.lease.ms}
+ * (default 2,000; renewals every 0.3 of it) and {@code node.session.ms}, the lease store's session
+ * liveness bound (ADR 0114; default off).
  */
 public final class PgRecordingNode {
   private PgRecordingNode() {}
@@ -34,13 +36,19 @@ public final class PgRecordingNode {
     DataSource ds = ListenerOnPostgresTest.simple(url);
     int[] count = new int[1];
     Connection[] recording = new Connection[1];
+    Duration lease = Duration.ofMillis(Long.getLong("node.lease.ms", 2_000));
+    SqlLeaseStore.Builder leases = SqlLeaseStore.builder(ds);
+    Long session = Long.getLong("node.session.ms");
+    if (session != null) {
+      leases.sessionLiveness(Duration.ofMillis(session));
+    }
     Listener<Map<String, Object>> listener = Listener.builder(
             PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.orders").build(),
-            SqlLeaseStore.builder(ds).build())
+            leases.build())
         .group("recorder")
         .owner(name)
-        .leaseDuration(Duration.ofSeconds(2))
-        .renewInterval(Duration.ofMillis(600))
+        .leaseDuration(lease)
+        .renewInterval(lease.multipliedBy(3).dividedBy(10))
         .acquireInterval(Duration.ofMillis(100))
         .pollWait(Duration.ofMillis(50))
         .bootstrap(bootstrap)

@@ -40,8 +40,12 @@ public final class ChildJvm implements AutoCloseable {
    * Measurements pass their own options.
    */
   public static ChildJvm start(String name, Class<?> mainClass, String... args) {
-    return start(name, List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"), mainClass, args);
+    return start(name, DEFAULT_OPTIONS, mainClass, args);
   }
+
+  /** The options of {@link #start(String, Class, String...)}, to add system properties to. */
+  public static final List<String> DEFAULT_OPTIONS =
+      List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 
   /** Starts with extra JVM options (system properties, heap). */
   public static ChildJvm start(String name, List<String> jvmOptions, Class<?> mainClass, String... args) {
