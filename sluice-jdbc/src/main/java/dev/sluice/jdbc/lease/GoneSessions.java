@@ -4,7 +4,6 @@ import dev.sluice.lease.LeaseRecord;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -19,12 +18,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The standby's side of session liveness on PostgreSQL (docs/adr/0114-sql-lease-holder-session-liveness.md):
+ * The standby's side of session liveness (docs/adr/0114-sql-lease-holder-session-liveness.md):
  * which held leases' holder sessions this store found gone, and since when. A watch
  * ({@link #watch}, part of the store's {@code watchReleases}) asks the server every poll interval
- * for the held leases under a prefix whose recorded session is no longer in
- * {@code pg_stat_activity} (and began after the server started: a restart is not a death, the
- * lease then waits for its expiry). A lease becomes {@linkplain #eligible eligible} one holder's
+ * for the held leases under a prefix whose recorded session is no longer on the server
+ * ({@link SessionSql#sessionGone}; one that began before the server did is not counted: a restart is
+ * not a death, the lease then waits for its expiry). A lease becomes {@linkplain #eligible eligible} one holder's
  * bound (recorded in the row) after the answer that first showed its session gone arrived: by then
  * the holder has stopped acting, since its last confirmed-alive request was answered before the
  * session ended. Then the watch tells the listener (a release notice), and the acquisition may take
@@ -34,8 +33,8 @@ import org.slf4j.LoggerFactory;
 final class GoneSessions {
   private static final Logger log = LoggerFactory.getLogger(GoneSessions.class);
 
-  /** A lease's recorded holder session, found gone: the row's epoch, the backend and its start. */
-  record Gone(long epoch, int pid, Instant since) {}
+  /** A lease's recorded holder session, found gone: the row's epoch, the session's id and start. */
+  record Gone(long epoch, long id, Instant since) {}
 
   private static final class Entry {
     final Gone gone;
@@ -45,13 +44,6 @@ final class GoneSessions {
       this.gone = gone;
     }
   }
-
-  /** The SQL condition "the row's recorded holder session no longer exists on this server". */
-  static final String SESSION_GONE = "t.holder_pid IS NOT NULL AND t.holder_epoch = t.epoch"
-      + " AND t.holder_since >= pg_postmaster_start_time()"
-      + " AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = t.holder_pid"
-      // A session of another database user may show no backend_start: then it counts as alive.
-      + " AND (a.backend_start IS NULL OR a.backend_start = t.holder_since))";
 
   private final Map<String, Entry> entries = new ConcurrentHashMap<>();
   private final LeaseCalls calls;
@@ -134,8 +126,8 @@ final class GoneSessions {
         fresh.add(e);
         freshNames.add(f.name());
         wait = Math.max(wait, f.boundNanos());
-        log.info("Lease {}: its holder's database session (backend {}) is gone; eligible in {} ms unless"
-            + " renewed by a new session", f.name(), f.gone().pid(), TimeUnit.NANOSECONDS.toMillis(f.boundNanos()));
+        log.info("Lease {}: its holder's database session ({}) is gone; eligible in {} ms unless"
+            + " taken meanwhile", f.name(), f.gone().id(), TimeUnit.NANOSECONDS.toMillis(f.boundNanos()));
       }
     }
     entries.keySet().removeIf(name -> name.startsWith(prefix) && !seen.contains(name));
@@ -169,12 +161,12 @@ final class GoneSessions {
     List<Found> found = new ArrayList<>();
     try (PreparedStatement ps = c.prepareStatement("SELECT t.name, t.epoch, t.holder_pid,"
         + " t.holder_since, t.holder_bound_ms FROM " + table + " t WHERE t.name LIKE ? ESCAPE '!'"
-        + " AND t.owner IS NOT NULL AND t.expires_at > now() AND " + SESSION_GONE)) {
+        + " AND t.owner IS NOT NULL AND t.expires_at > " + d.now + " AND "
+        + SessionSql.of(d).sessionGone("t."))) {
       ps.setString(1, pattern);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          Gone gone = new Gone(rs.getLong(2), rs.getInt(3),
-              rs.getObject(4, OffsetDateTime.class).toInstant());
+          Gone gone = new Gone(rs.getLong(2), rs.getLong(3), d.getTime(rs, 4));
           long boundNanos = TimeUnit.MILLISECONDS.toNanos(rs.getLong(5));
           // The holder stops a margin before its bound; waiting the bound itself is later still.
           found.add(new Found(rs.getString(1), gone, boundNanos));

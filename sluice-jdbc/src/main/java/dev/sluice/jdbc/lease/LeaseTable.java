@@ -70,15 +70,17 @@ final class LeaseTable {
     if (ready) {
       return;
     }
-    if (sessionColumns && d != SqlDialect.POSTGRESQL) {
-      throw new ConfigurationException("SqlLeaseStore sessionLiveness needs PostgreSQL, but the"
-          + " database is " + d + " (docs/adr/0114-sql-lease-holder-session-liveness.md); remove the option");
+    if (sessionColumns && !Boolean.TRUE.equals(upsertReturning)) {
+      throw new ConfigurationException("SqlLeaseStore sessionLiveness needs PostgreSQL or MariaDB"
+          + " 10.5 or later (a one-statement acquisition), but the database is "
+          + c.getMetaData().getDatabaseProductName() + " " + c.getMetaData().getDatabaseProductVersion()
+          + " (docs/adr/0114-sql-lease-holder-session-liveness.md); remove the option");
     }
     if (create) {
       create(c, d);
     }
     if (sessionColumns) {
-      sessionColumns(c);
+      sessionColumns(c, d);
     }
     if (!c.getAutoCommit()) {
       c.commit();
@@ -86,33 +88,29 @@ final class LeaseTable {
     ready = true;
   }
 
-  /** The columns of ADR 0114, in one statement each way. */
-  static final String SESSION_COLUMNS = "holder_pid, holder_since, holder_bound_ms, holder_epoch";
-
   /**
    * Adds the session columns where the store may change the table; else checks that they are
    * there, and refuses to start naming them if not.
    */
-  private void sessionColumns(Connection c) throws SQLException {
+  private void sessionColumns(Connection c, SqlDialect d) throws SQLException {
     if (create) {
       try (Statement st = c.createStatement()) {
-        st.execute("ALTER TABLE " + name + " ADD COLUMN IF NOT EXISTS holder_pid INTEGER,"
-            + " ADD COLUMN IF NOT EXISTS holder_since TIMESTAMP WITH TIME ZONE,"
-            + " ADD COLUMN IF NOT EXISTS holder_bound_ms BIGINT,"
-            + " ADD COLUMN IF NOT EXISTS holder_epoch BIGINT");
+        st.execute(SessionSql.of(d).addColumns(name));
       }
       return;
     }
     try (Statement st = c.createStatement()) {
-      st.executeQuery("SELECT " + SESSION_COLUMNS + " FROM " + name + " WHERE false").close();
+      st.executeQuery("SELECT " + SessionSql.COLUMNS + " FROM " + name + " WHERE 1 = 0").close();
     } catch (SQLException e) {
-      if ("42703".equals(e.getSQLState())) { // undefined_column
+      // undefined_column: 42703 on PostgreSQL, 42S22 (error 1054) on MariaDB/MySQL
+      if ("42703".equals(e.getSQLState()) || "42S22".equals(e.getSQLState())) {
         if (!c.getAutoCommit()) {
           c.rollback();
         }
         throw new ConfigurationException("SqlLeaseStore sessionLiveness needs the columns "
-            + SESSION_COLUMNS + " in table " + name + ", and createTable(false) lets the store not"
-            + " add them: run the ALTER TABLE in postgresql.sql's comment (" + e.getMessage() + ")");
+            + SessionSql.COLUMNS + " in table " + name + ", and createTable(false) lets the store not"
+            + " add them: run the ALTER TABLE in the comment of " + d.ddlResource() + " ("
+            + e.getMessage() + ")");
       }
       throw e;
     }

@@ -2,13 +2,8 @@ package dev.sluice.jdbc.lease;
 
 import dev.sluice.lease.HolderLiveness;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
@@ -16,9 +11,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The holder's side of session liveness on PostgreSQL (docs/adr/0114-sql-lease-holder-session-liveness.md):
+ * The holder's side of session liveness (docs/adr/0114-sql-lease-holder-session-liveness.md):
  * one connection of the store's own, held for the store's life, whose server session the store
- * records in every lease it grants ({@link Session}), and confirms alive every quarter of the bound
+ * records in every lease it grants ({@link SessionSql.Session}), and confirms alive every quarter of the bound
  * from a daemon thread. A lease granted with a session may be acted on only while that session was
  * confirmed less than the bound ago, by the send time of the confirmation on the monotonic clock
  * ({@link #holderLiveness}); a standby may take it early only a bound after it found the session
@@ -28,20 +23,19 @@ import org.slf4j.LoggerFactory;
 final class SessionLiveness implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SessionLiveness.class);
 
-  /** A server session: its backend's pid and start, which together never repeat on one server. */
-  record Session(int pid, Instant since) {}
-
   private final DataSource dataSource;
   private final long boundNanos;
   /** How much earlier than the bound the holder stops (rates of two monotonic clocks, scheduling). */
   private final long marginNanos;
   private final long everyNanos;
   private final Object firstConfirmation = new Object();
-  private volatile Session current;
+  private volatile SessionSql.Session current;
   /** Send time (System.nanoTime) of the last confirmation of {@link #current} that was answered. */
   private volatile long confirmedNanos;
   private volatile boolean closed;
   private Thread thread;
+  /** The database's way of naming and confirming a session; set by the first {@link #start}. */
+  private volatile SessionSql sql;
   /** The liveness connection; only the thread touches it. */
   private Connection connection;
 
@@ -66,8 +60,8 @@ final class SessionLiveness implements AutoCloseable {
    * bound, else null (the lease is then judged by its expiry alone). Starts the confirmations on
    * first use and waits for the first at most {@code waitMillis}.
    */
-  Session sessionForGrant(long waitMillis) {
-    start();
+  SessionSql.Session sessionForGrant(SessionSql sql, long waitMillis) {
+    start(sql);
     if (current == null) {
       long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMillis);
       synchronized (firstConfirmation) {
@@ -85,12 +79,12 @@ final class SessionLiveness implements AutoCloseable {
         }
       }
     }
-    Session s = current;
+    SessionSql.Session s = current;
     return s != null && remainingNanos(s) > 0 ? s : null;
   }
 
   /** The condition under which the holder of a lease granted with {@code session} may act. */
-  HolderLiveness holderLiveness(Session session) {
+  HolderLiveness holderLiveness(SessionSql.Session session) {
     return new HolderLiveness() {
       @Override
       public long remainingNanos() {
@@ -99,7 +93,7 @@ final class SessionLiveness implements AutoCloseable {
 
       @Override
       public String lostReason() {
-        return "its database session (backend " + session.pid() + " since " + session.since()
+        return "its database session (id " + session.id() + ", started " + session.since()
             + ") was not confirmed alive within the session-liveness bound of "
             + Duration.ofNanos(boundNanos) + (session.equals(current) ? "" : ": it has ended")
             + "; a standby may take the lease once it finds the session gone (ADR 0114)";
@@ -107,17 +101,18 @@ final class SessionLiveness implements AutoCloseable {
     };
   }
 
-  private long remainingNanos(Session session) {
+  private long remainingNanos(SessionSql.Session session) {
     if (closed || !session.equals(current)) {
       return 0;
     }
     return confirmedNanos + boundNanos - marginNanos - System.nanoTime();
   }
 
-  private synchronized void start() {
+  private synchronized void start(SessionSql sql) {
     if (thread != null || closed) {
       return;
     }
+    this.sql = sql;
     thread = new Thread(this::run, "sluice-lease-session");
     thread.setDaemon(true);
     thread.start();
@@ -128,10 +123,12 @@ final class SessionLiveness implements AutoCloseable {
     while (!closed) {
       long send = System.nanoTime();
       try {
+        SessionSql.Session opened = null;
         if (connection == null) {
           connection = open();
+          opened = sql.open(connection);
         }
-        Session s = confirm(connection);
+        SessionSql.Session s = opened != null ? opened : sql.confirm(connection, current);
         if (!s.equals(current)) {
           if (current != null) {
             log.warn("Lease-store session {} ended; leases granted with it are lost, new ones use {}",
@@ -161,40 +158,16 @@ final class SessionLiveness implements AutoCloseable {
     connection = null;
   }
 
-  /**
-   * A connection for the liveness session: autocommit, and never ended by the server for idling
-   * ({@code idle_session_timeout} exists from PostgreSQL 14; earlier servers have none to turn off).
-   */
+  /** A connection for the liveness session: autocommit, answers bounded by a quarter of the bound. */
   private Connection open() throws SQLException {
     Connection c = dataSource.getConnection();
     try {
       c.setAutoCommit(true);
-      try (Statement st = c.createStatement()) {
-        st.execute("SET idle_in_transaction_session_timeout = 0");
-      }
-      try (Statement st = c.createStatement()) {
-        st.execute("SET idle_session_timeout = 0");
-      } catch (SQLException e) {
-        if (!"42704".equals(e.getSQLState())) { // undefined_object: before PostgreSQL 14
-          throw e;
-        }
-      }
       c.setNetworkTimeout(Runnable::run, (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(everyNanos)));
       return c;
     } catch (SQLException | RuntimeException e) {
       closeQuietly(c);
       throw e;
-    }
-  }
-
-  private static Session confirm(Connection c) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(
-        "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()");
-        ResultSet rs = ps.executeQuery()) {
-      if (!rs.next()) {
-        throw new SQLException("pg_stat_activity has no row for this session");
-      }
-      return new Session(rs.getInt(1), rs.getObject(2, OffsetDateTime.class).toInstant());
     }
   }
 

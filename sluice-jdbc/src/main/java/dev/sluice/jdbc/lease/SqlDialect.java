@@ -175,6 +175,11 @@ enum SqlDialect {
    */
   void guard(java.sql.Connection c) throws SQLException {}
 
+  /** The name of the documented DDL's resource, next to this class. */
+  String ddlResource() {
+    return ddlResource;
+  }
+
   /** The documented DDL (a resource next to this class) for {@code table}. */
   String ddl(String table) {
     try (InputStream in = SqlDialect.class.getResourceAsStream(ddlResource)) {

@@ -28,7 +28,7 @@ import javax.sql.DataSource;
  * and {@link #watchReleases} listens on it, so a standby takes a gracefully released partition at
  * once (ADR 0061); each watch holds one connection of the pool while it runs.
  *
- * <p>With {@link Builder#sessionLiveness} (PostgreSQL), a crashed holder's leases are taken by a
+ * <p>With {@link Builder#sessionLiveness} (PostgreSQL, MariaDB 10.5 or later), a crashed holder's leases are taken by a
  * listener's standby within about that bound, instead of at their expiry, where the database sees
  * the holder's session end; a paused or cut-off holder is still fenced by its lease
  * (docs/adr/0114-sql-lease-holder-session-liveness.md). {@link #close()} such a store when done.
@@ -131,12 +131,14 @@ public interface SqlLeaseStore extends LeaseStore, AutoCloseable {
     }
 
     /**
-     * PostgreSQL only, off by default: lets a standby take a crashed holder's lease within about
+     * PostgreSQL, or MariaDB 10.5 and later; off by default: lets a standby take a crashed holder's lease within about
      * {@code bound} of the crash instead of at the lease's expiry (ADR 0114). The store keeps one
      * connection of the DataSource for its life as its liveness session, records that session in
      * each lease it grants, and confirms it alive every quarter of {@code bound}. A standby's
      * {@link #watchReleases} finds leases whose recorded session the server no longer has, and takes
-     * one a bound (the holder's, recorded in the row) after it found its session gone. The holder
+     * one a bound (the holder's, recorded in the row) after it found its session gone (PostgreSQL:
+     * the backend is no longer in {@code pg_stat_activity}; MariaDB: the named lock the session held
+     * with {@code GET_LOCK} is free). The holder
      * stops acting on a lease when its session was not confirmed alive for {@code bound}, so by then
      * it has stopped, whether it crashed or only lost its session (a network cut the server noticed,
      * {@code pg_terminate_backend}, a database restart).
@@ -146,7 +148,8 @@ public interface SqlLeaseStore extends LeaseStore, AutoCloseable {
      * the option it keeps them for up to a lease. A paused process keeps its session, so a paused or
      * cut-off holder is taken over at its lease's expiry only, as without the option. A database
      * restart does not make standbys take over early (sessions older than the server are not
-     * counted as gone). Needs the columns {@code holder_pid, holder_since, holder_bound_ms,
+     * counted as gone). Refused, when the store first reaches the database, on MySQL and on
+     * MariaDB before 10.5 (no one-statement acquisition to extend). Needs the columns {@code holder_pid, holder_since, holder_bound_ms,
      * holder_epoch} (added on first use unless {@code createTable(false)}). Not behind a pooler in
      * transaction mode, whose server sessions are not its clients'. Between 100 ms and 1 hour; the
      * holder's bound should be well below its lease's duration, or nothing is gained.

@@ -57,7 +57,7 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
     } else {
       this.liveness = new SessionLiveness(b.dataSource, b.sessionLiveness);
       this.goneSessions = new GoneSessions(calls, b.table);
-      this.sessionAcquire = new SessionAcquire(calls, b.table, liveness, goneSessions);
+      this.sessionAcquire = new SessionAcquire(calls, table, liveness, goneSessions);
     }
   }
 
@@ -78,7 +78,7 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
     if (upsert == null) {
       upsert = calls.call("tryAcquire", name, bound, (c, d) -> table.upsertReturning());
     }
-    // With session liveness the table is PostgreSQL's (LeaseTable refuses anything else).
+    // With session liveness the server has the upsert (LeaseTable refuses anything else).
     AcquireStrategy strategy = forceReadThenWrite || !upsert ? readThenWriteAcquire
         : sessionAcquire != null ? sessionAcquire : upsertAcquire;
     Optional<Lease> lease = strategy.acquire(name, owner, duration, bound);

@@ -19,7 +19,8 @@
  *   <li>{@code SessionLiveness} (the holder's database session, confirmed alive),
  *       {@code GoneSessions} (the sessions a standby found gone) and {@code SessionAcquire} (the
  *       acquisition that records the session and may take a lease whose holder's session is gone):
- *       the opt-in session liveness on PostgreSQL (ADR 0114);
+ *       the opt-in session liveness, with {@code SessionSql} for what differs between PostgreSQL
+ *       and MariaDB (ADR 0114);
  *   <li>{@code SqlFailures}: a lost race, or a failure that is retryable or not (ADR 0007);
  *   <li>{@code LeaseCalls}: one call on a pooled connection, bounded by the JDBC network timeout
  *       (ADR 0101).

@@ -10,3 +10,9 @@ CREATE TABLE IF NOT EXISTS sluice_lease (
   checkpoint      TEXT         NULL,
   checkpoint_time DATETIME(6)  NULL
 ) ENGINE=InnoDB
+-- With SqlLeaseStore.Builder.sessionLiveness (ADR 0114, MariaDB 10.5 or later) the store records
+-- each holder's database session; where it may change the table it adds these columns itself,
+-- else run:
+-- ALTER TABLE sluice_lease ADD COLUMN IF NOT EXISTS holder_pid BIGINT,
+--   ADD COLUMN IF NOT EXISTS holder_since DATETIME(6),
+--   ADD COLUMN IF NOT EXISTS holder_bound_ms BIGINT, ADD COLUMN IF NOT EXISTS holder_epoch BIGINT

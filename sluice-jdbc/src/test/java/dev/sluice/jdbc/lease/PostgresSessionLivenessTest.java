@@ -2,294 +2,60 @@ package dev.sluice.jdbc.lease;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
 
 import dev.sluice.ConfigurationException;
-import dev.sluice.Ticker;
 import dev.sluice.lease.Lease;
-import dev.sluice.lease.internal.LeaseKeeper;
-import dev.sluice.testkit.process.ChildJvm;
-import dev.sluice.testkit.sql.EmbeddedMariaDb;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.Executors;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/**
- * Session liveness of the SQL lease store on a real PostgreSQL 17 (ADR 0114): a standby takes a
- * lease before its expiry only once the holder's recorded database session is gone, and a bound
- * after it found it gone; the holder stops within that bound of losing its session; a paused
- * holder, whose session lives on, keeps its lease until it expires; a session older than the
- * server, or recorded for an earlier epoch, is never a reason to take a lease early. The
- * crash and the pause are of a real second JVM ({@link SessionHolderProcess}): SIGKILL, whose
- * kernel closes the socket, and SIGSTOP, whose kernel keeps it.
- */
-class PostgresSessionLivenessTest {
-  private static final String TABLE = "lease_sessions";
-  /** The holders' and standbys' bound: short enough to be well inside the leases below. */
-  private static final Duration BOUND = Duration.ofMillis(1000);
-
-  private final List<SqlLeaseStore> stores = new ArrayList<>();
-  private final List<ChildJvm> children = new ArrayList<>();
-  private final List<AutoCloseable> watches = new ArrayList<>();
-
-  @AfterEach
-  void closeAll() throws Exception {
-    for (AutoCloseable w : watches) {
-      w.close();
-    }
-    children.forEach(ChildJvm::close);
-    stores.forEach(SqlLeaseStore::close);
-  }
-
-  private static DataSource postgres() {
+/** {@link SessionLivenessContract} on a real PostgreSQL 17: sessions are backends, pid and start. */
+class PostgresSessionLivenessTest extends SessionLivenessContract {
+  @Override
+  protected DataSource dataSource() {
     return EmbeddedPostgresServer.shared().dataSource("sluice_test");
   }
 
-  private SqlLeaseStore store(boolean liveness) {
-    SqlLeaseStore.Builder b = SqlLeaseStore.builder(postgres()).table(TABLE);
-    SqlLeaseStore store = (liveness ? b.sessionLiveness(BOUND) : b).build();
-    stores.add(store);
-    return store;
+  @Override
+  protected String jdbcUrl() {
+    return EmbeddedPostgresServer.shared().jdbcUrl("sluice_test");
   }
 
-  private static String prefix() {
-    return "sessions-" + UUID.randomUUID().toString().substring(0, 8) + "/shop.orders";
+  @Override
+  protected SqlDialect dialect() {
+    return SqlDialect.POSTGRESQL;
   }
 
-  private AutoCloseable watch(SqlLeaseStore store, String prefix, BlockingQueue<String> heard) {
-    AutoCloseable w = store.watchReleases(prefix, heard::add);
-    watches.add(w);
-    return w;
+  @Override
+  protected String terminate(long id) {
+    return "SELECT pg_terminate_backend(" + id + ")";
   }
 
-  private ChildJvm holder(String name, Duration lease) {
-    ChildJvm child = ChildJvm.start("session-holder", SessionHolderProcess.class,
-        EmbeddedPostgresServer.shared().jdbcUrl("sluice_test"), TABLE, name,
-        Long.toString(lease.toMillis()), Long.toString(BOUND.toMillis()));
-    children.add(child);
-    child.awaitLineStartingWith("HELD ", Duration.ofSeconds(60));
-    return child;
-  }
-
-  /** The row's epoch, expiry, recorded session pid and the database's clock. */
-  private record Row(long epoch, Instant expiresAt, Integer holderPid, Instant now) {}
-
-  private static Row row(String name) throws SQLException {
-    try (Connection c = postgres().getConnection();
-        PreparedStatement ps = c.prepareStatement(
-            "SELECT epoch, expires_at, holder_pid, now() FROM " + TABLE + " WHERE name = ?")) {
-      ps.setString(1, name);
-      try (ResultSet rs = ps.executeQuery()) {
-        assertThat(rs.next()).as("row %s", name).isTrue();
-        OffsetDateTime expires = rs.getObject(2, OffsetDateTime.class);
-        int pid = rs.getInt(3);
-        return new Row(rs.getLong(1), expires == null ? null : expires.toInstant(),
-            rs.wasNull() ? null : pid, rs.getObject(4, OffsetDateTime.class).toInstant());
-      }
-    }
-  }
-
-  private static void execute(String sql) throws SQLException {
-    try (Connection c = postgres().getConnection(); Statement st = c.createStatement()) {
-      st.execute(sql);
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-    }
-  }
-
-  /** Acquisition's time on the database clock: the lease's expiry less its duration. */
-  private static Instant acquiredAt(Lease lease, Duration duration) {
-    return lease.expiresAt().minus(duration);
-  }
-
-  @Test
-  void aKilledHoldersLeaseIsTakenOnceItsSessionIsGoneLongBeforeItExpires() throws Exception {
-    SqlLeaseStore standby = store(true);
-    String prefix = prefix();
-    String name = prefix + "#0";
-    Duration lease = Duration.ofSeconds(20);
-    ChildJvm child = holder(name, lease);
-    BlockingQueue<String> heard = new LinkedBlockingQueue<>();
-    watch(standby, prefix, heard);
-    assertThat(standby.tryAcquire(name, "standby", lease)).as("held by the live holder").isEmpty();
-    Row beforeKill = row(name);
-    assertThat(beforeKill.holderPid()).as("the holder's session is recorded").isNotNull();
-
-    child.kill(); // SIGKILL: the kernel closes its sockets, the server ends its sessions
-    Row atKill = row(name);
-
-    assertThat(heard.poll(15, TimeUnit.SECONDS)).as("the standby's watch reports the lease").isEqualTo(name);
-    assertThat(standby.read(name).orElseThrow().isHeld()).as("reads as expired to the standby").isFalse();
-    Lease taken = standby.tryAcquire(name, "standby", lease).orElseThrow();
-    assertThat(taken.epoch()).isGreaterThan(atKill.epoch());
-    assertThat(acquiredAt(taken, lease)).as("taken before the dead holder's lease expired")
-        .isBefore(atKill.expiresAt());
-    assertThat(standby.liveness(taken)).as("granted with the standby's own session").isNotNull();
-    assertThat(row(name).holderPid()).isNotEqualTo(atKill.holderPid());
-  }
-
-  @Test
-  void aPausedHolderKeepsItsSessionAndSoItsLeaseUntilItExpires() throws Exception {
-    SqlLeaseStore standby = store(true);
-    String prefix = prefix();
-    String name = prefix + "#0";
-    Duration lease = Duration.ofSeconds(3);
-    ChildJvm child = holder(name, lease);
-    BlockingQueue<String> heard = new LinkedBlockingQueue<>();
-    watch(standby, prefix, heard);
-
-    child.pause(); // SIGSTOP: the kernel keeps its sockets open, so the server keeps its session
-    Row atPause = row(name);
-    AtomicReference<Lease> taken = new AtomicReference<>();
-    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100)).until(() -> {
-      standby.tryAcquire(name, "standby", lease).ifPresent(taken::set);
-      return taken.get() != null;
-    });
-    assertThat(acquiredAt(taken.get(), lease)).as("not before the paused holder's lease expired")
-        .isAfterOrEqualTo(atPause.expiresAt());
-    assertThat(heard).as("no session was found gone: the paused holder's is alive").isEmpty();
-    child.resume();
-  }
-
-  @Test
-  void aHolderWhoseSessionEndsStopsBeforeAStandbyTakesItsLease() throws Exception {
-    SqlLeaseStore holder = store(true);
-    SqlLeaseStore standby = store(true);
-    String prefix = prefix();
-    String name = prefix + "#0";
-    Duration lease = Duration.ofSeconds(20);
-    long start = System.nanoTime();
-    Lease held = holder.tryAcquire(name, "holder", lease).orElseThrow();
-    AtomicReference<String> lostWhy = new AtomicReference<>();
-    ScheduledExecutorService renewals = Executors.newSingleThreadScheduledExecutor();
-    try {
-      LeaseKeeper keeper = new LeaseKeeper(holder, held, start, lease, lease.dividedBy(3), renewals,
-          Ticker.system(), (l, cause) -> lostWhy.set(cause.getMessage()));
-      keeper.start();
-      BlockingQueue<String> heard = new LinkedBlockingQueue<>();
-      watch(standby, prefix, heard);
-      Row before = row(name);
-
-      // The holder's process lives on; only its session ends (an operator, a cut the server saw).
-      execute("SELECT pg_terminate_backend(" + before.holderPid() + ")");
-
-      assertThat(heard.poll(15, TimeUnit.SECONDS)).isEqualTo(name);
-      // The holder's own judgement at the moment the standby may try: it has stopped.
-      assertThat(keeper.isValid()).as("the holder stopped before the standby tries").isFalse();
-      Lease taken = standby.tryAcquire(name, "standby", lease).orElseThrow();
-      await().atMost(Duration.ofSeconds(10)).until(() -> lostWhy.get() != null);
-      assertThat(lostWhy.get()).contains("database session").contains("backend " + before.holderPid());
-      assertThat(taken.epoch()).isGreaterThan(held.epoch());
-      assertThat(acquiredAt(taken, lease)).isBefore(before.expiresAt());
-      // The holder's store carries on with a new session for what it takes next.
-      Lease other = holder.tryAcquire(prefix + "#1", "holder", lease).orElseThrow();
-      assertThat(holder.liveness(other)).isNotNull();
-      assertThat(row(prefix + "#1").holderPid()).isNotEqualTo(before.holderPid());
-    } finally {
-      renewals.shutdownNow();
-    }
-  }
-
-  /**
-   * Two rows whose recorded sessions do not exist: one began after the server started (a crash:
-   * taken early), one before (what a restart leaves: its holder may reconnect, so it waits for its
-   * expiry). The first's notice bounds the wait for the second's, which the same query judged.
-   */
-  @Test
-  void aSessionOlderThanTheServerIsNotCountedGone() throws Exception {
-    SqlLeaseStore holder = store(true);
-    SqlLeaseStore standby = store(true);
-    String prefix = prefix();
-    Duration lease = Duration.ofMinutes(5);
-    holder.tryAcquire(prefix + "#crashed", "holder", lease).orElseThrow();
-    holder.tryAcquire(prefix + "#restarted", "holder", lease).orElseThrow();
-    execute("UPDATE " + TABLE + " SET holder_pid = 2147483647 WHERE name = '" + prefix + "#crashed'");
-    execute("UPDATE " + TABLE + " SET holder_pid = 2147483646, holder_since = pg_postmaster_start_time()"
-        + " - INTERVAL '1 second' WHERE name = '" + prefix + "#restarted'");
-    BlockingQueue<String> heard = new LinkedBlockingQueue<>();
-    watch(standby, prefix, heard);
-
-    assertThat(heard.poll(15, TimeUnit.SECONDS)).isEqualTo(prefix + "#crashed");
-    assertThat(standby.tryAcquire(prefix + "#restarted", "standby", lease)).isEmpty();
-    assertThat(standby.read(prefix + "#restarted").orElseThrow().isHeld()).isTrue();
-    assertThat(standby.tryAcquire(prefix + "#crashed", "standby", lease)).isPresent();
-    assertThat(heard).isEmpty();
-  }
-
-  /**
-   * A lease taken by a store without the option keeps the session columns of the holder before
-   * it, whose session may be gone: they belong to an older epoch and must not let anyone take
-   * the new holder's lease early.
-   */
-  @Test
-  void aSessionRecordedForAnEarlierEpochIsNeverAReasonToTakeTheLease() throws Exception {
-    SqlLeaseStore first = store(true);
-    SqlLeaseStore plain = store(false);
-    SqlLeaseStore standby = store(true);
-    String prefix = prefix();
-    Duration lease = Duration.ofMinutes(5);
-    Lease control = first.tryAcquire(prefix + "#control", "first", lease).orElseThrow();
-    Lease before = first.tryAcquire(prefix + "#handed", "first", lease).orElseThrow();
-    assertThat(first.release(before)).isTrue();
-    Lease now = plain.tryAcquire(prefix + "#handed", "plain", lease).orElseThrow();
-    assertThat(row(prefix + "#handed").holderPid()).as("the first holder's session is still in the row")
-        .isNotNull();
-    BlockingQueue<String> heard = new LinkedBlockingQueue<>();
-    watch(standby, prefix, heard);
-
-    // The first holder's session ends (as when its process dies): the control lease's holder is gone.
-    execute("SELECT pg_terminate_backend(" + row(control.name()).holderPid() + ")");
-
-    assertThat(heard.poll(15, TimeUnit.SECONDS)).isEqualTo(control.name());
-    assertThat(standby.tryAcquire(now.name(), "standby", lease)).isEmpty();
-    assertThat(standby.read(now.name()).orElseThrow().isHeld()).isTrue();
-    assertThat(plain.renew(now, lease).epoch()).isEqualTo(now.epoch());
-    assertThat(heard).isEmpty();
+  @Override
+  protected String beforeTheServerStarted() {
+    return "pg_postmaster_start_time() - INTERVAL '1 second'";
   }
 
   @Test
   void theOptionIsRefusedWhereItCannotHold() throws Exception {
-    assertThatThrownBy(() -> SqlLeaseStore.builder(postgres()).sessionLiveness(Duration.ofMillis(50)))
+    assertThatThrownBy(() -> SqlLeaseStore.builder(dataSource()).sessionLiveness(Duration.ofMillis(50)))
         .isInstanceOf(ConfigurationException.class).hasMessageContaining("sessionLiveness")
         .hasMessageContaining("between 100 ms and 1 hour");
-
-    SqlLeaseStore onMariaDb = SqlLeaseStore.builder(EmbeddedMariaDb.shared().dataSource("sluice_test"))
-        .table("lease_sessions").sessionLiveness(BOUND).build();
-    stores.add(onMariaDb);
-    assertThatThrownBy(() -> onMariaDb.tryAcquire("x", "a", Duration.ofSeconds(5)))
-        .isInstanceOf(ConfigurationException.class).hasMessageContaining("needs PostgreSQL");
 
     execute("CREATE TABLE IF NOT EXISTS lease_sessions_old (name VARCHAR(255) NOT NULL PRIMARY KEY,"
         + " owner VARCHAR(255), epoch BIGINT NOT NULL, expires_at TIMESTAMP WITH TIME ZONE,"
         + " version BIGINT NOT NULL, checkpoint TEXT, checkpoint_time TIMESTAMP WITH TIME ZONE)");
-    SqlLeaseStore noColumns = SqlLeaseStore.builder(postgres()).table("lease_sessions_old")
+    SqlLeaseStore noColumns = SqlLeaseStore.builder(dataSource()).table("lease_sessions_old")
         .createTable(false).sessionLiveness(BOUND).build();
     stores.add(noColumns);
     assertThatThrownBy(() -> noColumns.tryAcquire("x", "a", Duration.ofSeconds(5)))
         .isInstanceOf(ConfigurationException.class)
         .hasMessageContaining("holder_pid, holder_since, holder_bound_ms, holder_epoch")
-        .hasMessageContaining("lease_sessions_old");
-    Optional<Lease> plain = SqlLeaseStore.builder(postgres()).table("lease_sessions_old")
+        .hasMessageContaining("lease_sessions_old").hasMessageContaining("postgresql.sql");
+    Optional<Lease> plain = SqlLeaseStore.builder(dataSource()).table("lease_sessions_old")
         .createTable(false).build().tryAcquire("x-" + UUID.randomUUID(), "a", Duration.ofSeconds(5));
     assertThat(plain).as("without the option the old table serves as before").isPresent();
   }
