@@ -16,14 +16,7 @@ import org.apache.kafka.common.config.ConfigValue;
  * partition count and modes suit the feed. Nothing to confirm: a resume token needs no
  * acknowledgement.
  */
-final class MongoChecks implements ConnectSource.Checks {
-  private final SluiceSourceConfig config;
-  private final MongoBackend backend;
-
-  MongoChecks(SluiceSourceConfig config, MongoBackend backend) {
-    this.config = config;
-    this.backend = backend;
-  }
+record MongoChecks(SluiceSourceConfig config, MongoBackend backend) implements ConnectSource.Checks {
 
   @Override
   public boolean confirmsOffsets() {

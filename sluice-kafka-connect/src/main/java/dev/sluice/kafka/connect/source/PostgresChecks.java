@@ -23,14 +23,7 @@ import org.apache.kafka.common.config.ConfigValue;
  * A slot keeps WAL until it is told how far its reader got, so tasks confirm their committed
  * offsets to it ({@link #confirmsOffsets}) and never anything beyond.
  */
-final class PostgresChecks implements ConnectSource.Checks {
-  private final SluiceSourceConfig config;
-  private final PostgresBackend backend;
-
-  PostgresChecks(SluiceSourceConfig config, PostgresBackend backend) {
-    this.config = config;
-    this.backend = backend;
-  }
+record PostgresChecks(SluiceSourceConfig config, PostgresBackend backend) implements ConnectSource.Checks {
 
   @Override
   public boolean confirmsOffsets() {
