@@ -2,8 +2,6 @@ package dev.sluice.postgres.source;
 
 import dev.sluice.ConfigurationException;
 import dev.sluice.deadletter.DeadLetterStore;
-import dev.sluice.jdbc.deadletter.JdbcDeadLetterStore;
-import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.postgres.feed.PostgresDocuments;
@@ -20,9 +18,8 @@ import org.postgresql.ds.PGSimpleDataSource;
 /**
  * A PostgreSQL database as a {@link SourceBackend}: one feed per table of the publication, each
  * partition reading through a replication slot of its own ({@link PostgresChangeFeed}); leases
- * ({@link SqlLeaseStore}) and parked changes ({@link JdbcDeadLetterStore}, rows stored with {@link
- * PostgresDocuments#encode}) in tables of the same database, through the front-end's data source
- * (the service's pool). Calls bounded by a duration use connections of their own with that
+ * and parked changes in tables of the same database ({@link PostgresStores}, with sluice-jdbc on
+ * the class path), through the front-end's data source (the service's pool). Calls bounded by a duration use connections of their own with that
  * timeout. The service and the Kafka Connect connector both build theirs here (ADR 0128).
  */
 public final class PostgresBackend implements SourceBackend<Map<String, Object>> {
@@ -30,7 +27,6 @@ public final class PostgresBackend implements SourceBackend<Map<String, Object>>
   public static final String DEFAULT_LEASE_TABLE = "sluice_lease";
   /** The dead-letter table when none is named. */
   public static final String DEFAULT_DEAD_LETTER_TABLE = "sluice_deadletters";
-  private static final String UNDEFINED_TABLE = "42P01";
 
   private final Builder settings;
   private final DataSource stores;
@@ -114,21 +110,20 @@ public final class PostgresBackend implements SourceBackend<Map<String, Object>>
     return ds;
   }
 
+  /** Needs sluice-jdbc on the class path (the service has it). */
   @Override
   public LeaseStore leaseStore(Duration bound) {
-    return SqlLeaseStore.builder(dataSource(bound)).dialect(SqlLeaseStore.Dialect.POSTGRESQL)
-        .table(settings.leaseTable == null ? DEFAULT_LEASE_TABLE : settings.leaseTable)
-        .build();
+    return PostgresStores.leaseStore(dataSource(bound),
+        settings.leaseTable == null ? DEFAULT_LEASE_TABLE : settings.leaseTable);
   }
 
+  /** Needs sluice-jdbc on the class path (the service has it). */
   @Override
-  public JdbcDeadLetterStore<Map<String, Object>> deadLetters(Duration bound) {
-    JdbcDeadLetterStore<Map<String, Object>> store = JdbcDeadLetterStore.builder(dataSource(bound),
-            PostgresDocuments::encode, PostgresDocuments::decode)
-        .table(settings.deadLetterTable == null ? DEFAULT_DEAD_LETTER_TABLE : settings.deadLetterTable)
-        .build();
-    if (bound == null && !deadLetterTableReady) {
-      store.createTable();
+  public DeadLetterStore<Map<String, Object>> deadLetters(Duration bound) {
+    DeadLetterStore<Map<String, Object>> store = PostgresStores.deadLetters(dataSource(bound),
+        settings.deadLetterTable == null ? DEFAULT_DEAD_LETTER_TABLE : settings.deadLetterTable,
+        bound == null && !deadLetterTableReady);
+    if (bound == null) {
       deadLetterTableReady = true;
     }
     return store;
@@ -137,14 +132,7 @@ public final class PostgresBackend implements SourceBackend<Map<String, Object>>
   /** 0 also when the table does not exist: it is created when a listener that parks starts. */
   @Override
   public long parked(DeadLetterStore<Map<String, Object>> store, String scope) {
-    try {
-      return ((JdbcDeadLetterStore<Map<String, Object>>) store).count(scope);
-    } catch (RuntimeException e) {
-      if (e.getCause() instanceof SQLException sql && UNDEFINED_TABLE.equals(sql.getSQLState())) {
-        return 0;
-      }
-      throw e;
-    }
+    return PostgresStores.parked(store, scope);
   }
 
   @Override
