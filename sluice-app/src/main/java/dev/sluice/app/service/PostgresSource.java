@@ -5,39 +5,26 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.sluice.app.cli.Messages;
 import dev.sluice.app.service.config.SluiceConfig;
 import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
-import dev.sluice.deadletter.DeadLetterStore;
 import dev.sluice.feed.ChangeFeed;
-import dev.sluice.jdbc.deadletter.JdbcDeadLetterStore;
-import dev.sluice.jdbc.lease.SqlLeaseStore;
-import dev.sluice.lease.LeaseStore;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.postgres.feed.PostgresDocuments;
+import dev.sluice.postgres.source.PostgresBackend;
 import dev.sluice.sink.DocumentMapper;
-import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Statement;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import javax.sql.DataSource;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * A PostgreSQL database: each listener reads one table of the publication through replication
- * slots of its own ({@link PostgresChangeFeed}); leases ({@link SqlLeaseStore}) and parked changes
- * ({@link JdbcDeadLetterStore}, rows stored with {@link PostgresDocuments#encode}) are tables of
- * the same database, created on first use. The stores share one small connection pool; readiness
- * and the bounded calls of the HTTP endpoint use connections of their own with 2 s timeouts.
+ * slots of its own; leases and parked changes are tables of the same database, created on first
+ * use ({@link PostgresBackend}). The stores share one small connection pool, which this class sizes
+ * for the file's listeners and closes; readiness and the bounded calls of the HTTP endpoint use
+ * connections of their own with 2 s timeouts.
  */
 final class PostgresSource implements Source<Map<String, Object>> {
-  static final String DEFAULT_LEASE_TABLE = "sluice_lease";
-  static final String DEFAULT_DEAD_LETTER_TABLE = "sluice_deadletters";
-  private static final String UNDEFINED_TABLE = "42P01";
-
   private final SluiceConfig.PostgresSection config;
   private final HikariDataSource pool;
-  private final PGSimpleDataSource bounded;
-  private volatile boolean deadLetterTableReady;
+  private final PostgresBackend backend;
 
   PostgresSource(SluiceConfig.PostgresSection config, List<ListenerSection> listeners) {
     this.config = config;
@@ -60,31 +47,17 @@ final class PostgresSource implements Source<Map<String, Object>> {
     h.addDataSourceProperty("socketTimeout", "30");
     h.addDataSourceProperty("ApplicationName", "sluice");
     this.pool = new HikariDataSource(h);
-    int seconds = (int) Math.max(1, ServiceHealth.BOUND.toSeconds());
-    this.bounded = new PGSimpleDataSource();
-    bounded.setURL(config.url().trim());
-    bounded.setUser(config.user());
-    if (config.password() != null) {
-      bounded.setPassword(config.password());
-    }
-    bounded.setConnectTimeout(seconds);
-    bounded.setLoginTimeout(seconds);
-    bounded.setSocketTimeout(seconds);
-    bounded.setApplicationName("sluice health");
-  }
-
-  private DataSource dataSource(Duration bound) {
-    return bound == null ? pool : bounded;
+    this.backend = PostgresBackend.builder(config.url(), config.user(), config.password(), config.publication())
+        .failover(config.failover())
+        .leaseTable(config.leaseTable())
+        .deadLetterTable(config.deadLetterTable())
+        .stores(pool)
+        .build();
   }
 
   @Override
-  public String name() {
-    return "PostgreSQL";
-  }
-
-  @Override
-  public String targetKind() {
-    return "table";
+  public PostgresBackend backend() {
+    return backend;
   }
 
   @Override
@@ -94,9 +67,7 @@ final class PostgresSource implements Source<Map<String, Object>> {
 
   @Override
   public ChangeFeed<Map<String, Object>> feed(ListenerSection l, String at) {
-    return PostgresChangeFeed.builder(config.url().trim(), config.user(), config.password(), config.publication())
-        .table(l.table())
-        .failover(config.failover())
+    return backend.feedBuilder(l.table())
         .messages(l.messagePrefixes().toArray(String[]::new))
         .build();
   }
@@ -200,39 +171,6 @@ final class PostgresSource implements Source<Map<String, Object>> {
   }
 
   @Override
-  public LeaseStore leaseStore(Duration bound) {
-    return SqlLeaseStore.builder(dataSource(bound)).dialect(SqlLeaseStore.Dialect.POSTGRESQL)
-        .table(config.leaseTable() == null ? DEFAULT_LEASE_TABLE : config.leaseTable())
-        .build();
-  }
-
-  @Override
-  public JdbcDeadLetterStore<Map<String, Object>> deadLetters(Duration bound) {
-    JdbcDeadLetterStore<Map<String, Object>> store = JdbcDeadLetterStore.builder(dataSource(bound),
-            PostgresDocuments::encode, PostgresDocuments::decode)
-        .table(config.deadLetterTable() == null ? DEFAULT_DEAD_LETTER_TABLE : config.deadLetterTable())
-        .build();
-    if (bound == null && !deadLetterTableReady) {
-      store.createTable();
-      deadLetterTableReady = true;
-    }
-    return store;
-  }
-
-  /** 0 also when the table does not exist: it is created when a listener that parks starts. */
-  @Override
-  public long parked(DeadLetterStore<Map<String, Object>> store, String scope) {
-    try {
-      return ((JdbcDeadLetterStore<Map<String, Object>>) store).count(scope);
-    } catch (RuntimeException e) {
-      if (e.getCause() instanceof SQLException sql && UNDEFINED_TABLE.equals(sql.getSQLState())) {
-        return 0;
-      }
-      throw e;
-    }
-  }
-
-  @Override
   public DocumentMapper<Map<String, Object>> mapper() {
     return PostgresDocuments.mapper();
   }
@@ -260,16 +198,6 @@ final class PostgresSource implements Source<Map<String, Object>> {
     return null;
   }
 
-  @Override
-  public String problem() {
-    try (Connection c = bounded.getConnection(); Statement s = c.createStatement()) {
-      s.execute("SELECT 1");
-      return null;
-    } catch (SQLException | RuntimeException e) {
-      return "PostgreSQL does not answer: " + Messages.oneLine(e);
-    }
-  }
-
   /**
    * How long {@link #close()} waits for the pool's connections in use to come back before it closes
    * the pool: a closing listener does not wait for its release watch, which gives its connection
@@ -292,6 +220,7 @@ final class PostgresSource implements Source<Map<String, Object>> {
     while (state != null && state.getActiveConnections() > 0 && System.nanoTime() < deadline) {
       java.util.concurrent.locks.LockSupport.parkNanos(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(20));
     }
+    backend.close();
     pool.close();
   }
 }

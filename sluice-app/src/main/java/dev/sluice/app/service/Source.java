@@ -1,18 +1,21 @@
 package dev.sluice.app.service;
 
+import dev.sluice.app.cli.Messages;
 import dev.sluice.app.service.config.SluiceConfig;
 import dev.sluice.app.service.config.SluiceConfig.ListenerSection;
 import dev.sluice.deadletter.DeadLetterStore;
 import dev.sluice.feed.ChangeFeed;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.sink.DocumentMapper;
+import dev.sluice.source.SourceBackend;
 import java.time.Duration;
 
 /**
- * Where the service reads changes from and keeps its state: a MongoDB deployment ({@link
- * MongoSource}) or a PostgreSQL database ({@link PostgresSource}). It gives the feed of a listener
- * entry, the lease and dead-letter stores (in the same database), the document mapper of the sinks'
- * envelope and a bounded reachability check for readiness; {@link Wiring} builds everything else
+ * Where the service reads changes from and keeps its state: the shared {@link SourceBackend} of a
+ * MongoDB deployment ({@link MongoSource}) or a PostgreSQL database ({@link PostgresSource}), built
+ * from the file's {@code mongodb} or {@code postgres} section (ADR 0128), with what only the
+ * service does with it: the feed of a listener entry, its description in messages, the checks
+ * before a start, {@code /status} and {@code sluice replay}. {@link Wiring} builds everything else
  * the same way for either.
  *
  * @param <D> the source's document type
@@ -25,8 +28,13 @@ interface Source<D> extends AutoCloseable {
         : new MongoSource(config.mongodb(), service);
   }
 
+  /** The backend: feeds, lease and dead-letter stores, reachability, shared with the connector. */
+  SourceBackend<D> backend();
+
   /** The server's name in messages: {@code MongoDB}, {@code PostgreSQL}. */
-  String name();
+  default String name() {
+    return backend().name();
+  }
 
   /**
    * The configuration error behind {@code failure}, when the server refused the configuration
@@ -46,7 +54,9 @@ interface Source<D> extends AutoCloseable {
   default void checkReadable(ListenerSection l, String at) {}
 
   /** What a listener entry relays, in messages and the status JSON: {@code collection} or {@code table}. */
-  String targetKind();
+  default String targetKind() {
+    return backend().targetKind();
+  }
 
   /** The entry's collection or table with its database, for log lines ({@code shop.orders}). */
   String describe(ListenerSection l);
@@ -55,16 +65,22 @@ interface Source<D> extends AutoCloseable {
   ChangeFeed<D> feed(ListenerSection l, String at);
 
   /** The lease store; each call bounded by {@code bound}, or by the store's default when null. */
-  LeaseStore leaseStore(Duration bound);
+  default LeaseStore leaseStore(Duration bound) {
+    return backend().leaseStore(bound);
+  }
 
   /**
    * The dead-letter store (its table or collection created when needed); each call bounded by
    * {@code bound}, or by the default when null.
    */
-  DeadLetterStore<D> deadLetters(Duration bound);
+  default DeadLetterStore<D> deadLetters(Duration bound) {
+    return backend().deadLetters(bound);
+  }
 
   /** How many changes of {@code scope} ({@code group/stream}) {@code store} holds. */
-  long parked(DeadLetterStore<D> store, String scope);
+  default long parked(DeadLetterStore<D> store, String scope) {
+    return backend().parked(store, scope);
+  }
 
   /**
    * Registers the source's own meters for a started listener (PostgreSQL: the WAL its slots keep
@@ -96,8 +112,18 @@ interface Source<D> extends AutoCloseable {
    * Null when the server answers a bounded request (at most {@link ServiceHealth#BOUND}), else
    * the problem in one line naming the server.
    */
-  String problem();
+  default String problem() {
+    try {
+      backend().ping(ServiceHealth.BOUND);
+      return null;
+    } catch (Exception e) {
+      return name() + " does not answer: " + Messages.oneLine(e);
+    }
+  }
 
+  /** Closes the backend; {@link Wiring#close()} bounds how long that is waited for (docs/adr/0103). */
   @Override
-  void close();
+  default void close() {
+    backend().close();
+  }
 }

@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class Wiring<D> implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Wiring.class);
-  public static final String DEFAULT_DEAD_LETTERS = "sluice_dead_letters";
+  public static final String DEFAULT_DEAD_LETTERS = dev.sluice.mongodb.source.MongoBackend.DEFAULT_DEAD_LETTERS;
 
   private final SluiceConfig config;
   private final Source<D> source;

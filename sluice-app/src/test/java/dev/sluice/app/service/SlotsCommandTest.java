@@ -83,7 +83,7 @@ class SlotsCommandTest {
     PostgresChangeFeed feed = PostgresChangeFeed.builder(PG.jdbcUrl(db), EmbeddedPostgresServer.USER, null, "pub")
         .table("public.orders").build();
     return Listener.builder(feed,
-            SqlLeaseStore.builder(ds).table(PostgresSource.DEFAULT_LEASE_TABLE).build())
+            SqlLeaseStore.builder(ds).table(dev.sluice.postgres.source.PostgresBackend.DEFAULT_LEASE_TABLE).build())
         .group(group)
         .owner("tester")
         .partitions(partitions)

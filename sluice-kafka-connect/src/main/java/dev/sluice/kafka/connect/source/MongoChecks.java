@@ -1,62 +1,22 @@
 package dev.sluice.kafka.connect.source;
 
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.kafka.connect.SluiceSourceConfig;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
-import dev.sluice.sink.DocumentMapper;
+import dev.sluice.mongodb.source.MongoBackend;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.config.ConfigValue;
-import org.bson.BsonDocument;
-import org.bson.json.JsonMode;
-import org.bson.json.JsonWriterSettings;
 
 /**
- * MongoDB collections: one client for the connector or task, one change stream feed per
- * collection (the partitions of a collection that one task holds share its cursor, ADR 0074).
- * Nothing to confirm: a resume token needs no acknowledgement.
+ * The connector's checks of a MongoDB source ({@link ConnectSource}): the collections exist, the
+ * partition count and modes suit the feed. Nothing to confirm: a resume token needs no
+ * acknowledgement.
  */
-final class MongoConnectSource implements ConnectSource<BsonDocument> {
-  private static final JsonWriterSettings RELAXED = JsonWriterSettings.builder().outputMode(JsonMode.RELAXED).build();
-
-  private final SluiceSourceConfig config;
-  private final MongoClient client;
-
-  MongoConnectSource(SluiceSourceConfig config) {
-    this.config = config;
-    this.client = MongoClients.create(MongoClientSettings.builder()
-        .applyConnectionString(new ConnectionString(config.uri()))
-        .applyToClusterSettings(b -> b.serverSelectionTimeout(10, TimeUnit.SECONDS))
-        .build());
-  }
-
-  @Override
-  public MongoChangeFeed feed(String collection) {
-    return MongoChangeFeed.builder(client, config.database(), collection)
-        .batchSize(config.batchSize())
-        .fullDocument(config.fullDocument())
-        .fullDocumentBeforeChange(config.fullDocumentBeforeChange())
-        .onMissingImage(config.missingImagePark() ? MongoChangeFeed.OnMissingImage.PARK : MongoChangeFeed.OnMissingImage.STOP)
-        .build();
-  }
-
-  @Override
-  public String json(BsonDocument document) {
-    return document.toJson(RELAXED);
-  }
-
-  @Override
-  public DocumentMapper<BsonDocument> mapper() {
-    return DocumentMapper.bson();
-  }
+record MongoChecks(SluiceSourceConfig config, MongoBackend backend) implements ConnectSource.Checks {
 
   @Override
   public boolean confirmsOffsets() {
@@ -68,7 +28,7 @@ final class MongoConnectSource implements ConnectSource<BsonDocument> {
   public void validate(Map<String, ConfigValue> values) {
     Set<String> existing = new HashSet<>();
     try {
-      client.getDatabase(config.database()).listCollectionNames().into(existing);
+      backend.database().listCollectionNames().into(existing);
     } catch (RuntimeException e) {
       values.get(SluiceSourceConfig.MONGODB_URI).addErrorMessage(
           "Cannot list the collections of database '" + config.database() + "' through this connection string: "
@@ -88,7 +48,7 @@ final class MongoConnectSource implements ConnectSource<BsonDocument> {
           + " collection that does not exist yet is legal, but a misspelt name would read nothing forever.");
     }
     for (String c : config.streams()) {
-      MongoChangeFeed feed = feed(c);
+      MongoChangeFeed feed = backend.feed(c);
       if (config.partitions() > feed.maxPartitions()) {
         values.get(SluiceSourceConfig.PARTITIONS).addErrorMessage("The feed of " + feed.stream() + " serves at most "
             + feed.maxPartitions() + " partitions, but " + config.partitions() + " were asked for");
@@ -102,10 +62,5 @@ final class MongoConnectSource implements ConnectSource<BsonDocument> {
             + " snapshots; the feed of " + feed.stream() + " cannot with these settings");
       }
     }
-  }
-
-  @Override
-  public void close() {
-    client.close();
   }
 }

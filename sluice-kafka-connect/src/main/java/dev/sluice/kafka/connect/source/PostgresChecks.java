@@ -4,8 +4,7 @@ import dev.sluice.feed.FeedException;
 import dev.sluice.feed.PartitionSpec;
 import dev.sluice.kafka.connect.SluiceSourceConfig;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
-import dev.sluice.postgres.feed.PostgresDocuments;
-import dev.sluice.sink.DocumentMapper;
+import dev.sluice.postgres.source.PostgresBackend;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -19,45 +18,12 @@ import java.util.Properties;
 import org.apache.kafka.common.config.ConfigValue;
 
 /**
- * The tables of a PostgreSQL publication: one feed per table, each partition reading through a
- * replication slot of its own named after the connector ({@code <slot.prefix>_<database>_<connector>_<table>_<i>of<n>}).
+ * The connector's checks of a PostgreSQL source ({@link ConnectSource}), whose feeds read through
+ * replication slots named after the connector ({@code <slot.prefix>_<database>_<connector>_<table>_<i>of<n>}).
  * A slot keeps WAL until it is told how far its reader got, so tasks confirm their committed
  * offsets to it ({@link #confirmsOffsets}) and never anything beyond.
  */
-final class PostgresConnectSource implements ConnectSource<Map<String, Object>> {
-  private final SluiceSourceConfig config;
-
-  PostgresConnectSource(SluiceSourceConfig config) {
-    this.config = config;
-  }
-
-  @Override
-  public PostgresChangeFeed feed(String table) {
-    PostgresChangeFeed.Builder b = PostgresChangeFeed.builder(config.postgresUrl(), config.postgresUser(),
-        config.postgresPassword(), config.publication());
-    if (table.equals(SluiceSourceConfig.MESSAGES_STREAM)) {
-      // The publication's logical-decoding messages, no rows: a stream of its own (ADR 0096).
-      b = b.rows(false).messages(config.messagePrefixes().toArray(String[]::new));
-    } else {
-      b = b.table(table);
-    }
-    return b
-        .stream(table)
-        .slotPrefix(config.slotPrefix())
-        .failover(config.slotFailover())
-        .batchSize(config.batchSize())
-        .build();
-  }
-
-  @Override
-  public String json(Map<String, Object> row) {
-    return PostgresDocuments.toJson(row).toString();
-  }
-
-  @Override
-  public DocumentMapper<Map<String, Object>> mapper() {
-    return PostgresDocuments.mapper();
-  }
+record PostgresChecks(SluiceSourceConfig config, PostgresBackend backend) implements ConnectSource.Checks {
 
   @Override
   public boolean confirmsOffsets() {
@@ -73,7 +39,7 @@ final class PostgresConnectSource implements ConnectSource<Map<String, Object>> 
   public void validate(Map<String, ConfigValue> values) {
     List<String> slots = new ArrayList<>();
     for (String table : config.streams()) {
-      PostgresChangeFeed feed = feed(table).forGroup(config.connectorName());
+      PostgresChangeFeed feed = backend.feed(table).forGroup(config.connectorName());
       try {
         feed.verify();
       } catch (FeedException e) {
@@ -140,9 +106,6 @@ final class PostgresConnectSource implements ConnectSource<Map<String, Object>> 
     return SluiceSourceConfig.POSTGRES_TABLES;
   }
 
-  @Override
-  public void close() {}
-
   /**
    * Drops each table's slot of each partition of this connector. The slots no reader holds go at
    * once; one a task still holds (the connector and its tasks stop in no set order) is waited for
@@ -153,7 +116,7 @@ final class PostgresConnectSource implements ConnectSource<Map<String, Object>> 
   public List<String> dropSlots(java.time.Duration wait) {
     Map<String, PostgresChangeFeed> remaining = new java.util.LinkedHashMap<>();
     for (String table : config.streams()) {
-      PostgresChangeFeed feed = feed(table).forGroup(config.connectorName());
+      PostgresChangeFeed feed = backend.feed(table).forGroup(config.connectorName());
       for (int i = 0; i < config.partitions(); i++) {
         remaining.put(feed.slotName(new PartitionSpec(i, config.partitions())), feed);
       }
@@ -191,5 +154,5 @@ final class PostgresConnectSource implements ConnectSource<Map<String, Object>> 
     }
   }
 
-  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(PostgresConnectSource.class);
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(PostgresChecks.class);
 }
