@@ -125,6 +125,15 @@ class BenchmarkSmokeTest {
 
   @Test
   @Tag(HEAVY)
+  void failoverWithSessionLivenessInPostgres() {
+    // runs, lease store, no partition variant, lease ms, session bound ms (ADR 0114)
+    assertThat(run(FailoverBenchmark.class, "1", "postgresql-session", "0", "10000", "500"))
+        .contains("lease store: postgresql-session (session bound 500 ms)")
+        .contains("failover after SIGKILL over 1 runs (lease 10 s, renew/acquire 3.33 s)");
+  }
+
+  @Test
+  @Tag(HEAVY)
   void chaosSoak() {
     // rounds, seed, changes per second, minutes at most
     assertThat(run(ChaosSoak.class, "2", "20261127", "16", "2")).contains("chaos soak, seed 20261127: every check held");

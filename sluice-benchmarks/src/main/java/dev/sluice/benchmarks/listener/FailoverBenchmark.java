@@ -4,6 +4,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
 import dev.sluice.testkit.process.ChildJvm;
+import dev.sluice.testkit.sql.EmbeddedMariaDb;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,7 +24,11 @@ import org.bson.Document;
  * half of the standby's partitions wait for room under its quota when the owner dies (issue 36
  * target 4, ADR 0119); it reports how long after its expiry the last of them was granted. A
  * fourth argument sets the lease in milliseconds (default 10,000, the library's; renew and acquire
- * every third of it): the smoke test's shorter lease waits less for each SIGKILL.
+ * every third of it): the smoke test's shorter lease waits less for each SIGKILL. The lease store
+ * {@code mariadb} keeps the leases in an embedded MariaDB instead; {@code postgresql-session} and
+ * {@code mariadb-session} are those with the store's session liveness (ADR 0114, issue 36 target 3),
+ * whose bound a fifth argument sets (default 500 ms): a SIGKILLed holder's partitions are then taken
+ * before its lease expires, so "taken after the dead holder's expiry" is negative.
  */
 public final class FailoverBenchmark {
   private FailoverBenchmark() {}
@@ -31,8 +36,9 @@ public final class FailoverBenchmark {
   public static void main(String[] args) throws Exception {
     int runs = args.length > 0 ? Integer.parseInt(args[0]) : 10;
     String store = args.length > 1 ? args[1] : "mongodb";
-    if (!store.equals("mongodb") && !store.equals("postgresql")) {
-      throw new IllegalArgumentException("lease store: mongodb or postgresql, not " + store);
+    if (!List.of("mongodb", "postgresql", "postgresql-session", "mariadb", "mariadb-session").contains(store)) {
+      throw new IllegalArgumentException(
+          "lease store: mongodb, postgresql, postgresql-session, mariadb or mariadb-session, not " + store);
     }
     List<Long> killed = new ArrayList<>();
     List<Long> pastExpiry = new ArrayList<>();
@@ -41,22 +47,29 @@ public final class FailoverBenchmark {
     List<Long> spreadKilled = new ArrayList<>();
     List<Long> spreadPast = new ArrayList<>();
     long leaseMs = args.length > 3 ? Long.parseLong(args[3]) : 10_000;
+    long sessionMs = store.endsWith("-session") ? (args.length > 4 ? Long.parseLong(args[4]) : 500) : 0;
+    List<String> options = new ArrayList<>(List.of("-Dbench.lease.ms=" + leaseMs));
+    if (sessionMs > 0) {
+      options.add("-Dbench.session.ms=" + sessionMs);
+    }
     try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client();
-        EmbeddedPostgresServer postgres = store.equals("postgresql") ? EmbeddedPostgresServer.start() : null) {
-      String leases = postgres == null ? null : postgres.jdbcUrl(postgres.createDatabase("failover"));
-      System.out.printf("lease store: %s%n", store);
+        EmbeddedPostgresServer postgres = store.startsWith("postgresql") ? EmbeddedPostgresServer.start() : null;
+        EmbeddedMariaDb mariadb = store.startsWith("mariadb") ? EmbeddedMariaDb.start() : null) {
+      String leases = postgres != null ? postgres.jdbcUrl(postgres.createDatabase("failover"))
+          : mariadb != null ? mariadb.jdbcUrl(mariadb.createDatabase("failover")) : null;
+      System.out.printf("lease store: %s%s%n", store, sessionMs > 0 ? " (session bound " + sessionMs + " ms)" : "");
       for (int run = 0; run < runs; run++) {
         // Alternated in one process, so both see the same machine: SIGKILL (the standby waits for
         // the lease to expire) and SIGTERM (the owner commits and releases on its way out).
-        long[] kill = failover(mongo, client, leases, "kill" + run, true, 1, leaseMs);
+        long[] kill = failover(mongo, client, leases, "kill" + run, true, 1, options);
         killed.add(kill[0]);
         pastExpiry.add(kill[1]);
-        terminated.add(failover(mongo, client, leases, "term" + run, false, 1, leaseMs)[0]);
+        terminated.add(failover(mongo, client, leases, "term" + run, false, 1, options)[0]);
         System.out.printf("run %2d: after SIGKILL %5d ms (taken %4d ms after the dead holder's lease expired on the"
             + " store's clock), after SIGTERM %5d ms%n", run + 1, killed.get(run), pastExpiry.get(run),
             terminated.get(run));
         if (spread > 1) {
-          long[] all = failover(mongo, client, leases, "spread" + run, true, spread, leaseMs);
+          long[] all = failover(mongo, client, leases, "spread" + run, true, spread, options);
           spreadKilled.add(all[0]);
           spreadPast.add(all[1]);
           System.out.printf("run %2d: %d partitions, after SIGKILL %5d ms to the last (taken %4d ms after its"
@@ -88,9 +101,10 @@ public final class FailoverBenchmark {
    * stamps). Then checks that the change written right after the signal is delivered by one of them.
    */
   private static long[] failover(EmbeddedMongo mongo, MongoClient client, String leases, String collection,
-      boolean kill, int partitions, long leaseMs) {
+      boolean kill, int partitions, List<String> options) {
     MongoCollection<Document> docs = client.getDatabase("bench").getCollection(collection);
-    List<String> jvm = List.of("-Dbench.partitions=" + partitions, "-Dbench.lease.ms=" + leaseMs);
+    List<String> jvm = new ArrayList<>(options);
+    jvm.add("-Dbench.partitions=" + partitions);
     List<String> names = new ArrayList<>();
     for (int i = 0; i < partitions; i++) {
       names.add("failover/bench." + collection + "#" + i + "of" + partitions);
@@ -152,7 +166,7 @@ public final class FailoverBenchmark {
     }
   }
 
-  /** Reads lease records from the store the nodes use (MongoDB, or the PostgreSQL table). */
+  /** Reads lease records from the store the nodes use (MongoDB, or the SQL table). */
   private static final class LeaseReader implements AutoCloseable {
     private final com.zaxxer.hikari.HikariDataSource pool;
     private final dev.sluice.lease.LeaseStore store;
@@ -164,7 +178,9 @@ public final class FailoverBenchmark {
       } else {
         com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
         config.setJdbcUrl(leases);
-        config.setUsername(EmbeddedPostgresServer.USER);
+        if (leases.startsWith("jdbc:postgresql:")) {
+          config.setUsername(EmbeddedPostgresServer.USER); // MariaDB's URL names its user
+        }
         config.setMaximumPoolSize(1);
         pool = new com.zaxxer.hikari.HikariDataSource(config);
         store = dev.sluice.jdbc.lease.SqlLeaseStore.builder(pool).table("failover_lease").build();

@@ -18,10 +18,12 @@ import org.bson.BsonDocument;
  * A listener with the library's default settings (lease 10 s, renew and acquire every 3.3 s,
  * checkpoint every 100 changes or 1 s) that prints each delivery: one side of the failover
  * benchmark. On SIGTERM it closes the listener (commit, release). Arguments: connection string,
- * database, collection, owner, and optionally a PostgreSQL JDBC URL: the leases are then kept there
- * ({@code SqlLeaseStore}, release notices by LISTEN/NOTIFY) instead of in MongoDB. The system
+ * database, collection, owner, and optionally a PostgreSQL or MariaDB JDBC URL: the leases are then
+ * kept there ({@code SqlLeaseStore}; on PostgreSQL release notices by LISTEN/NOTIFY) instead of in
+ * MongoDB. The system
  * property {@code bench.partitions} sets the partition count (default 1), {@code bench.lease.ms}
- * the lease (default 10,000).
+ * the lease (default 10,000), {@code bench.session.ms} the SQL lease store's session-liveness bound
+ * (ADR 0114; default off).
  */
 public final class StandbyNode {
   /**
@@ -39,10 +41,14 @@ public final class StandbyNode {
       // A pool, as a service has (sluice-app's PostgresSource): connections open before they are needed.
       HikariConfig pool = new HikariConfig();
       pool.setJdbcUrl(args[4]);
-      pool.setUsername(EmbeddedPostgresServer.USER);
+      if (args[4].startsWith("jdbc:postgresql:")) {
+        pool.setUsername(EmbeddedPostgresServer.USER); // MariaDB's URL names its user
+      }
       pool.setMaximumPoolSize(6);
       pool.setMinimumIdle(4);
-      leases = SqlLeaseStore.builder(new HikariDataSource(pool)).table("failover_lease").build();
+      SqlLeaseStore.Builder sql = SqlLeaseStore.builder(new HikariDataSource(pool)).table("failover_lease");
+      Long session = Long.getLong("bench.session.ms");
+      leases = (session == null ? sql : sql.sessionLiveness(java.time.Duration.ofMillis(session))).build();
     } else {
       leases = MongoLeaseStore.builder(client.getDatabase(args[1])).build();
     }
