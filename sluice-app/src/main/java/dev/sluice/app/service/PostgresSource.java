@@ -36,8 +36,10 @@ final class PostgresSource implements Source<Map<String, Object>> {
     h.setPassword(config.password());
     h.setPoolName("sluice-postgres");
     // Renewals, commits and parking of every partition may run at once; each listener's release
-    // notices (ADR 0061) hold one connection while it runs.
-    h.setMaximumPoolSize(4 + 2 * partitions + listeners.size());
+    // notices (ADR 0061) hold one connection while it runs, and with session liveness (ADR 0114)
+    // the process's lease store (one, Wiring#leaseStore) its liveness session one more.
+    java.time.Duration session = dev.sluice.app.service.config.ConfigLoader.sessionLiveness(config, "postgres");
+    h.setMaximumPoolSize(4 + 2 * partitions + listeners.size() + (session == null ? 0 : 1));
     h.setMinimumIdle(1);
     h.setConnectionTimeout(5_000);
     // A database down at start is waited for by the service, not a failure to build the pool.
@@ -51,6 +53,7 @@ final class PostgresSource implements Source<Map<String, Object>> {
         .failover(config.failover())
         .leaseTable(config.leaseTable())
         .deadLetterTable(config.deadLetterTable())
+        .sessionLiveness(session)
         .stores(pool)
         .build();
   }

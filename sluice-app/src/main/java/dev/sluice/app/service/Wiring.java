@@ -78,13 +78,22 @@ public final class Wiring<D> implements AutoCloseable {
     return source.problem();
   }
 
+  /**
+   * The lease store, one for the process (thread-safe; every listener and status call shares it):
+   * a store may hold something until closed (the SQL store's liveness session, ADR 0114), and
+   * {@link #close()} closes it before the source, so its connection is back in the pool first.
+   */
   public LeaseStore leaseStore() {
-    return source.leaseStore(null);
+    return leaseStores.computeIfAbsent("unbounded", k -> source.leaseStore(null));
   }
+
+  /** The lease stores handed out, by bound. */
+  private final java.util.Map<String, LeaseStore> leaseStores = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** The lease store, each call bounded by {@code timeout}. */
   public LeaseStore leaseStore(java.time.Duration timeout) {
-    return source.leaseStore(timeout);
+    return timeout == null ? leaseStore()
+        : leaseStores.computeIfAbsent(timeout.toString(), k -> source.leaseStore(timeout));
   }
 
   public DeadLetterStore<D> deadLetters() {
@@ -303,6 +312,16 @@ public final class Wiring<D> implements AutoCloseable {
    */
   @Override
   public void close() {
+    for (LeaseStore store : leaseStores.values()) {
+      if (store instanceof AutoCloseable closeable) {
+        try {
+          closeable.close();
+        } catch (Exception e) {
+          log.warn("Closing the lease store failed: {}", e.toString());
+        }
+      }
+    }
+    leaseStores.clear();
     if (!BoundedClose.run(CLOSE_BOUND, java.util.Map.of("sluice-close-" + source.name(), source::close)).isEmpty()) {
       log.warn("The {} client did not close within {} (the server does not answer?); left to close on a daemon"
           + " thread", source.name(), CLOSE_BOUND);

@@ -171,6 +171,39 @@ class PostgresSourceServiceTest {
     assertThat(problems).as("warnings and errors while the source closed").isEmpty();
   }
 
+  /**
+   * {@code postgres.sessionLiveness} (ADR 0114) reaches the service's lease store: a lease it grants
+   * records the process's database session and the bound, and closing the service gives the
+   * liveness connection back before the pool closes (no warning).
+   */
+  @Test
+  void sessionLivenessInTheFileRecordsTheSessionInTheServicesLeases() throws Exception {
+    EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
+    String db = pg.createDatabase("svcsession" + DATABASES.incrementAndGet());
+    String url = pg.jdbcUrl(db);
+    sql(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
+    Path file = dir.resolve("session.yaml");
+    Files.writeString(file, config(url, "pg-session", "snapshot")
+        .replace("  publication: shop_pub\n", "  publication: shop_pub\n  sessionLiveness: 500ms\n"));
+    Wiring<?> wiring = Wiring.connect(ConfigLoader.load(file), true);
+    try {
+      assertThat(wiring.leaseStore()).as("one store for the process").isSameAs(wiring.leaseStore());
+      assertThat(wiring.leaseStore().tryAcquire("kafka-pg-session/public.orders#0of2", "svc", Duration.ofSeconds(5)))
+          .isPresent();
+      assertThat(count(url, "SELECT count(*) FROM sluice_lease WHERE holder_pid IS NOT NULL AND holder_bound_ms = 500"))
+          .as("the lease records the session and its bound").isEqualTo(1);
+      assertThat(sessionThreads()).isEqualTo(1);
+    } finally {
+      wiring.close();
+    }
+    await().atMost(Duration.ofSeconds(10)).until(() -> sessionThreads() == 0);
+  }
+
+  private static long sessionThreads() {
+    return Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.isAlive() && t.getName().equals("sluice-lease-session")).count();
+  }
+
   private static long watchThreads() {
     return Thread.getAllStackTraces().keySet().stream()
         .filter(t -> t.isAlive() && t.getName().startsWith("sluice-release-watch-")).count();
@@ -351,6 +384,12 @@ class PostgresSourceServiceTest {
         Arguments.of("a misspelt publication key", PG_VALID.replace("publication:", "publicaton:"),
             new String[] {"unknown key 'publicaton'", "did you mean 'publication'?"}),
         Arguments.of("no user", PG_VALID.replace("  user: sluice\n", ""), new String[] {"postgres.user", "is required"}),
+        Arguments.of("a session liveness below 100 ms", PG_VALID.replace("  publication: shop_pub\n",
+            "  publication: shop_pub\n  sessionLiveness: 10ms\n"),
+            new String[] {"postgres.sessionLiveness", "between 100ms and 1h", "'10ms'"}),
+        Arguments.of("a session liveness that is no duration", PG_VALID.replace("  publication: shop_pub\n",
+            "  publication: shop_pub\n  sessionLiveness: soon\n"),
+            new String[] {"postgres.sessionLiveness", "'soon' is not a duration"}),
         Arguments.of("a misspelt table key", PG_VALID.replace("- table:", "- tables:"),
             new String[] {"listeners[0].tables", "unknown key 'tables'", "did you mean 'table'?"}),
         Arguments.of("onInvalidate under postgres", PG_VALID.replace("bootstrap: snapshot",

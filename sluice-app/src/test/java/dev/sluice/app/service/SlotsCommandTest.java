@@ -166,7 +166,7 @@ class SlotsCommandTest {
     String kept = names().forGroup("relay").slotName(new PartitionSpec(0, 2));
     sql("SELECT pg_drop_replication_slot('" + dropped + "')");
     SluiceConfig.PostgresSection section = new SluiceConfig.PostgresSection(PG.jdbcUrl(db), EmbeddedPostgresServer.USER,
-        null, "pub", null, null, null);
+        null, "pub", null, null, null, null);
     try (PostgresSource source = new PostgresSource(section, List.of())) {
       Listener<Map<String, Object>> built = unstarted("relay", 2);
       running.add(built);

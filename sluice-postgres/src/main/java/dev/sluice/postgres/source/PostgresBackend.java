@@ -114,7 +114,7 @@ public final class PostgresBackend implements SourceBackend<Map<String, Object>>
   @Override
   public LeaseStore leaseStore(Duration bound) {
     return PostgresStores.leaseStore(dataSource(bound),
-        settings.leaseTable == null ? DEFAULT_LEASE_TABLE : settings.leaseTable);
+        settings.leaseTable == null ? DEFAULT_LEASE_TABLE : settings.leaseTable, settings.sessionLiveness);
   }
 
   /** Needs sluice-jdbc on the class path (the service has it). */
@@ -166,6 +166,7 @@ public final class PostgresBackend implements SourceBackend<Map<String, Object>>
     private String leaseTable;
     private String deadLetterTable;
     private DataSource stores;
+    private Duration sessionLiveness;
 
     private Builder(String url, String user, String password, String publication) {
       this.url = ConfigurationException.requireNonNull(url, "url").trim();
@@ -205,6 +206,15 @@ public final class PostgresBackend implements SourceBackend<Map<String, Object>>
     /** The lease table; null: {@link #DEFAULT_LEASE_TABLE}. */
     public Builder leaseTable(String table) {
       this.leaseTable = table;
+      return this;
+    }
+
+    /**
+     * The lease store's session-liveness bound (SqlLeaseStore.Builder#sessionLiveness, ADR 0114);
+     * null (the default): off.
+     */
+    public Builder sessionLiveness(Duration bound) {
+      this.sessionLiveness = bound;
       return this;
     }
 

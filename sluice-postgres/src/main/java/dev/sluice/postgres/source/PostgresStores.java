@@ -6,6 +6,7 @@ import dev.sluice.jdbc.lease.SqlLeaseStore;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.postgres.feed.PostgresDocuments;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.Map;
 import javax.sql.DataSource;
 
@@ -20,8 +21,10 @@ final class PostgresStores {
 
   private PostgresStores() {}
 
-  static LeaseStore leaseStore(DataSource dataSource, String table) {
-    return SqlLeaseStore.builder(dataSource).dialect(SqlLeaseStore.Dialect.POSTGRESQL).table(table).build();
+  /** With {@code sessionLiveness} (null: off) the store's session-liveness bound (ADR 0114). */
+  static LeaseStore leaseStore(DataSource dataSource, String table, Duration sessionLiveness) {
+    SqlLeaseStore.Builder b = SqlLeaseStore.builder(dataSource).dialect(SqlLeaseStore.Dialect.POSTGRESQL).table(table);
+    return (sessionLiveness == null ? b : b.sessionLiveness(sessionLiveness)).build();
   }
 
   /** The store of {@code table}, created first when {@code create}. */

@@ -31,9 +31,11 @@ public class SluiceJdbcAutoConfiguration {
   @ConditionalOnMissingBean(LeaseStore.class)
   public SqlLeaseStore sluiceLeaseStore(DataSource dataSource, SluiceProperties properties) {
     SluiceProperties.Jdbc j = properties.getStore().getJdbc();
-    return Wrapped.configuration("sluice.store.jdbc", () -> SqlLeaseStore.builder(dataSource)
-        .table(j.getTable())
-        .createTable(j.isCreateTable())
-        .build());
+    return Wrapped.configuration("sluice.store.jdbc", () -> {
+      SqlLeaseStore.Builder b = SqlLeaseStore.builder(dataSource)
+          .table(j.getTable())
+          .createTable(j.isCreateTable());
+      return (j.getSessionLiveness() == null ? b : b.sessionLiveness(j.getSessionLiveness())).build();
+    });
   }
 }

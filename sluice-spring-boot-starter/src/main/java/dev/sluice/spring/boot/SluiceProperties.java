@@ -159,6 +159,13 @@ public class SluiceProperties implements Validator {
     /** Whether to create the table on first use; turn off where the user may not create tables. */
     private boolean createTable = true;
 
+    /**
+     * Session liveness (PostgreSQL, MariaDB 10.5+; ADR 0114): a crashed holder's leases are taken
+     * about this long after the database ends its session, instead of at their expiry. Off when
+     * unset. A holder that cannot confirm its session for this long gives its leases up.
+     */
+    private Duration sessionLiveness;
+
     public String getTable() {
       return table;
     }
@@ -173,6 +180,14 @@ public class SluiceProperties implements Validator {
 
     public void setCreateTable(boolean createTable) {
       this.createTable = createTable;
+    }
+
+    public Duration getSessionLiveness() {
+      return sessionLiveness;
+    }
+
+    public void setSessionLiveness(Duration sessionLiveness) {
+      this.sessionLiveness = sessionLiveness;
     }
   }
 

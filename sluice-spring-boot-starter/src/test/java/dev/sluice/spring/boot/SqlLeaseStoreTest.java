@@ -55,6 +55,41 @@ class SqlLeaseStoreTest {
         });
   }
 
+  /** {@code sluice.store.jdbc.session-liveness} (ADR 0114): leases record the holder's database session. */
+  @Test
+  void sessionLivenessRecordsTheHoldersSessionInItsLeases() {
+    withDataSource(new ApplicationContextRunner())
+        .withConfiguration(AutoConfigurations.of(SluiceMongoAutoConfiguration.class, SluiceJdbcAutoConfiguration.class,
+            SluiceAutoConfiguration.class))
+        .withPropertyValues("sluice.store.jdbc.table=sluice_lease_starter_sessions",
+            "sluice.store.jdbc.session-liveness=500ms")
+        .run(context -> {
+          assertThat(context).hasNotFailed();
+          try (Lock lock = context.getBean(LockProvider.class).acquire("invoice-7", Duration.ofSeconds(5));
+              java.sql.Connection c = dataSource.getConnection();
+              java.sql.Statement st = c.createStatement();
+              java.sql.ResultSet rs = st.executeQuery("SELECT holder_pid, holder_bound_ms FROM"
+                  + " sluice_lease_starter_sessions WHERE name LIKE '%invoice-7'")) {
+            assertThat(lock.token()).isPositive();
+            assertThat(rs.next()).isTrue();
+            assertThat(rs.getObject(1)).as("the holder's session").isNotNull();
+            assertThat(rs.getLong(2)).isEqualTo(500);
+          }
+        });
+  }
+
+  @Test
+  void aSessionLivenessOutsideItsRangeFailsTheStartNamingTheProperty() {
+    withDataSource(new ApplicationContextRunner())
+        .withConfiguration(AutoConfigurations.of(SluiceMongoAutoConfiguration.class, SluiceJdbcAutoConfiguration.class,
+            SluiceAutoConfiguration.class))
+        .withPropertyValues("sluice.store.jdbc.session-liveness=10ms")
+        .run(context -> assertThat(context).hasFailed().getFailure()
+            .hasStackTraceContaining("sluice.store.jdbc")
+            .hasStackTraceContaining("sessionLiveness")
+            .hasStackTraceContaining("between 100 ms and 1 hour"));
+  }
+
   @Test
   void storeTypeJdbcKeepsTheLeasesInSqlWhileTheListenerReadsMongoDb() {
     Set<String> handled = ConcurrentHashMap.newKeySet();

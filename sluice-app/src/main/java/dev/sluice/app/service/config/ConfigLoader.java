@@ -448,6 +448,20 @@ public final class ConfigLoader {
     require(p.deadLetterTable() == null || p.deadLetterTable().matches("[A-Za-z_][A-Za-z0-9_]{0,62}"),
         source + ": postgres.deadLetterTable", "must be a plain SQL identifier (no schema), but was '"
             + p.deadLetterTable() + "'");
+    sessionLiveness(p, source);
+  }
+
+  /**
+   * {@code postgres.sessionLiveness} of the file {@code source}, or null when not set: the lease
+   * store's session-liveness bound (ADR 0114), between 100 ms and 1 hour.
+   */
+  public static Duration sessionLiveness(SluiceConfig.PostgresSection p, String source) {
+    String path = source + ": postgres.sessionLiveness";
+    Duration bound = Durations.parse(p.sessionLiveness(), path);
+    require(bound == null || bound.compareTo(Duration.ofMillis(100)) >= 0 && bound.compareTo(Duration.ofHours(1)) <= 0,
+        path, "must be between 100ms and 1h (a crashed holder's partitions are taken about that long after"
+            + " its crash), but was '" + p.sessionLiveness() + "'");
+    return bound;
   }
 
   /**

@@ -63,7 +63,7 @@ public record SluiceConfig(MongoSection mongodb, PostgresSection postgres, List<
    * its own) and the tables Sluice keeps its leases and parked changes in, in the same database.
    */
   public record PostgresSection(String url, String user, String password, String publication, String leaseTable,
-      String deadLetterTable, Boolean failoverSlots) {
+      String deadLetterTable, Boolean failoverSlots, String sessionLiveness) {
     /** Whether new slots are failover slots (PostgreSQL 17); default false. */
     public boolean failover() {
       return failoverSlots != null && failoverSlots;
@@ -74,7 +74,8 @@ public record SluiceConfig(MongoSection mongodb, PostgresSection postgres, List<
     public String toString() {
       return "PostgresSection[url=" + dev.sluice.app.cli.Secrets.mask(url) + ", user=" + user + ", password="
           + (password == null ? null : "****") + ", publication=" + publication + ", leaseTable=" + leaseTable
-          + ", deadLetterTable=" + deadLetterTable + ", failoverSlots=" + failoverSlots + "]";
+          + ", deadLetterTable=" + deadLetterTable + ", failoverSlots=" + failoverSlots
+          + ", sessionLiveness=" + sessionLiveness + "]";
     }
   }
 
