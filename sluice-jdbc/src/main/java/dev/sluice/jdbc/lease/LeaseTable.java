@@ -15,7 +15,7 @@ import java.sql.Statement;
 final class LeaseTable {
   private final String name;
   private final boolean create;
-  /** Whether the store records holder sessions (ADR 0114): PostgreSQL only, four more columns. */
+  /** Whether the store records holder sessions (ADR 0114): four more columns, a one-statement upsert. */
   private final boolean sessionColumns;
   private volatile SqlDialect dialect;
   private volatile boolean ready;

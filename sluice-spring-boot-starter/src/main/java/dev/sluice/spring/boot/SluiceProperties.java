@@ -162,7 +162,9 @@ public class SluiceProperties implements Validator {
     /**
      * Session liveness (PostgreSQL, MariaDB 10.5+; ADR 0114): a crashed holder's leases are taken
      * about this long after the database ends its session, instead of at their expiry. Off when
-     * unset. A holder that cannot confirm its session for this long gives its leases up.
+     * unset. A holder that cannot confirm its session for this long gives its leases up. Listeners'
+     * partitions are taken early by their standbys; a lock's holder is bound by it too, but a lock's
+     * waiter still takes it at its expiry (it does not watch for gone sessions).
      */
     private Duration sessionLiveness;
 
