@@ -3,9 +3,6 @@ package dev.sluice.jdbc.lease;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.testkit.lease.LeaseStoreContract;
 import dev.sluice.testkit.sql.EmbeddedMariaDb;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.time.Clock;
 
 /** The lease-store conformance suite on a real MariaDB 11.4. */
@@ -20,17 +17,6 @@ class MariaDbSqlLeaseStoreTest extends LeaseStoreContract {
 
   @Override
   protected void deleteRecordDirectly(String name) {
-    try (Connection c = EmbeddedMariaDb.shared().dataSource("sluice_test").getConnection();
-        PreparedStatement ps = c.prepareStatement("DELETE FROM lease_contract WHERE name = ?")) {
-      ps.setString(1, name);
-      if (ps.executeUpdate() != 1) {
-        throw new IllegalStateException("no row " + name);
-      }
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
+    LeaseRows.delete(EmbeddedMariaDb.shared().dataSource("sluice_test"), "lease_contract", name);
   }
 }

@@ -2,9 +2,6 @@ package dev.sluice.jdbc.lease;
 
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.testkit.lease.LeaseStoreContract;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -39,17 +36,6 @@ abstract class SessionLeaseStoreContract extends LeaseStoreContract {
 
   @Override
   protected void deleteRecordDirectly(String name) {
-    try (Connection c = dataSource().getConnection();
-        PreparedStatement ps = c.prepareStatement("DELETE FROM lease_contract_sessions WHERE name = ?")) {
-      ps.setString(1, name);
-      if (ps.executeUpdate() != 1) {
-        throw new IllegalStateException("no row " + name);
-      }
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
+    LeaseRows.delete(dataSource(), "lease_contract_sessions", name);
   }
 }
