@@ -60,6 +60,11 @@ final class GoneSessions {
     return e != null && e.eligible ? e.gone : null;
   }
 
+  /** An attempt with {@code found} did not take {@code name}: forget it, so it is judged anew. */
+  void retract(String name, Gone found) {
+    entries.computeIfPresent(name, (n, e) -> e.gone.equals(found) ? null : e);
+  }
+
   /** {@code name} was taken (by this store): forget what was found for it. */
   void taken(String name) {
     entries.remove(name);

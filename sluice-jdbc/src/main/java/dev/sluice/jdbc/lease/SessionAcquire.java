@@ -47,6 +47,11 @@ final class SessionAcquire implements AcquireStrategy {
     SessionSql.Session session = liveness.sessionForGrant(sql, bound);
     Optional<Lease> lease = calls.call("tryAcquire", name, bound,
         (c, d) -> upsert(c, sql, name, owner, duration, session, found));
+    if (lease.isEmpty() && found != null) {
+      // Someone else was first, or the session is there after all (the server the watch asked is
+      // not the one the leases are written on): look again from the start, a bound later.
+      gone.retract(name, found);
+    }
     lease.ifPresent(l -> {
       gone.taken(name);
       if (session == null) {

@@ -1,6 +1,7 @@
 package dev.sluice.jdbc.lease;
 
 import dev.sluice.lease.HolderLiveness;
+import dev.sluice.lease.LeaseStoreException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -33,6 +34,8 @@ final class SessionLiveness implements AutoCloseable {
   /** Send time (System.nanoTime) of the last confirmation of {@link #current} that was answered. */
   private volatile long confirmedNanos;
   private volatile boolean closed;
+  /** Why the first session could not be opened where it must be (a replica, a Galera node), or null. */
+  private volatile String refused;
   private Thread thread;
   /** The database's way of naming and confirming a session; set by the first {@link #start}. */
   private volatile SessionSql sql;
@@ -62,10 +65,10 @@ final class SessionLiveness implements AutoCloseable {
    */
   SessionSql.Session sessionForGrant(SessionSql sql, long waitMillis) {
     start(sql);
-    if (current == null) {
+    if (current == null && refused == null) {
       long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMillis);
       synchronized (firstConfirmation) {
-        while (current == null && !closed) {
+        while (current == null && refused == null && !closed) {
           long left = until - System.nanoTime();
           if (left <= 0) {
             break;
@@ -78,6 +81,10 @@ final class SessionLiveness implements AutoCloseable {
           }
         }
       }
+    }
+    if (refused != null) {
+      throw new LeaseStoreException("SqlLeaseStore sessionLiveness cannot work with this DataSource: " + refused
+          + " (docs/adr/0114-sql-lease-holder-session-liveness.md)", false, null);
     }
     SessionSql.Session s = current;
     return s != null && remainingNanos(s) > 0 ? s : null;
@@ -126,6 +133,20 @@ final class SessionLiveness implements AutoCloseable {
         SessionSql.Session opened = null;
         if (connection == null) {
           connection = open();
+          String refusal = sql.refusal(connection);
+          if (refusal != null) {
+            if (current == null) {
+              // Before any session: how it is configured. Grants fail, naming it; no retry helps.
+              refused = refusal;
+              log.error("Lease-store session liveness refused: {}", refusal);
+              synchronized (firstConfirmation) {
+                firstConfirmation.notifyAll();
+              }
+              break;
+            }
+            // After a failover, a reconnection can land on a replica for a while: not confirmed.
+            throw new SQLException(refusal);
+          }
           opened = sql.open(connection);
         }
         SessionSql.Session s = opened != null ? opened : sql.confirm(connection, current);

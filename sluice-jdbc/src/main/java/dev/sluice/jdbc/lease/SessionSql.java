@@ -25,6 +25,16 @@ enum SessionSql {
           + " AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = {t}holder_pid"
           + " AND (a.backend_start IS NULL OR a.backend_start = {t}holder_since))", 1) {
     @Override
+    String refusal(Connection c) throws SQLException {
+      try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT pg_is_in_recovery()")) {
+        rs.next();
+        return rs.getBoolean(1) ? "its connection reached a standby in recovery (pg_is_in_recovery()), where"
+            + " the leases are not written: a standby checks sessions on the primary and would find this one"
+            + " gone. Point the DataSource at the primary (pgjdbc: targetServerType=primary)" : null;
+      }
+    }
+
+    @Override
     Session open(Connection c) throws SQLException {
       try (Statement st = c.createStatement()) {
         st.execute("SET idle_in_transaction_session_timeout = 0");
@@ -81,6 +91,21 @@ enum SessionSql {
           + " information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME') SECOND"
           + " AND IS_FREE_LOCK(CONCAT('sluice-session/', {t}holder_pid, '/',"
           + " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {t}holder_since))) = 1", 8) {
+    @Override
+    String refusal(Connection c) throws SQLException {
+      try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT @@read_only,"
+          + " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = 'WSREP_ON')")) {
+        rs.next();
+        if ("ON".equalsIgnoreCase(rs.getString(2))) {
+          return "the server is a Galera cluster node (wsrep_on), whose named locks are per node: a standby"
+              + " connected to another node would find a live holder's lock free";
+        }
+        return rs.getInt(1) != 0 ? "its connection reached a read-only server (read_only = ON: a replica?),"
+            + " where the leases are not written: a standby checks sessions on the primary and would find"
+            + " this one gone. Point the DataSource at the primary" : null;
+      }
+    }
+
     @Override
     Session open(Connection c) throws SQLException {
       Session s;
@@ -175,6 +200,12 @@ enum SessionSql {
   static SessionSql of(SqlDialect d) {
     return d == SqlDialect.POSTGRESQL ? POSTGRESQL : MARIADB;
   }
+
+  /**
+   * Why a liveness session cannot live on the server {@code c} reached, or null: it must be the
+   * server the leases are written on, since standbys look for sessions there.
+   */
+  abstract String refusal(Connection c) throws SQLException;
 
   /** Prepares a new connection as a liveness session and names it. */
   abstract Session open(Connection c) throws SQLException;
