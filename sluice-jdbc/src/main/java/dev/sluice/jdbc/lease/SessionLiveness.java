@@ -179,12 +179,17 @@ final class SessionLiveness implements AutoCloseable {
     connection = null;
   }
 
-  /** A connection for the liveness session: autocommit, answers bounded by a quarter of the bound. */
+  /**
+   * A connection for the liveness session: autocommit, each answer awaited at most the bound. Not
+   * less: a driver that times out a request closes its connection, which ends the session and with
+   * it every lease granted with it, where a late answer within the bound loses none (a confirmation
+   * late past the bound has let the leases run out anyway).
+   */
   private Connection open() throws SQLException {
     Connection c = dataSource.getConnection();
     try {
       c.setAutoCommit(true);
-      c.setNetworkTimeout(Runnable::run, (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(everyNanos)));
+      c.setNetworkTimeout(Runnable::run, (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(boundNanos)));
       return c;
     } catch (SQLException | RuntimeException e) {
       closeQuietly(c);
