@@ -2,11 +2,11 @@ package dev.sluice.benchmarks.debezium;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.testkit.net.Ports;
 import dev.sluice.testkit.process.ChildJvm;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.io.File;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -201,10 +201,7 @@ public final class ConnectAgainstConnectBenchmark {
       st.execute("CREATE PUBLICATION bench_pub FOR TABLE orders");
     }
     String group = "cac-" + tag;
-    int port;
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
+    int port = Ports.free();
     Properties w = new Properties();
     w.setProperty("bootstrap.servers", bootstrap);
     w.setProperty("group.id", group);
