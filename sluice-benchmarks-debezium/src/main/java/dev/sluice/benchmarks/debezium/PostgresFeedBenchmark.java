@@ -33,10 +33,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.source.SourceRecord;
-import org.postgresql.PGConnection;
-import org.postgresql.PGProperty;
 import org.postgresql.ds.PGSimpleDataSource;
-import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
 
 /**
@@ -199,7 +196,6 @@ public final class PostgresFeedBenchmark {
     return sorted.get(sorted.size() / 2);
   }
 
-
   private static void insert(String url, long from, int rows) throws SQLException {
     try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
       for (long at = from; at < from + rows; at += CHUNK) {
@@ -212,15 +208,8 @@ public final class PostgresFeedBenchmark {
 
   /** pgoutput messages read and counted ('I' = insert); nothing decoded beyond the first byte. */
   private static void rawRead(String url, String slot, int rows) throws SQLException {
-    Properties p = new Properties();
-    PGProperty.USER.set(p, EmbeddedPostgresServer.USER);
-    PGProperty.REPLICATION.set(p, "database");
-    PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    try (Connection c = DriverManager.getConnection(url, p)) {
-      PGReplicationStream stream = c.unwrap(PGConnection.class).getReplicationAPI().replicationStream().logical()
-          .withSlotName(slot).withStartPosition(LogSequenceNumber.valueOf(0))
-          .withSlotOption("proto_version", "1").withSlotOption("publication_names", "pub").start();
+    try (Connection c = Jdbc.replicationConnection(url)) {
+      PGReplicationStream stream = Jdbc.pgoutput(c, slot, "pub");
       int inserts = 0;
       while (inserts < rows) {
         ByteBuffer m = stream.read();

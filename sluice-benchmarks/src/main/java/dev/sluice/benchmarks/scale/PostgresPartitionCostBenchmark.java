@@ -20,12 +20,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
-import org.postgresql.PGConnection;
-import org.postgresql.PGProperty;
-import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
 
 /**
@@ -282,15 +278,8 @@ public final class PostgresPartitionCostBenchmark {
    * client receives, and the bytes the walsender sent and its CPU ticks at the end.
    */
   private static long[] rawRead(String url, String slot, int rows) throws Exception {
-    Properties p = new Properties();
-    PGProperty.USER.set(p, EmbeddedPostgresServer.USER);
-    PGProperty.REPLICATION.set(p, "database");
-    PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    try (Connection c = DriverManager.getConnection(url, p)) {
-      PGReplicationStream stream = c.unwrap(PGConnection.class).getReplicationAPI().replicationStream().logical()
-          .withSlotName(slot).withStartPosition(LogSequenceNumber.valueOf(0))
-          .withSlotOption("proto_version", "1").withSlotOption("publication_names", "pub").start();
+    try (Connection c = Jdbc.replicationConnection(url)) {
+      PGReplicationStream stream = Jdbc.pgoutput(c, slot, "pub");
       long bytes = 0;
       long messages = 0;
       int inserts = 0;

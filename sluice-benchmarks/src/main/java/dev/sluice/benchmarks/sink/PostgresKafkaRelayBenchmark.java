@@ -13,15 +13,10 @@ import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import dev.sluice.testkit.sql.Jdbc;
 import java.nio.ByteBuffer;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Properties;
-import org.postgresql.PGConnection;
-import org.postgresql.PGProperty;
 import org.postgresql.ds.PGSimpleDataSource;
-import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
 
 /**
@@ -94,18 +89,10 @@ public final class PostgresKafkaRelayBenchmark {
         .stream(stream).build();
   }
 
-
   private static double rawRead(String url, String slot, int changes) throws SQLException {
-    Properties p = new Properties();
-    PGProperty.USER.set(p, EmbeddedPostgresServer.USER);
-    PGProperty.REPLICATION.set(p, "database");
-    PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
     long start = System.nanoTime();
-    try (Connection c = DriverManager.getConnection(url, p)) {
-      PGReplicationStream stream = c.unwrap(PGConnection.class).getReplicationAPI().replicationStream().logical()
-          .withSlotName(slot).withStartPosition(LogSequenceNumber.valueOf(0))
-          .withSlotOption("proto_version", "1").withSlotOption("publication_names", "pub").start();
+    try (Connection c = Jdbc.replicationConnection(url)) {
+      PGReplicationStream stream = Jdbc.pgoutput(c, slot, "pub");
       int inserts = 0;
       while (inserts < changes) {
         ByteBuffer m = stream.read();
