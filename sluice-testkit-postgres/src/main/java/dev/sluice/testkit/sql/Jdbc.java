@@ -43,7 +43,10 @@ public final class Jdbc {
     }
   }
 
-  /** A replication connection ({@code replication=database}, simple query mode) to {@code url} as {@link EmbeddedPostgresServer#USER}. */
+  /**
+   * A replication connection ({@code replication=database}, simple query mode) to {@code url} as {@link
+   * EmbeddedPostgresServer#USER}.
+   */
   public static Connection replicationConnection(String url) throws SQLException {
     Properties p = new Properties();
     PGProperty.USER.set(p, EmbeddedPostgresServer.USER);
