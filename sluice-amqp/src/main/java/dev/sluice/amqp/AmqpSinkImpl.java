@@ -211,13 +211,21 @@ final class AmqpSinkImpl<D>
    * fails and the listener delivers again from the checkpoint.
    */
   private void abandonConnection() {
+    abortConnection(1);
+  }
+
+  /**
+   * Takes the shared connection away (the next {@link #connection()} opens a new one) and aborts it, waiting up to
+   * {@code timeoutMillis} for the broker's answer to the close.
+   */
+  private void abortConnection(int timeoutMillis) {
     Connection c;
     synchronized (clientLock) {
       c = connection;
       connection = null;
     }
     if (c != null) {
-      c.abort(1);
+      c.abort(timeoutMillis);
     }
   }
 
@@ -238,17 +246,10 @@ final class AmqpSinkImpl<D>
 
   @Override
   protected void closeClient() {
-    Connection c;
-    synchronized (clientLock) {
-      c = connection;
-      connection = null;
-    }
     // The connection first, waiting up to the flush timeout for the broker's answer: then the
     // channels are closed already and closing them (closed(lane)) waits for nothing (each would
     // otherwise wait up to the flush timeout for a broker that does not answer).
-    if (c != null) {
-      c.abort((int) Math.max(1, Math.min(Integer.MAX_VALUE, flushTimeout.toMillis())));
-    }
+    abortConnection((int) Math.max(1, Math.min(Integer.MAX_VALUE, flushTimeout.toMillis())));
   }
 
   @Override

@@ -4,17 +4,12 @@ import dev.sluice.lease.Lease;
 import dev.sluice.lease.internal.LeaseKeeper;
 
 /** A lock backed by one lease, kept by a {@link LeaseKeeper} on the provider's extender thread. */
-final class LeaseLock implements Lock {
-  private final LeaseLockProvider provider;
-  private final String name;
-  private final long token;
+final class LeaseLock extends LeaseBackedLock {
   private final LeaseKeeper keeper;
   private volatile boolean closed;
 
   LeaseLock(LeaseLockProvider provider, String name, Lease lease, long requestStartNanos) {
-    this.provider = provider;
-    this.name = name;
-    this.token = lease.epoch();
+    super(provider, name, lease.epoch());
     this.keeper = new LeaseKeeper(provider.store, lease, requestStartNanos,
         provider.leaseDuration, provider.extendEvery, provider.extender, provider.ticker,
         (lost, cause) -> {
@@ -25,16 +20,6 @@ final class LeaseLock implements Lock {
 
   void startExtending() {
     keeper.start();
-  }
-
-  @Override
-  public String name() {
-    return name;
-  }
-
-  @Override
-  public long token() {
-    return token;
   }
 
   @Override

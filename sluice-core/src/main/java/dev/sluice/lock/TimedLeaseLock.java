@@ -21,12 +21,9 @@ import org.slf4j.LoggerFactory;
  *       atLeastFor} on the store's clock too (a round trip longer at most).
  * </ul>
  */
-final class TimedLeaseLock implements TimedLock {
+final class TimedLeaseLock extends LeaseBackedLock implements TimedLock {
   private static final Logger LOG = LoggerFactory.getLogger(TimedLeaseLock.class);
 
-  private final LeaseLockProvider provider;
-  private final String name;
-  private final long token;
   private Lease lease;
   private volatile long heldUntilNanos;
   private long releasableAtNanos;
@@ -35,10 +32,8 @@ final class TimedLeaseLock implements TimedLock {
 
   TimedLeaseLock(LeaseLockProvider provider, String name, Lease lease, long sentAtNanos,
       long answeredAtNanos, Duration atMostFor, Duration atLeastFor) {
-    this.provider = provider;
-    this.name = name;
+    super(provider, name, lease.epoch());
     this.lease = lease;
-    this.token = lease.epoch();
     this.heldUntilNanos = sentAtNanos + atMostFor.toNanos();
     this.releasableAtNanos = answeredAtNanos + atLeastFor.toNanos();
   }
@@ -52,16 +47,6 @@ final class TimedLeaseLock implements TimedLock {
         "must not be negative");
     ConfigurationException.require(atLeastFor.compareTo(atMostFor) <= 0, "atLeastFor",
         atLeastFor, "must not be above atMostFor " + atMostFor);
-  }
-
-  @Override
-  public String name() {
-    return name;
-  }
-
-  @Override
-  public long token() {
-    return token;
   }
 
   @Override

@@ -196,23 +196,16 @@ public final class Demo {
   }
 
   private void printTable(Result r) {
-    out.println();
-    out.println("+------------------------------+----------+");
-    out.printf("| %-28s | %8s |%n", "verification", "value");
-    out.println("+------------------------------+----------+");
-    row("changes written", r.written());
-    row("changes delivered (distinct)", r.delivered());
-    row("duplicates (redelivered)", r.duplicates());
-    row("lost (must be 0)", r.lost());
-    row("stale writes rejected", r.staleRejected());
-    row("owner epochs seen", r.epochs().size());
-    out.printf("| %-28s | %8s |%n", "takeover after pause (ms)", r.takeoverMillis());
-    out.println("+------------------------------+----------+");
+    VerificationTable table = new VerificationTable(out, 28, "value");
+    table.row("changes written", r.written());
+    table.row("changes delivered (distinct)", r.delivered());
+    table.row("duplicates (redelivered)", r.duplicates());
+    table.row("lost (must be 0)", r.lost());
+    table.row("stale writes rejected", r.staleRejected());
+    table.row("owner epochs seen", r.epochs().size());
+    table.row("takeover after pause (ms)", r.takeoverMillis());
+    table.end();
     out.println("epochs (fencing tokens): " + r.epochs());
     out.println(r.ok() ? "RESULT: OK" : "RESULT: FAILED");
-  }
-
-  private void row(String name, int value) {
-    out.printf("| %-28s | %8d |%n", name, value);
   }
 }

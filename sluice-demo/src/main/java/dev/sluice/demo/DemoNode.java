@@ -8,11 +8,9 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
 import dev.sluice.feed.ChangeEvent;
-import dev.sluice.lease.Lease;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.Listener;
-import dev.sluice.listener.ListenerObserver;
 import dev.sluice.listener.StaleFenceException;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.fence.FencedWrites;
@@ -65,17 +63,7 @@ public final class DemoNode {
         .acquireInterval(Duration.ofMillis(200))
         .checkpoint(CheckpointPolicy.every(checkpointEvery, Duration.ofMillis(200)))
         .handler((change, fence) -> handle(change, fence, name, deliveries, view, armed, go))
-        .observer(new ListenerObserver() {
-          @Override
-          public void acquired(Lease l) {
-            System.out.println("ACQUIRED " + name + " epoch=" + l.epoch() + " checkpoint=" + l.checkpoint());
-          }
-
-          @Override
-          public void lost(String leaseName, long epoch, String reason) {
-            System.out.println("LOST " + name + " epoch=" + epoch + " reason=" + reason);
-          }
-        })
+        .observer(new LeaseLines(name))
         .build();
     Runtime.getRuntime().addShutdownHook(new Thread(listener::close));
     listener.start();

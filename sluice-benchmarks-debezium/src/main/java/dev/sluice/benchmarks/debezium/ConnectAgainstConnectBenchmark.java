@@ -2,11 +2,11 @@ package dev.sluice.benchmarks.debezium;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.testkit.net.Ports;
 import dev.sluice.testkit.process.ChildJvm;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 import java.io.File;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -73,7 +73,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 public final class ConnectAgainstConnectBenchmark {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final HttpClient HTTP = HttpClient.newHttpClient();
-  private static final String DEBEZIUM = "io.debezium.connector.postgresql.PostgresConnector";
+  private static final String DEBEZIUM = DebeziumConfig.CONNECTOR;
   private static final String SLUICE = "dev.sluice.kafka.connect.SluiceSourceConnector";
 
   private ConnectAgainstConnectBenchmark() {}
@@ -201,10 +201,7 @@ public final class ConnectAgainstConnectBenchmark {
       st.execute("CREATE PUBLICATION bench_pub FOR TABLE orders");
     }
     String group = "cac-" + tag;
-    int port;
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
+    int port = Ports.free();
     Properties w = new Properties();
     w.setProperty("bootstrap.servers", bootstrap);
     w.setProperty("group.id", group);
@@ -326,17 +323,7 @@ public final class ConnectAgainstConnectBenchmark {
     Map<String, String> c = new LinkedHashMap<>();
     c.put("connector.class", DEBEZIUM);
     c.put("tasks.max", "1");
-    c.put("database.hostname", "localhost");
-    c.put("database.port", Integer.toString(pg.port()));
-    c.put("database.user", EmbeddedPostgresServer.USER);
-    c.put("database.password", "");
-    c.put("database.dbname", db);
-    c.put("topic.prefix", prefix);
-    c.put("plugin.name", "pgoutput");
-    c.put("slot.name", slot);
-    c.put("publication.name", "bench_pub");
-    c.put("publication.autocreate.mode", "disabled");
-    c.put("snapshot.mode", "no_data");
+    c.putAll(DebeziumConfig.postgres(pg.port(), db, prefix, slot, "bench_pub"));
     c.put("table.include.list", "public.orders");
     topicCreation(c);
     if (v.exactlyOnce()) {

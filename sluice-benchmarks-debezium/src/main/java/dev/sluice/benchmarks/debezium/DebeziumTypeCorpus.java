@@ -3,6 +3,7 @@ package dev.sluice.benchmarks.debezium;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import dev.sluice.testkit.sql.Jdbc;
 import dev.sluice.testkit.sql.PostgresTypeCorpus;
 import dev.sluice.testkit.sql.PostgresTypeCorpus.Case;
 import dev.sluice.testkit.sql.PostgresTypeCorpus.Group;
@@ -11,7 +12,6 @@ import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.format.Json;
 import java.sql.Connection;
 import java.sql.DriverManager;
-import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -64,7 +64,7 @@ public final class DebeziumTypeCorpus {
       }
       setup.add("CREATE TABLE c_toast (id int PRIMARY KEY, big text, n int)");
       setup.add("CREATE PUBLICATION pub FOR TABLE " + tables + "c_toast");
-      sql(url, setup);
+      Jdbc.execute(url, setup);
 
       List<Written> pending = new ArrayList<>();
       int id = 0;
@@ -79,7 +79,7 @@ public final class DebeziumTypeCorpus {
       List<String> toast = List.of();
       while (!pending.isEmpty()) {
         String slot = "dbz_corpus_" + attempt++;
-        sql(url, List.of("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')"));
+        Jdbc.execute(url, "SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
         // Fresh ids on each attempt, so a case written again is a new row.
         List<Written> written = new ArrayList<>();
         for (Written w : pending) {
@@ -131,7 +131,7 @@ public final class DebeziumTypeCorpus {
       }
       System.out.println();
       System.out.println("Debezium 3.6.1.Final, PostgreSQL connector (pgoutput), default value settings, JsonConverter"
-          + " with schemas; PostgreSQL " + version(url));
+          + " with schemas; PostgreSQL " + Jdbc.queryOne(url, "SHOW server_version"));
       System.out.println("value of after.<column>  [Connect type / logical name (parameters)]");
       results.values().forEach(System.out::println);
       System.out.println("Unchanged TOASTed column (c_toast.big, 6,400 characters; UPDATE of n only):");
@@ -171,22 +171,7 @@ public final class DebeziumTypeCorpus {
 
   private static void read(int port, String db, String slot, int expected, Map<String, JsonNode> got,
       List<JsonNode> toastEvents, AtomicReference<String> failure) throws Exception {
-    Properties p = new Properties();
-    p.setProperty("name", "corpus-" + slot);
-    p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
-    p.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
-    p.setProperty("offset.flush.interval.ms", "1000");
-    p.setProperty("database.hostname", "localhost");
-    p.setProperty("database.port", Integer.toString(port));
-    p.setProperty("database.user", EmbeddedPostgresServer.USER);
-    p.setProperty("database.password", "");
-    p.setProperty("database.dbname", db);
-    p.setProperty("topic.prefix", "corpus");
-    p.setProperty("plugin.name", "pgoutput");
-    p.setProperty("slot.name", slot);
-    p.setProperty("publication.name", "pub");
-    p.setProperty("publication.autocreate.mode", "disabled");
-    p.setProperty("snapshot.mode", "no_data");
+    Properties p = DebeziumConfig.embedded("corpus-" + slot, port, db, "corpus", slot, "pub");
     p.setProperty("converter.schemas.enable", "true");
     java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
@@ -251,19 +236,5 @@ public final class DebeziumTypeCorpus {
     return s.toString();
   }
 
-  private static String version(String url) throws SQLException {
-    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement();
-        var rs = s.executeQuery("SHOW server_version")) {
-      rs.next();
-      return rs.getString(1);
-    }
-  }
 
-  private static void sql(String url, List<String> statements) throws SQLException {
-    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
-      for (String statement : statements) {
-        s.execute(statement);
-      }
-    }
-  }
 }

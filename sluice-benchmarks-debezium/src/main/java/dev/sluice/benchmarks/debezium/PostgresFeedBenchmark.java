@@ -10,6 +10,7 @@ import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import dev.sluice.testkit.sql.Jdbc;
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
 import io.debezium.engine.format.ChangeEventFormat;
@@ -32,10 +33,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.source.SourceRecord;
-import org.postgresql.PGConnection;
-import org.postgresql.PGProperty;
 import org.postgresql.ds.PGSimpleDataSource;
-import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
 
 /**
@@ -72,7 +70,7 @@ public final class PostgresFeedBenchmark {
     try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {
       String db = pg.createDatabase("bench");
       String url = pg.jdbcUrl(db);
-      sql(url, "CREATE TABLE bench (id bigint PRIMARY KEY, n int, amount numeric(12,2), note text)",
+      Jdbc.execute(url, "CREATE TABLE bench (id bigint PRIMARY KEY, n int, amount numeric(12,2), note text)",
           "CREATE PUBLICATION pub FOR TABLE bench");
       Map<String, List<Double>> seconds = new java.util.TreeMap<>();
       long nextId = 0;
@@ -84,7 +82,7 @@ public final class PostgresFeedBenchmark {
             .table("public.bench").stream("feed_" + round).build();
         PostgresChangeFeed listened = PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub")
             .table("public.bench").stream("listener_" + round).build();
-        sql(url, "SELECT pg_create_logical_replication_slot('" + raw + "', 'pgoutput')",
+        Jdbc.execute(url, "SELECT pg_create_logical_replication_slot('" + raw + "', 'pgoutput')",
             "SELECT pg_create_logical_replication_slot('" + dbz + "', 'pgoutput')");
         feed.open(PartitionSpec.single(), StartPoint.latest()).close();
         listened.forGroup("g" + round).open(PartitionSpec.single(), StartPoint.latest()).close();
@@ -102,7 +100,7 @@ public final class PostgresFeedBenchmark {
         for (String name : order) {
           time(seconds, name, readers.get(name));
         }
-        sql(url, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active");
+        Jdbc.execute(url, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active");
         System.out.printf("round %d done%n", round + 1);
       }
       System.out.printf("%nBacklog of %,d rows (transactions of %,d), median of %d rounds:%n", rows, CHUNK, rounds);
@@ -128,9 +126,9 @@ public final class PostgresFeedBenchmark {
       big.open(PartitionSpec.single(), StartPoint.latest()).close();
       PostgresChangeFeed.builder(url, EmbeddedPostgresServer.USER, null, "pub").table("public.bench").stream("rss")
           .build().open(PartitionSpec.single(), StartPoint.latest()).close();
-      sql(url, "SELECT pg_create_logical_replication_slot('" + bigRaw + "', 'pgoutput')",
+      Jdbc.execute(url, "SELECT pg_create_logical_replication_slot('" + bigRaw + "', 'pgoutput')",
           "SELECT pg_create_logical_replication_slot('rss_dbz', 'pgoutput')");
-      sql(url, "INSERT INTO bench SELECT g, g % 1000, (g % 100000) / 100.0, 'a note of some length, row ' || g"
+      Jdbc.execute(url, "INSERT INTO bench SELECT g, g % 1000, (g % 100000) / 100.0, 'a note of some length, row ' || g"
           + " FROM generate_series(" + nextId + ", " + (nextId + bigRows - 1) + ") g");
       System.out.printf("%nOne transaction of %,d rows: heap retained by the reader (after forced full"
           + " collections):%n", bigRows);
@@ -198,14 +196,6 @@ public final class PostgresFeedBenchmark {
     return sorted.get(sorted.size() / 2);
   }
 
-  private static void sql(String url, String... statements) throws SQLException {
-    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
-      for (String statement : statements) {
-        s.execute(statement);
-      }
-    }
-  }
-
   private static void insert(String url, long from, int rows) throws SQLException {
     try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
       for (long at = from; at < from + rows; at += CHUNK) {
@@ -218,15 +208,8 @@ public final class PostgresFeedBenchmark {
 
   /** pgoutput messages read and counted ('I' = insert); nothing decoded beyond the first byte. */
   private static void rawRead(String url, String slot, int rows) throws SQLException {
-    Properties p = new Properties();
-    PGProperty.USER.set(p, EmbeddedPostgresServer.USER);
-    PGProperty.REPLICATION.set(p, "database");
-    PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    try (Connection c = DriverManager.getConnection(url, p)) {
-      PGReplicationStream stream = c.unwrap(PGConnection.class).getReplicationAPI().replicationStream().logical()
-          .withSlotName(slot).withStartPosition(LogSequenceNumber.valueOf(0))
-          .withSlotOption("proto_version", "1").withSlotOption("publication_names", "pub").start();
+    try (Connection c = Jdbc.replicationConnection(url)) {
+      PGReplicationStream stream = Jdbc.pgoutput(c, slot, "pub");
       int inserts = 0;
       while (inserts < rows) {
         ByteBuffer m = stream.read();
@@ -282,22 +265,7 @@ public final class PostgresFeedBenchmark {
   }
 
   static void debeziumRead(int port, String db, String slot, int rows, String table) throws Exception {
-    Properties p = new Properties();
-    p.setProperty("name", "bench-" + slot);
-    p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
-    p.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
-    p.setProperty("offset.flush.interval.ms", "1000");
-    p.setProperty("database.hostname", "localhost");
-    p.setProperty("database.port", Integer.toString(port));
-    p.setProperty("database.user", EmbeddedPostgresServer.USER);
-    p.setProperty("database.password", "");
-    p.setProperty("database.dbname", db);
-    p.setProperty("topic.prefix", "bench");
-    p.setProperty("plugin.name", "pgoutput");
-    p.setProperty("slot.name", slot);
-    p.setProperty("publication.name", "pub");
-    p.setProperty("publication.autocreate.mode", "disabled");
-    p.setProperty("snapshot.mode", "no_data");
+    Properties p = DebeziumConfig.embedded("bench-" + slot, port, db, "bench", slot, "pub");
     p.setProperty("table.include.list", table);
     AtomicLong seen = new AtomicLong();
     java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);

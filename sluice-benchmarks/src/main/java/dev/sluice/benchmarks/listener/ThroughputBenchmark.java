@@ -1,21 +1,15 @@
 package dev.sluice.benchmarks.listener;
 
-import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.model.changestream.ChangeStreamDocument;
-import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.benchmarks.Prewrite;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Listener;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.testkit.mongo.EmbeddedMongo;
-import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonDocument;
-import org.bson.BsonTimestamp;
-import org.bson.Document;
 
 /**
  * Changes per second through one listener on the embedded server with a no-op handler: checkpoint
@@ -33,7 +27,7 @@ public final class ThroughputBenchmark {
     double[] perChange = new double[rounds];
     double[] batched = new double[rounds];
     for (int r = 0; r < rounds; r++) {
-      drain[r] = drainBaseline(changes);
+      drain[r] = Prewrite.drainRate("events", changes);
       perChange[r] = listener(changes, CheckpointPolicy.everyChange());
       batched[r] = listener(changes, CheckpointPolicy.defaults());
       System.out.printf("round %d: drain %.0f/s, per-change checkpoint %.0f/s, batched %.0f/s;"
@@ -75,24 +69,6 @@ public final class ThroughputBenchmark {
 
   private static void prewrite(MongoClient client, int changes) {
     Prewrite.inserts(client.getDatabase("bench").getCollection("events"), changes);
-  }
-
-  private static double drainBaseline(int changes) {
-    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
-      prewrite(client, changes);
-      long start = System.nanoTime();
-      int seen = 0;
-      try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor = client.getDatabase("bench")
-          .getCollection("events").watch().fullDocument(FullDocument.UPDATE_LOOKUP)
-          .startAtOperationTime(new BsonTimestamp(0, 0)).batchSize(500).cursor()) {
-        while (seen < changes) {
-          if (cursor.tryNext() != null) {
-            seen++;
-          }
-        }
-      }
-      return changes / ((System.nanoTime() - start) / 1e9);
-    }
   }
 
   private static double listener(int changes, CheckpointPolicy policy) throws InterruptedException {

@@ -84,26 +84,16 @@ public final class LockBenchmark {
       sluice.close();
     }
 
-    EmbeddedPostgresServer pg = EmbeddedPostgresServer.start();
-    try {
-      DataSource ds = pg.dataSource("bench");
-      execute(ds, "CREATE TABLE IF NOT EXISTS shedlock(name VARCHAR(64) NOT NULL, lock_until "
-          + "TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, "
-          + "PRIMARY KEY (name))");
-      results.addAll(compareSql("PostgreSQL 17", ds));
-    } finally {
-      pg.close();
+    try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {
+      results.addAll(compareSql("PostgreSQL 17", pg.dataSource("bench"), "CREATE TABLE IF NOT EXISTS shedlock("
+          + "name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, "
+          + "locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))"));
     }
 
-    EmbeddedMariaDb maria = EmbeddedMariaDb.start();
-    try {
-      DataSource ds = maria.dataSource("bench");
-      execute(ds, "CREATE TABLE IF NOT EXISTS shedlock(name VARCHAR(64) NOT NULL, lock_until "
-          + "TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
-          + "locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))");
-      results.addAll(compareSql("MariaDB 11.4", ds));
-    } finally {
-      maria.close();
+    try (EmbeddedMariaDb maria = EmbeddedMariaDb.start()) {
+      results.addAll(compareSql("MariaDB 11.4", maria.dataSource("bench"), "CREATE TABLE IF NOT EXISTS shedlock("
+          + "name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL DEFAULT "
+          + "CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))"));
     }
 
     String table = table(results, version);
@@ -118,8 +108,10 @@ public final class LockBenchmark {
     System.exit(0);
   }
 
-  private static List<Result> compareSql(String backend, DataSource ds)
-      throws InterruptedException {
+  /** Sluice and ShedLock on {@code ds}, after {@code shedlockTable} (the DDL of ShedLock's table there). */
+  private static List<Result> compareSql(String backend, DataSource ds, String shedlockTable)
+      throws InterruptedException, SQLException {
+    execute(ds, shedlockTable);
     LeaseStore store = SqlLeaseStore.builder(ds).table("sluice_lease").build();
     LockProvider sluice = LockProvider.on(store).leaseDuration(AT_MOST).build();
     // usingDbTime(): like Sluice, judge expiry on the database's clock.

@@ -6,13 +6,13 @@ import dev.sluice.feed.PartitionSpec;
 import dev.sluice.feed.StartPoint;
 import dev.sluice.postgres.feed.PostgresChangeFeed;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import dev.sluice.testkit.sql.Jdbc;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -20,12 +20,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
-import org.postgresql.PGConnection;
-import org.postgresql.PGProperty;
-import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
 
 /**
@@ -79,14 +75,14 @@ public final class PostgresPartitionCostBenchmark {
           setup.add("CREATE PUBLICATION p" + n + "_" + i + " FOR TABLE t WHERE (id % " + n + " = " + i + ")");
         }
       }
-      sql(url, setup);
-      System.out.printf("PostgreSQL %s; crc32c() in SQL: %s%n", one(url, "SHOW server_version"),
-          one(url, "SELECT coalesce(to_regproc('crc32c')::text, 'none')"));
+      Jdbc.execute(url, setup);
+      System.out.printf("PostgreSQL %s; crc32c() in SQL: %s%n", Jdbc.queryOne(url, "SHOW server_version"),
+          Jdbc.queryOne(url, "SELECT coalesce(to_regproc('crc32c')::text, 'none')"));
       // Which hash expressions a row filter takes (only immutable built-in functions are allowed).
       for (String filter : List.of("(hashint8(id) & 7) = 0", "(hashtext(id::text) & 7) = 0",
           "(hashtext(note) & 7) = 0")) {
         try {
-          sql(url, List.of("CREATE PUBLICATION probe FOR TABLE t WHERE (" + filter + ")", "DROP PUBLICATION probe"));
+          Jdbc.execute(url, "CREATE PUBLICATION probe FOR TABLE t WHERE (" + filter + ")", "DROP PUBLICATION probe");
           System.out.printf("row filter WHERE (%s): accepted%n", filter);
         } catch (SQLException e) {
           System.out.printf("row filter WHERE (%s): refused: %s%n", filter, e.getMessage().replace('\n', ' '));
@@ -112,7 +108,7 @@ public final class PostgresPartitionCostBenchmark {
           feeds.put("filtered" + n, filtered);
         }
         String raw = "raw_r" + round;
-        sql(url, List.of("SELECT pg_create_logical_replication_slot('" + raw + "', 'pgoutput')"));
+        Jdbc.execute(url, "SELECT pg_create_logical_replication_slot('" + raw + "', 'pgoutput')");
         insert(url, nextId, rows);
         nextId += rows;
 
@@ -136,7 +132,7 @@ public final class PostgresPartitionCostBenchmark {
                 r.clientCpuSeconds(), r.serverCpuSeconds(), r.serverBytes(), r.rowsDelivered());
           }
         }
-        sql(url, List.of("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active"));
+        Jdbc.execute(url, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active");
       }
       System.out.printf("%nBacklog of %,d rows, %d round(s)%s; ratios to 1 partition of the shared publication in"
           + " the same round (median of rounds)%n", rows, rounds, rounds > 1 ? ", the first a warm-up not counted" : "");
@@ -235,7 +231,7 @@ public final class PostgresPartitionCostBenchmark {
     long ticks = 0;
     long bytes = 0;
     for (String slot : slots) {
-      long pid = Long.parseLong(one(url, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '"
+      long pid = Long.parseLong(Jdbc.queryOne(url, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '"
           + slot + "'"));
       long[] w = walsender(pid);
       ticks += w[0];
@@ -282,15 +278,8 @@ public final class PostgresPartitionCostBenchmark {
    * client receives, and the bytes the walsender sent and its CPU ticks at the end.
    */
   private static long[] rawRead(String url, String slot, int rows) throws Exception {
-    Properties p = new Properties();
-    PGProperty.USER.set(p, EmbeddedPostgresServer.USER);
-    PGProperty.REPLICATION.set(p, "database");
-    PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-    try (Connection c = DriverManager.getConnection(url, p)) {
-      PGReplicationStream stream = c.unwrap(PGConnection.class).getReplicationAPI().replicationStream().logical()
-          .withSlotName(slot).withStartPosition(LogSequenceNumber.valueOf(0))
-          .withSlotOption("proto_version", "1").withSlotOption("publication_names", "pub").start();
+    try (Connection c = Jdbc.replicationConnection(url)) {
+      PGReplicationStream stream = Jdbc.pgoutput(c, slot, "pub");
       long bytes = 0;
       long messages = 0;
       int inserts = 0;
@@ -302,28 +291,14 @@ public final class PostgresPartitionCostBenchmark {
           inserts++;
         }
       }
-      long[] w = walsender(Long.parseLong(one(url, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '"
-          + slot + "'")));
+      long[] w = walsender(Long.parseLong(Jdbc.queryOne(url,
+          "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + slot + "'")));
       stream.close();
       return new long[] {bytes, messages, w[1], w[0]};
     }
   }
 
-  private static String one(String url, String query) throws SQLException {
-    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery(query)) {
-      rs.next();
-      return rs.getString(1);
-    }
-  }
 
-  private static void sql(String url, List<String> statements) throws SQLException {
-    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
-      for (String statement : statements) {
-        s.execute(statement);
-      }
-    }
-  }
 
   private static void insert(String url, long from, int rows) throws SQLException {
     try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {

@@ -1,9 +1,7 @@
 package dev.sluice.benchmarks.sink;
 
 import dev.sluice.benchmarks.Rounds;
-import com.mongodb.client.MongoChangeStreamCursor;
 import com.mongodb.client.MongoClient;
-import com.mongodb.client.model.changestream.ChangeStreamDocument;
 import com.mongodb.client.model.changestream.FullDocument;
 import dev.sluice.benchmarks.Prewrite;
 import dev.sluice.kafka.KafkaSink;
@@ -28,7 +26,6 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.bson.RawBsonDocument;
 import org.bson.BsonDocument;
 import org.bson.BsonTimestamp;
-import org.bson.Document;
 
 /**
  * Changes per second relayed from a MongoDB change stream to Kafka, end to end: the clock stops
@@ -102,7 +99,7 @@ public final class KafkaRelayBenchmark {
   private static double run(EmbeddedKafka kafka, int variant, int changes, String tag) throws Exception {
     String topic = "relay-" + variant + "-" + tag;
     return switch (variant) {
-      case 0 -> drain(changes);
+      case 0 -> Prewrite.drainRate("orders", changes);
       case 5 -> drainAndProduce(kafka, topic, changes);
       default -> relay(kafka, topic, changes, POLICIES[variant], variant != 4);
     };
@@ -118,24 +115,6 @@ public final class KafkaRelayBenchmark {
 
   private static void prewrite(MongoClient client, int changes) {
     Prewrite.inserts(client.getDatabase("bench").getCollection("orders"), changes);
-  }
-
-  private static double drain(int changes) {
-    try (EmbeddedMongo mongo = EmbeddedMongo.start(); MongoClient client = mongo.client()) {
-      prewrite(client, changes);
-      long start = System.nanoTime();
-      int seen = 0;
-      try (MongoChangeStreamCursor<ChangeStreamDocument<Document>> cursor = client.getDatabase("bench")
-          .getCollection("orders").watch().fullDocument(FullDocument.UPDATE_LOOKUP)
-          .startAtOperationTime(new BsonTimestamp(0, 0)).batchSize(500).cursor()) {
-        while (seen < changes) {
-          if (cursor.tryNext() != null) {
-            seen++;
-          }
-        }
-      }
-      return changes / ((System.nanoTime() - start) / 1e9);
-    }
   }
 
   /**

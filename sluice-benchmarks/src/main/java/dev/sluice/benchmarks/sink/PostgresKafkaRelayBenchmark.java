@@ -10,18 +10,13 @@ import dev.sluice.postgres.feed.PostgresDocuments;
 import dev.sluice.sink.MessageEncoder;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import dev.sluice.testkit.sql.Jdbc;
 import java.nio.ByteBuffer;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Properties;
-import org.postgresql.PGConnection;
-import org.postgresql.PGProperty;
 import org.postgresql.ds.PGSimpleDataSource;
-import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
 
 /**
@@ -51,18 +46,19 @@ public final class PostgresKafkaRelayBenchmark {
     try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start(); EmbeddedKafka kafka = EmbeddedKafka.start()) {
       String db = pg.createDatabase("relay");
       String url = pg.jdbcUrl(db);
-      sql(url, "CREATE TABLE orders (id bigint PRIMARY KEY, n int, amount numeric(12,2), note text)",
+      Jdbc.execute(url, "CREATE TABLE orders (id bigint PRIMARY KEY, n int, amount numeric(12,2), note text)",
           "CREATE PUBLICATION pub FOR TABLE orders");
       long next = 0;
       for (int r = 1; r <= rounds; r++) {
         String raw = "raw_" + r;
         PostgresChangeFeed perChange = feed(url, "per_change_" + r);
         PostgresChangeFeed batched = feed(url, "batched_" + r);
-        sql(url, "SELECT pg_create_logical_replication_slot('" + raw + "', 'pgoutput')");
+        Jdbc.execute(url, "SELECT pg_create_logical_replication_slot('" + raw + "', 'pgoutput')");
         perChange.forGroup("relay").open(dev.sluice.feed.PartitionSpec.single(), dev.sluice.feed.StartPoint.latest()).close();
         batched.forGroup("relay").open(dev.sluice.feed.PartitionSpec.single(), dev.sluice.feed.StartPoint.latest()).close();
         for (long at = next; at < next + changes; at += 1000) {
-          sql(url, "INSERT INTO orders SELECT g, g % 1000, (g % 100000) / 100.0, 'a note of some length, row ' || g"
+          Jdbc.execute(url,
+              "INSERT INTO orders SELECT g, g % 1000, (g % 100000) / 100.0, 'a note of some length, row ' || g"
               + " FROM generate_series(" + at + ", " + Math.min(at + 999, next + changes - 1) + ") g");
         }
         next += changes;
@@ -77,7 +73,7 @@ public final class PostgresKafkaRelayBenchmark {
           line.append(String.format(" %.0f/s", x[i]));
         }
         System.out.println(line);
-        sql(url, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active");
+        Jdbc.execute(url, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active");
       }
     }
     System.out.printf("%nchanges=%d, best of %d rounds, ratio to the raw slot read%n", changes, rounds);
@@ -93,25 +89,10 @@ public final class PostgresKafkaRelayBenchmark {
         .stream(stream).build();
   }
 
-  private static void sql(String url, String... statements) throws SQLException {
-    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
-      for (String statement : statements) {
-        s.execute(statement);
-      }
-    }
-  }
-
   private static double rawRead(String url, String slot, int changes) throws SQLException {
-    Properties p = new Properties();
-    PGProperty.USER.set(p, EmbeddedPostgresServer.USER);
-    PGProperty.REPLICATION.set(p, "database");
-    PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
-    PGProperty.PREFER_QUERY_MODE.set(p, "simple");
     long start = System.nanoTime();
-    try (Connection c = DriverManager.getConnection(url, p)) {
-      PGReplicationStream stream = c.unwrap(PGConnection.class).getReplicationAPI().replicationStream().logical()
-          .withSlotName(slot).withStartPosition(LogSequenceNumber.valueOf(0))
-          .withSlotOption("proto_version", "1").withSlotOption("publication_names", "pub").start();
+    try (Connection c = Jdbc.replicationConnection(url)) {
+      PGReplicationStream stream = Jdbc.pgoutput(c, slot, "pub");
       int inserts = 0;
       while (inserts < changes) {
         ByteBuffer m = stream.read();

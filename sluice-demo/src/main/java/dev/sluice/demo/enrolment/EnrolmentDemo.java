@@ -9,6 +9,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.Delivery;
 import com.rabbitmq.client.MessageProperties;
+import dev.sluice.demo.VerificationTable;
 import dev.sluice.mongodb.sequenced.Outcome;
 import dev.sluice.mongodb.sequenced.SequencedSet;
 import dev.sluice.testkit.amqp.EmbeddedAmqpBroker;
@@ -368,29 +369,22 @@ public final class EnrolmentDemo {
   }
 
   private void printTable(Result r) {
-    out.println();
-    out.println("+----------------------------------------------+----------+");
-    out.printf("| %-44s | %8s |%n", "verification", "value");
-    out.println("+----------------------------------------------+----------+");
-    row("distinct messages (sequence numbers)", r.distinct());
-    row("duplicates published", r.duplicatesPublished());
-    row("deliveries (incl. redeliveries)", r.deliveries());
-    row("requeued after the write (lost ack)", r.requeuedAfterWrite());
-    r.perConsumer().forEach((k, v) -> row("  deliveries to " + k, v));
-    row("applied", r.applied());
-    row("superseded (duplicate or older)", r.superseded());
-    row("arrived after a newer one (same class)", r.lateArrivals());
-    row("malformed messages parked (must be 0)", r.parked());
-    row("messages left in the queue (must be 0)", (int) r.queueLeft());
-    row("students checked", r.students());
-    row("differences from sequence order (must be 0)", r.differences());
-    row("  without the guard (last arrival wins)", r.naiveDifferences());
-    out.printf("| %-44s | %8s |%n", "John in CS 101 (1, 3, 2 case)", r.johnInCs101() ? "yes" : "NO");
-    out.println("+----------------------------------------------+----------+");
+    VerificationTable table = new VerificationTable(out, 44, "value");
+    table.row("distinct messages (sequence numbers)", r.distinct());
+    table.row("duplicates published", r.duplicatesPublished());
+    table.row("deliveries (incl. redeliveries)", r.deliveries());
+    table.row("requeued after the write (lost ack)", r.requeuedAfterWrite());
+    r.perConsumer().forEach((k, v) -> table.row("  deliveries to " + k, v));
+    table.row("applied", r.applied());
+    table.row("superseded (duplicate or older)", r.superseded());
+    table.row("arrived after a newer one (same class)", r.lateArrivals());
+    table.row("malformed messages parked (must be 0)", r.parked());
+    table.row("messages left in the queue (must be 0)", (int) r.queueLeft());
+    table.row("students checked", r.students());
+    table.row("differences from sequence order (must be 0)", r.differences());
+    table.row("  without the guard (last arrival wins)", r.naiveDifferences());
+    table.row("John in CS 101 (1, 3, 2 case)", r.johnInCs101() ? "yes" : "NO");
+    table.end();
     out.println(r.ok() ? "RESULT: OK" : "RESULT: FAILED");
-  }
-
-  private void row(String name, int value) {
-    out.printf("| %-44s | %8d |%n", name, value);
   }
 }

@@ -7,6 +7,7 @@ import com.mongodb.client.model.Updates;
 import dev.sluice.ConfigurationException;
 import dev.sluice.demo.Pacer;
 import dev.sluice.demo.Polling;
+import dev.sluice.demo.VerificationTable;
 import dev.sluice.feed.Position;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
@@ -401,19 +402,15 @@ public final class RelayDemo {
   private void printTable(Result r) {
     BrokerResult k = r.broker(KAFKA);
     BrokerResult a = r.broker(AMQP);
-    String line = "+--------------------------------------+----------+----------+";
-    out.println();
-    out.println(line);
-    out.printf("| %-36s | %8s | %8s |%n", "verification", "kafka", "amqp");
-    out.println(line);
-    row("changes written", k.written(), a.written());
-    row("messages received", k.received(), a.received());
-    row("duplicates received", k.duplicatesReceived(), a.duplicatesReceived());
-    row("duplicates removed by the inbox", k.duplicatesRemoved(), a.duplicatesRemoved());
-    row("applied once (after the inbox)", k.applied(), a.applied());
-    row("lost (must be 0)", k.lost(), a.lost());
-    row("per-key order violations (must be 0)", k.orderViolations(), a.orderViolations());
-    out.println(line);
+    VerificationTable table = new VerificationTable(out, 36, "kafka", "amqp");
+    table.row("changes written", k.written(), a.written());
+    table.row("messages received", k.received(), a.received());
+    table.row("duplicates received", k.duplicatesReceived(), a.duplicatesReceived());
+    table.row("duplicates removed by the inbox", k.duplicatesRemoved(), a.duplicatesRemoved());
+    table.row("applied once (after the inbox)", k.applied(), a.applied());
+    table.row("lost (must be 0)", k.lost(), a.lost());
+    table.row("per-key order violations (must be 0)", k.orderViolations(), a.orderViolations());
+    table.end();
     out.printf("changes in the source change stream: %d (written: %d)%n", r.feedChanges(), r.written());
     for (BrokerResult b : r.brokers()) {
       if (b.kill().forcedRedeliveries() > 0) {
@@ -431,10 +428,6 @@ public final class RelayDemo {
       }
     }
     out.println(r.ok() ? "RESULT: OK" : "RESULT: FAILED");
-  }
-
-  private void row(String name, int kafka, int amqp) {
-    out.printf("| %-36s | %8d | %8d |%n", name, kafka, amqp);
   }
 
   /**

@@ -4,15 +4,14 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.sluice.amqp.AmqpSink;
+import dev.sluice.demo.LeaseLines;
 import dev.sluice.feed.ChangeEvent;
 import dev.sluice.feed.Position;
 import dev.sluice.kafka.KafkaSink;
-import dev.sluice.lease.Lease;
 import dev.sluice.listener.CheckpointPolicy;
 import dev.sluice.listener.Fence;
 import dev.sluice.listener.Handler;
 import dev.sluice.listener.Listener;
-import dev.sluice.listener.ListenerObserver;
 import dev.sluice.mongodb.feed.MongoChangeFeed;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
 import dev.sluice.sink.DocumentMapper;
@@ -136,23 +135,12 @@ public final class RelayNode {
   }
 
   /** Prints the engine's progress; the engine calls it from one partition thread. */
-  private static final class Progress implements ListenerObserver {
-    private final String name;
+  private static final class Progress extends LeaseLines {
     private int delivered;
     private int committed;
 
     Progress(String name) {
-      this.name = name;
-    }
-
-    @Override
-    public void acquired(Lease lease) {
-      System.out.println("ACQUIRED " + name + " epoch=" + lease.epoch() + " checkpoint=" + lease.checkpoint());
-    }
-
-    @Override
-    public void lost(String lease, long epoch, String reason) {
-      System.out.println("LOST " + name + " epoch=" + epoch + " reason=" + reason);
+      super(name);
     }
 
     @Override

@@ -5,6 +5,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoDatabase;
 import com.mongodb.client.model.Indexes;
 import dev.sluice.demo.Polling;
+import dev.sluice.demo.VerificationTable;
 import dev.sluice.lease.LeaseRecord;
 import dev.sluice.lease.LeaseStore;
 import dev.sluice.mongodb.lease.MongoLeaseStore;
@@ -264,28 +265,21 @@ public final class ViewsDemo {
   }
 
   private void printTable(Result r) {
-    out.println();
-    out.println("+----------------------------------------+----------+");
-    out.printf("| %-38s | %8s |%n", "verification", "value");
-    out.println("+----------------------------------------+----------+");
-    row("source writes", r.writes());
-    r.writesByKind().forEach((k, v) -> row("  " + k, v));
-    row("orders (recomputed join)", r.orders());
-    row("customers (recomputed join)", r.customers());
-    row("order_view differences (must be 0)", r.orderViewDifferences());
-    row("customer_stats differences (must be 0)", r.customerStatsDifferences());
-    row("takeover after SIGSTOP (ms)", r.takeoverMillis());
-    out.printf("| %-38s | %8s |%n", "paused node lost its leases", r.pausedNodeLostItsLeases() ? "yes" : "NO");
-    out.println("+----------------------------------------+----------+");
+    VerificationTable table = new VerificationTable(out, 38, "value");
+    table.row("source writes", r.writes());
+    r.writesByKind().forEach((k, v) -> table.row("  " + k, v));
+    table.row("orders (recomputed join)", r.orders());
+    table.row("customers (recomputed join)", r.customers());
+    table.row("order_view differences (must be 0)", r.orderViewDifferences());
+    table.row("customer_stats differences (must be 0)", r.customerStatsDifferences());
+    table.row("takeover after SIGSTOP (ms)", r.takeoverMillis());
+    table.row("paused node lost its leases", r.pausedNodeLostItsLeases() ? "yes" : "NO");
+    table.end();
     out.printf("orders lease epochs (fencing tokens): paused owner %d, after takeover %d%n", r.pausedEpoch(),
         r.takeoverEpoch());
     if (!r.differenceSamples().isEmpty()) {
       out.println("differences: " + r.differenceSamples().stream().collect(Collectors.joining(", ")));
     }
     out.println(r.ok() ? "RESULT: OK" : "RESULT: FAILED");
-  }
-
-  private void row(String name, long value) {
-    out.printf("| %-38s | %8d |%n", name, value);
   }
 }

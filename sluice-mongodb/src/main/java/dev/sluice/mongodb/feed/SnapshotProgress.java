@@ -7,7 +7,6 @@ import java.util.function.Function;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
 import org.bson.json.JsonMode;
-import org.bson.json.JsonParseException;
 import org.bson.json.JsonWriterSettings;
 
 /**
@@ -75,12 +74,7 @@ record SnapshotProgress(StreamStart stream, BsonValue after, SnapshotScope scope
   }
 
   static SnapshotProgress fromPosition(Position position) {
-    BsonDocument d;
-    try {
-      d = BsonDocument.parse(position.token());
-    } catch (JsonParseException | org.bson.BsonInvalidOperationException e) {
-      throw notOurs(position, e);
-    }
+    BsonDocument d = StreamStart.parse(position, e -> notOurs(position, e));
     BsonValue inner = d.get("snapshot");
     if (d.size() != 1 || inner == null || !inner.isDocument()) {
       throw notOurs(position, null);

@@ -4,6 +4,7 @@ import dev.sluice.feed.FeedException;
 import dev.sluice.feed.Position;
 import java.time.Instant;
 import java.util.Objects;
+import java.util.function.Function;
 import org.bson.BsonDocument;
 import org.bson.BsonTimestamp;
 import org.bson.BsonValue;
@@ -63,12 +64,7 @@ record StreamStart(BsonDocument resumeAfter, BsonDocument startAfter, BsonTimest
 
   /** Parses a position this feed produced; a clear non-retryable error for anything else. */
   static StreamStart fromPosition(Position position) {
-    BsonDocument d;
-    try {
-      d = BsonDocument.parse(position.token());
-    } catch (JsonParseException | org.bson.BsonInvalidOperationException e) {
-      throw notOurs(position, e);
-    }
+    BsonDocument d = parse(position, e -> notOurs(position, e));
     BsonValue token = d.get("resumeAfter");
     if (token != null && token.isDocument() && d.size() == 1) {
       return after(token.asDocument());
@@ -82,6 +78,15 @@ record StreamStart(BsonDocument resumeAfter, BsonDocument startAfter, BsonTimest
       return at(ts.asTimestamp());
     }
     throw notOurs(position, null);
+  }
+
+  /** The document of a position's token; {@code notOurs} of the parse error when the token is no JSON document. */
+  static BsonDocument parse(Position position, Function<Exception, FeedException> notOurs) {
+    try {
+      return BsonDocument.parse(position.token());
+    } catch (JsonParseException | org.bson.BsonInvalidOperationException e) {
+      throw notOurs.apply(e);
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -50,31 +51,31 @@ public final class ReplicationSockets extends SocketFactory {
 
   @Override
   public Socket createSocket(String host, int port) throws IOException {
-    Socket s = createSocket();
-    s.connect(new java.net.InetSocketAddress(host, port));
-    return s;
+    return connected(null, new InetSocketAddress(host, port));
   }
 
   @Override
   public Socket createSocket(String host, int port, InetAddress local, int localPort) throws IOException {
-    Socket s = createSocket();
-    s.bind(new java.net.InetSocketAddress(local, localPort));
-    s.connect(new java.net.InetSocketAddress(host, port));
-    return s;
+    return connected(new InetSocketAddress(local, localPort), new InetSocketAddress(host, port));
   }
 
   @Override
   public Socket createSocket(InetAddress host, int port) throws IOException {
-    Socket s = createSocket();
-    s.connect(new java.net.InetSocketAddress(host, port));
-    return s;
+    return connected(null, new InetSocketAddress(host, port));
   }
 
   @Override
   public Socket createSocket(InetAddress host, int port, InetAddress local, int localPort) throws IOException {
+    return connected(new InetSocketAddress(local, localPort), new InetSocketAddress(host, port));
+  }
+
+  /** A new socket bound to {@code local} (null: not bound first) and connected to {@code remote}. */
+  private Socket connected(InetSocketAddress local, InetSocketAddress remote) throws IOException {
     Socket s = createSocket();
-    s.bind(new java.net.InetSocketAddress(local, localPort));
-    s.connect(new java.net.InetSocketAddress(host, port));
+    if (local != null) {
+      s.bind(local);
+    }
+    s.connect(remote);
     return s;
   }
 

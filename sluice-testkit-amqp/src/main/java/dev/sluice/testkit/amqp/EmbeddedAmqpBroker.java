@@ -5,8 +5,8 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.sluice.SluiceException;
 import dev.sluice.testkit.net.FaultProxy;
+import dev.sluice.testkit.net.Ports;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,7 +44,7 @@ public final class EmbeddedAmqpBroker implements AutoCloseable {
     } catch (IOException e) {
       throw new SluiceException("Cannot create the Qpid work directory: " + e, e);
     }
-    EmbeddedAmqpBroker broker = new EmbeddedAmqpBroker(dir, freePort());
+    EmbeddedAmqpBroker broker = new EmbeddedAmqpBroker(dir, Ports.free());
     broker.startBroker();
     return broker;
   }
@@ -165,14 +165,5 @@ public final class EmbeddedAmqpBroker implements AutoCloseable {
           }]
         }
         """.formatted(USER, PASSWORD, port, store);
-  }
-
-  private static int freePort() {
-    try (ServerSocket s = new ServerSocket(0)) {
-      s.setReuseAddress(true);
-      return s.getLocalPort();
-    } catch (IOException e) {
-      throw new SluiceException("No free port: " + e, e);
-    }
   }
 }

@@ -2,8 +2,7 @@ package dev.sluice.testkit.kafka;
 
 import dev.sluice.SluiceException;
 import dev.sluice.testkit.net.FaultProxy;
-import java.io.IOException;
-import java.net.ServerSocket;
+import dev.sluice.testkit.net.Ports;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -76,7 +75,7 @@ public final class EmbeddedKafka implements AutoCloseable {
   }
 
   private static EmbeddedKafka start(Duration proxyLifetime) {
-    int port = freePort();
+    int port = Ports.free();
     KafkaClusterTestKit cluster = null;
     FaultProxy proxy = null;
     try {
@@ -84,7 +83,7 @@ public final class EmbeddedKafka implements AutoCloseable {
       int directPort = -1;
       if (proxyLifetime != null) {
         proxy = FaultProxy.to("kafka", "127.0.0.1", port, 0, proxyLifetime);
-        directPort = freePort();
+        directPort = Ports.free();
         // The listener on 127.0.0.1 (the proxy's target), its advertised address the proxy's;
         // a second listener, DIRECT, for the test's own view of the log around the proxy.
         listener = Map.of(
@@ -364,15 +363,6 @@ public final class EmbeddedKafka implements AutoCloseable {
       } catch (Exception ignored) {
         // already failing
       }
-    }
-  }
-
-  private static int freePort() {
-    try (ServerSocket s = new ServerSocket(0)) {
-      s.setReuseAddress(true);
-      return s.getLocalPort();
-    } catch (IOException e) {
-      throw new SluiceException("No free port: " + e, e);
     }
   }
 }

@@ -64,6 +64,12 @@ public abstract class LeaseStoreContract {
     deleteRecordDirectly(name);
   }
 
+  /** Polls until {@code owner} takes {@code name} on {@code store} for {@link #LONG}: once the lease ran out. */
+  private static Lease awaitTakeover(LeaseStore store, String name, String owner) {
+    return await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+        .until(() -> store.tryAcquire(name, owner, LONG), Optional::isPresent).orElseThrow();
+  }
+
   protected LeaseStore store() {
     return createStore(Clock.systemUTC());
   }
@@ -125,8 +131,7 @@ public abstract class LeaseStoreContract {
     Lease old = store.tryAcquire(name, "a", SHORT).orElseThrow();
     store.commit(old, position(1));
 
-    Lease taken = await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
-        .until(() -> store.tryAcquire(name, "b", LONG), Optional::isPresent).orElseThrow();
+    Lease taken = awaitTakeover(store, name, "b");
 
     assertThat(taken.epoch()).isGreaterThan(old.epoch());
     assertThat(taken.checkpoint()).isEqualTo(position(1));
@@ -199,8 +204,7 @@ public abstract class LeaseStoreContract {
     LeaseStore store = store();
     String name = uniqueName("stale-release");
     Lease old = store.tryAcquire(name, "a", SHORT).orElseThrow();
-    Lease current = await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
-        .until(() -> store.tryAcquire(name, "b", LONG), Optional::isPresent).orElseThrow();
+    Lease current = awaitTakeover(store, name, "b");
 
     assertThat(store.release(old)).isFalse();
 
@@ -280,8 +284,7 @@ public abstract class LeaseStoreContract {
     assertThat(Duration.between(honest.now(), lease.expiresAt()))
         .as("expiry is set on the database clock")
         .isLessThanOrEqualTo(SHORT.plusSeconds(5));
-    Lease taken = await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
-        .until(() -> honest.tryAcquire(name, "b", LONG), Optional::isPresent).orElseThrow();
+    Lease taken = awaitTakeover(honest, name, "b");
     assertThat(taken.epoch()).isGreaterThan(lease.epoch());
     assertThatThrownBy(() -> behind.renew(lease, LONG)).isInstanceOf(LeaseLostException.class);
   }
