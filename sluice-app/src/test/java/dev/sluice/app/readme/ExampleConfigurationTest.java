@@ -70,6 +70,7 @@ class ExampleConfigurationTest {
     assertThat(c.postgres().url()).isEqualTo("jdbc:postgresql://localhost:5432/shop");
     assertThat(c.postgres().leaseTable()).isEqualTo("sluice_lease");
     assertThat(c.postgres().deadLetterTable()).isEqualTo("sluice_deadletters");
+    assertThat(ConfigLoader.sessionLiveness(c.postgres(), "x")).as("session liveness off, as by default").isNull();
     SluiceConfig.ListenerSection l = c.listeners().get(0);
     assertThat(l.table()).isEqualTo("public.orders");
     assertThat(ConfigLoader.bootstrap(l, "x")).isEqualTo(BootstrapPolicy.snapshot());

@@ -386,7 +386,7 @@ class PostgresSourceServiceTest {
         Arguments.of("no user", PG_VALID.replace("  user: sluice\n", ""), new String[] {"postgres.user", "is required"}),
         Arguments.of("a session liveness below 100 ms", PG_VALID.replace("  publication: shop_pub\n",
             "  publication: shop_pub\n  sessionLiveness: 10ms\n"),
-            new String[] {"postgres.sessionLiveness", "between 100ms and 1h", "'10ms'"}),
+            new String[] {"postgres.sessionLiveness", "must be off or between 100ms and 1h", "'10ms'"}),
         Arguments.of("a session liveness that is no duration", PG_VALID.replace("  publication: shop_pub\n",
             "  publication: shop_pub\n  sessionLiveness: soon\n"),
             new String[] {"postgres.sessionLiveness", "'soon' is not a duration"}),

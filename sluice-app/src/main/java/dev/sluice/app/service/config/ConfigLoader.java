@@ -452,15 +452,16 @@ public final class ConfigLoader {
   }
 
   /**
-   * {@code postgres.sessionLiveness} of the file {@code source}, or null when not set: the lease
-   * store's session-liveness bound (ADR 0114), between 100 ms and 1 hour.
+   * {@code postgres.sessionLiveness} of the file {@code source}, or null when not set or
+   * {@code off}: the lease store's session-liveness bound (ADR 0114), between 100 ms and 1 hour.
    */
   public static Duration sessionLiveness(SluiceConfig.PostgresSection p, String source) {
     String path = source + ": postgres.sessionLiveness";
-    Duration bound = Durations.parse(p.sessionLiveness(), path);
+    String text = p.sessionLiveness();
+    Duration bound = text == null || text.trim().equalsIgnoreCase("off") ? null : Durations.parse(text, path);
     require(bound == null || bound.compareTo(Duration.ofMillis(100)) >= 0 && bound.compareTo(Duration.ofHours(1)) <= 0,
-        path, "must be between 100ms and 1h (a crashed holder's partitions are taken about that long after"
-            + " its crash), but was '" + p.sessionLiveness() + "'");
+        path, "must be off or between 100ms and 1h (a crashed holder's partitions are taken about that long"
+            + " after its crash), but was '" + p.sessionLiveness() + "'");
     return bound;
   }
 
