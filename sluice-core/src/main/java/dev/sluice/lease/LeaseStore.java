@@ -116,7 +116,9 @@ public interface LeaseStore {
    * granted by this store's {@link #tryAcquire}) may go on acting, for stores that let a standby
    * take a lease before its expiry once they know the holder stopped (ADR 0114). The lease's keeper
    * stops at the earlier of the lease's local deadline and this condition's end. Null (the default):
-   * only the lease's own expiry counts.
+   * only the lease's own expiry counts. A store that wraps another (metrics, tracing) must forward
+   * this together with {@link #watchReleases} and {@link #tryAcquire}: a wrapper that hid it would
+   * let standbys take leases early from holders that do not know they must stop.
    */
   default HolderLiveness liveness(Lease lease) {
     return null;
