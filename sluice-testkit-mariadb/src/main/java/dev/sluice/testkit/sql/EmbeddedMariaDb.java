@@ -36,9 +36,19 @@ public final class EmbeddedMariaDb implements AutoCloseable {
     this.port = port;
   }
 
-  /** Starts a new server with fresh temporary directories. */
-  public static EmbeddedMariaDb start() {
-    try {
+  /**
+   * Starts a new server with fresh temporary directories. The installation of its system tables
+   * ({@code mariadb-install-db}) runs with the machine's temporary directory as its own, and a
+   * starting MariaDB removes the temporary tables it finds there: two JVMs installing at once (two
+   * test JVMs of a module, modules built side by side) broke each other's installation ("Unknown
+   * table 'mysql.tmp_user_sys'"). Installations therefore take turns, across processes, under a
+   * file lock in {@code java.io.tmpdir}.
+   */
+  public static synchronized EmbeddedMariaDb start() {
+    try (java.nio.channels.FileChannel lock = java.nio.channels.FileChannel.open(
+            Path.of(System.getProperty("java.io.tmpdir"), "sluice-mariadb-install.lock"),
+            java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+        java.nio.channels.FileLock turn = lock.lock()) {
       Path dir = Files.createTempDirectory("sluice-mariadb-");
       DBConfigurationBuilder config = DBConfigurationBuilder.newBuilder()
           .setPort(0) // a free port
