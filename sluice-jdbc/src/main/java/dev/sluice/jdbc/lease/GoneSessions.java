@@ -95,7 +95,7 @@ final class GoneSessions {
       return t;
     });
     timer.setRemoveOnCancelPolicy(true);
-    String pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%";
+    String pattern = LeaseStatements.prefixPattern(prefix);
     timer.scheduleWithFixedDelay(() -> poll(prefix, pattern, timer, released), 0, everyNanos,
         TimeUnit.NANOSECONDS);
     return () -> {

@@ -113,6 +113,11 @@ final class LeaseStatements {
     return row;
   }
 
+  /** The LIKE pattern (escape '!') of every name that starts with {@code prefix}. */
+  static String prefixPattern(String prefix) {
+    return prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%";
+  }
+
   /** The records whose names match {@code pattern} (LIKE with escape '!'), in the database's order. */
   List<LeaseRecord> list(Connection c, SqlDialect d, String pattern) throws SQLException {
     List<LeaseRecord> records = new ArrayList<>();

@@ -226,7 +226,7 @@ final class SqlLeaseStoreImpl implements SqlLeaseStore {
   @Override
   public List<LeaseRecord> list(String prefix) {
     ConfigurationException.requireNonNull(prefix, "prefix");
-    String pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%";
+    String pattern = LeaseStatements.prefixPattern(prefix);
     List<LeaseRecord> records = calls.call("list", prefix + "*",
         (c, d) -> statements.list(c, d, pattern));
     // Sorted here: the databases' collations disagree on order; Java's is the contract's.
