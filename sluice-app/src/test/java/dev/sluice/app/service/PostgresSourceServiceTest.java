@@ -10,6 +10,7 @@ import dev.sluice.sink.Envelope;
 import dev.sluice.testkit.kafka.EmbeddedKafka;
 import dev.sluice.testkit.process.ChildJvm;
 import dev.sluice.testkit.sql.EmbeddedPostgresServer;
+import dev.sluice.testkit.sql.Jdbc;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -71,20 +72,8 @@ class PostgresSourceServiceTest {
     }
   }
 
-  private static void sql(String url, String... statements) throws Exception {
-    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
-      for (String statement : statements) {
-        s.execute(statement);
-      }
-    }
-  }
-
   private static long count(String url, String query) throws Exception {
-    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery(query)) {
-      rs.next();
-      return rs.getLong(1);
-    }
+    return Long.parseLong(Jdbc.queryOne(url, query));
   }
 
   private static String config(String url, String topic, String bootstrap) {
@@ -140,7 +129,7 @@ class PostgresSourceServiceTest {
     EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
     String db = pg.createDatabase("svcwatch" + DATABASES.incrementAndGet());
     String url = pg.jdbcUrl(db);
-    sql(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
+    Jdbc.execute(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
     Path file = dir.resolve("watch.yaml");
     Files.writeString(file, config(url, "pg-watch", "snapshot"));
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> log =
@@ -181,7 +170,7 @@ class PostgresSourceServiceTest {
     EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
     String db = pg.createDatabase("svcsession" + DATABASES.incrementAndGet());
     String url = pg.jdbcUrl(db);
-    sql(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
+    Jdbc.execute(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
     Path file = dir.resolve("session.yaml");
     Files.writeString(file, config(url, "pg-session", "snapshot")
         .replace("  publication: shop_pub\n", "  publication: shop_pub\n  sessionLiveness: 500ms\n"));
@@ -215,7 +204,7 @@ class PostgresSourceServiceTest {
     String db = pg.createDatabase("svc" + DATABASES.incrementAndGet());
     String url = pg.jdbcUrl(db);
     try {
-      sql(url, "CREATE TABLE orders (id int PRIMARY KEY, amount numeric(30,10), note text)",
+      Jdbc.execute(url, "CREATE TABLE orders (id int PRIMARY KEY, amount numeric(30,10), note text)",
           "CREATE PUBLICATION shop_pub FOR TABLE orders",
           "INSERT INTO orders SELECT g, 12345678901234567890.0123456789 + g, 'existing' FROM generate_series(1, 50) g");
       kafka.createTopic("pg-orders", 2);
@@ -227,7 +216,7 @@ class PostgresSourceServiceTest {
         await().atMost(Duration.ofSeconds(60)).until(() -> get(base, "/health/ready").statusCode() == 200);
         assertThat(get(base, "/health/ready").body()).contains("\"status\" : \"UP\"");
 
-        sql(url, "INSERT INTO orders SELECT g, 0.1000000000000000055511151231257827, 'new' FROM generate_series(51, 60) g",
+        Jdbc.execute(url, "INSERT INTO orders SELECT g, 0.1000000000000000055511151231257827, 'new' FROM generate_series(51, 60) g",
             "UPDATE orders SET note = 'updated' WHERE id % 10 = 0",
             "DELETE FROM orders WHERE id IN (3, 33, 55)");
         int total = 50 + 10 + 6 + 3;
@@ -470,10 +459,10 @@ class PostgresSourceServiceTest {
     EmbeddedPostgresServer pg = EmbeddedPostgresServer.shared();
     String db = pg.createDatabase("pub_" + Math.abs(what.hashCode()));
     String url = pg.jdbcUrl(db);
-    sql(url, "DROP PUBLICATION IF EXISTS shop_pub", "DROP TABLE IF EXISTS orders", "DROP TABLE IF EXISTS other",
+    Jdbc.execute(url, "DROP PUBLICATION IF EXISTS shop_pub", "DROP TABLE IF EXISTS orders", "DROP TABLE IF EXISTS other",
         "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE TABLE other (id text PRIMARY KEY)");
     if (!setUp.isEmpty()) {
-      sql(url, setUp);
+      Jdbc.execute(url, setUp);
     }
     Path file = dir.resolve("sluice.yaml");
     Files.writeString(file, config(url, "pub-check", "oldest"));
@@ -532,7 +521,7 @@ class PostgresSourceServiceTest {
     try (EmbeddedPostgresServer pg = EmbeddedPostgresServer.start()) {
       String db = pg.createDatabase("outage");
       String url = pg.jdbcUrl(db);
-      sql(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
+      Jdbc.execute(url, "CREATE TABLE orders (id text PRIMARY KEY, n int)", "CREATE PUBLICATION shop_pub FOR TABLE orders");
       kafka.createTopic("pg-outage", 1);
       Path file = dir.resolve("sluice.yaml");
       Files.writeString(file, config(url, "pg-outage", "oldest"));
@@ -571,7 +560,7 @@ class PostgresSourceServiceTest {
   }
 
   private static void insert(String url, int from, int to) throws Exception {
-    sql(url, "INSERT INTO orders SELECT 'o' || g, g FROM generate_series(" + from + ", " + (to - 1) + ") g");
+    Jdbc.execute(url, "INSERT INTO orders SELECT 'o' || g, g FROM generate_series(" + from + ", " + (to - 1) + ") g");
   }
 
   /**
