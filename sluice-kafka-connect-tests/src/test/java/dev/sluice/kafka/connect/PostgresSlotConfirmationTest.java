@@ -76,7 +76,7 @@ class PostgresSlotConfirmationTest {
       String fourth = lsnOf(changes.get(3));
       assertThat(fourth).isNotEqualTo(lsnOf(changes.get(9)));
       await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
-        task.poll(); // confirmation runs on the task's thread, in poll
+        task.poll(); // confirmation runs on the task's reading thread (ADR 0129)
         assertThat(confirmed()).isEqualTo(fourth);
       });
       for (int i = 0; i < 5; i++) {

@@ -35,7 +35,7 @@ import org.slf4j.LoggerFactory;
  * startup point), turned into records whose offset is the change's position. Applies the history-lost policy, parks
  * undecodable changes (and every later change of their key), sends heartbeats, and re-opens the
  * cursor after the last record handed to Connect when the source fails transiently. Used by one
- * thread, the task's.
+ * thread, the task's reading thread ({@link ReadAhead}); "handed" here means queued for Connect.
  */
 final class PartitionReader<D> implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PartitionReader.class);
@@ -57,7 +57,7 @@ final class PartitionReader<D> implements AutoCloseable {
   private FeedCursor<D> cursor;
   private boolean parks;
   /** The position of the last record handed to Connect, or the committed one; null before any. */
-  private Position handed;
+  private volatile Position handed;
   private StartPoint bootstrap;
   /** The position must be committed at once (bootstrap point, skipped gap): a heartbeat now. */
   private boolean pin;

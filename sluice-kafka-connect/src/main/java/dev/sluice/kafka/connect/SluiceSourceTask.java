@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * Reads the (stream, partition) units the connector gave this task, each from its committed
  * offset, and hands their changes to Connect in feed order. One MongoDB client per task, the
  * partitions of one collection that this task holds sharing one change stream cursor (ADR 0074);
- * on PostgreSQL a replication slot per partition, told the offsets Connect committed.
+ * on PostgreSQL a replication slot per partition, told the offsets Connect committed. The
+ * partitions are read on a thread of the task's own, one pass ahead of {@code poll} ({@link ReadAhead}).
  * See {@link SluiceSourceConnector} for what the records hold.
  */
 public final class SluiceSourceTask extends SourceTask {
@@ -35,9 +36,8 @@ public final class SluiceSourceTask extends SourceTask {
   private ConnectSource<?> source;
   private TaskMetrics metrics;
   private final List<PartitionReader<?>> readers = new ArrayList<>();
-  private final Object signal = new Object();
-  private boolean woken;
-  private volatile boolean stopping;
+  private ReadAhead readAhead;
+  /** Used by the reading thread only, like the readers. */
   private int next;
   private long confirmedAtNanos;
 
@@ -58,6 +58,8 @@ public final class SluiceSourceTask extends SourceTask {
         log.info("Task {} of connector {} reports its metrics through Connect's plugin metrics too", task, connector);
       }
       source = ConnectSource.open(config);
+      readAhead = new ReadAhead("sluice-connect-" + connector + "-" + task, new Pass(),
+          config.batchSize() * Math.max(1, units.size()));
       openReaders(source, units, connector, task);
       log.info("Task {} of connector {} reads {}", task, connector, Unit.encode(units));
     } catch (RuntimeException e) {
@@ -65,6 +67,7 @@ public final class SluiceSourceTask extends SourceTask {
       throw e instanceof ConnectException ? e : new ConnectException(e.getMessage(), e);
     }
     confirmedAtNanos = System.nanoTime();
+    readAhead.start();
   }
 
   /** One reader per unit, each opened after its committed offset or at the stream's start point. */
@@ -130,25 +133,30 @@ public final class SluiceSourceTask extends SourceTask {
   }
 
   private void wake() {
-    synchronized (signal) {
-      woken = true;
-      signal.notifyAll();
+    ReadAhead r = readAhead;
+    if (r != null) {
+      r.wake();
     }
   }
 
-  @Override
-  public List<SourceRecord> poll() throws InterruptedException {
-    confirmCommitted();
-    long deadline = System.nanoTime() + config.pollMaxWait().toNanos();
-    List<SourceRecord> out = new ArrayList<>();
-    while (!stopping) {
-      long left = deadline - System.nanoTime();
+  /** One pass of the reading thread: each partition in turn, then their heartbeats. */
+  private final class Pass implements ReadAhead.Pass {
+    @Override
+    public void before() {
+      confirmCommitted();
+    }
+
+    @Override
+    public int waiting() {
       int waiting = 0;
       for (PartitionReader<?> r : readers) {
         waiting += r.parks() ? 0 : 1;
       }
-      Duration wait = Duration.ofNanos(Math.max(0, Math.min(left, Duration.ofMillis(100).toNanos()))
-          / Math.max(1, waiting));
+      return waiting;
+    }
+
+    @Override
+    public void read(List<SourceRecord> out, Duration wait) {
       // Round-robin start, so one busy partition cannot starve the others of a batch.
       for (int i = 0; i < readers.size(); i++) {
         readers.get((next + i) % readers.size()).read(out, wait);
@@ -158,23 +166,17 @@ public final class SluiceSourceTask extends SourceTask {
       for (PartitionReader<?> r : readers) {
         r.heartbeat(out, now);
       }
-      if (!out.isEmpty()) {
-        return out;
-      }
-      left = deadline - System.nanoTime();
-      if (left <= 0) {
-        return null;
-      }
-      if (waiting == 0) {
-        synchronized (signal) {
-          if (!woken && !stopping) {
-            signal.wait(Math.max(1, left / 1_000_000));
-          }
-          woken = false;
-        }
-      }
     }
-    return null;
+  }
+
+  /**
+   * What the reading thread read since the last poll, in feed order; waits up to {@link
+   * SluiceSourceConfig#POLL_MAX_WAIT_MS} when it has nothing, then returns null.
+   */
+  @Override
+  public List<SourceRecord> poll() throws InterruptedException {
+    ReadAhead r = readAhead;
+    return r == null ? null : r.take(config.pollMaxWait());
   }
 
   private long lagMillis() {
@@ -187,9 +189,10 @@ public final class SluiceSourceTask extends SourceTask {
 
   @Override
   public void stop() {
-    stopping = true;
-    wake();
     synchronized (this) {
+      if (readAhead != null) {
+        readAhead.close(); // first: the readers are its thread's
+      }
       for (PartitionReader<?> r : readers) {
         r.close();
       }
