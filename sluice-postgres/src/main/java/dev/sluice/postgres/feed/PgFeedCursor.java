@@ -20,7 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import org.postgresql.replication.LogSequenceNumber;
+
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -244,8 +244,8 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private void accept(PgOutput.Message m, List<ChangeEvent<Map<String, Object>>> out) {
     if (m instanceof PgOutput.Begin b) {
       if (skipXid != 0 && b.xid() != skipXid) {
-        throw drifted("the stream from " + LogSequenceNumber.valueOf(boundary).asString() + " begins with transaction "
-            + b.xid() + " (commit " + LogSequenceNumber.valueOf(b.finalLsn()).asString() + ")");
+        throw drifted("the stream from " + PgPosition.lsnText(boundary) + " begins with transaction "
+            + b.xid() + " (commit " + PgPosition.lsnText(b.finalLsn()) + ")");
       }
       xid = b.xid();
       finalLsn = b.finalLsn();
@@ -254,7 +254,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       messages = 0;
     } else if (m instanceof PgOutput.Commit c) {
       if (xid == skipXid && (rows < skipRows || rows == skipRows && skipPart > 0)) {
-        throw drifted("transaction " + xid + " (commit " + LogSequenceNumber.valueOf(c.commitLsn()).asString()
+        throw drifted("transaction " + xid + " (commit " + PgPosition.lsnText(c.commitLsn())
             + ") now has " + rows + " changes");
       }
       boundary = c.endLsn();
@@ -306,14 +306,14 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
       if (xid == skipXid && messages <= skipMessages) {
         return;
       }
-      id = LogSequenceNumber.valueOf(finalLsn).asString() + "#m" + messages;
+      id = PgPosition.lsnText(finalLsn) + "#m" + messages;
       time = commitTime;
     } else {
       if (xid == 0 && m.lsn() > boundary) {
         boundary = m.lsn();
         position = positionAt(boundary, 0, 0, null, position.time());
       }
-      id = LogSequenceNumber.valueOf(m.lsn()).asString() + "#m";
+      id = PgPosition.lsnText(m.lsn()) + "#m";
       time = Instant.now();
     }
     if (!feed.delivers(m.prefix()) || !partition.receives(m.prefix())) {
@@ -323,7 +323,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
     document.put("prefix", m.prefix());
     document.put("content", PgRowDecoder.content(m.content()));
     document.put("transactional", m.transactional());
-    document.put("lsn", LogSequenceNumber.valueOf(m.lsn()).asString());
+    document.put("lsn", PgPosition.lsnText(m.lsn()));
     Map<String, Object> raw = new LinkedHashMap<>(document);
     raw.put("xid", inTransaction ? xid : 0L);
     out.add(new ChangeEvent<>(id, feed.stream(), position, Operation.MESSAGE, m.prefix(),
@@ -338,7 +338,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
   private FeedException drifted(String what) {
     failure = new FeedException("PostgreSQL feed '" + feed.stream() + "': slot " + slot + " resumed inside"
         + " transaction " + skipXid + " after " + skipRows + (skipPart > 0 ? "+" + skipPart : "") + " of its changes"
-        + " (checkpoint at " + LogSequenceNumber.valueOf(boundary).asString() + "), but " + what + ", so the"
+        + " (checkpoint at " + PgPosition.lsnText(boundary) + "), but " + what + ", so the"
         + " checkpoint no longer names the same change. Nothing was skipped; restore the checkpoint written for"
         + " this slot, or reset the partition (a snapshot) to go on", null, false);
     close();
@@ -477,7 +477,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
 
   /** The change's id, the same on every replay: the transaction's commit LSN and the change's number in it. */
   private String eventId() {
-    return LogSequenceNumber.valueOf(finalLsn).asString() + "#" + rows;
+    return PgPosition.lsnText(finalLsn) + "#" + rows;
   }
 
   private FeedException translate(SQLException e, String doing) {

@@ -94,8 +94,28 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
     return xid != 0;
   }
 
+  /**
+   * {@code lsn} as PostgreSQL writes it ({@code 16/B374D848}: the high and low 32 bits in upper-case
+   * hex), the text of pgjdbc's {@code LogSequenceNumber.asString()} without its {@code String.format},
+   * which a change's position and id paid twice per change.
+   */
+  static String lsnText(long lsn) {
+    StringBuilder b = new StringBuilder(17);
+    hex(b, (int) (lsn >>> 32));
+    b.append('/');
+    hex(b, (int) lsn);
+    return b.toString();
+  }
+
+  private static void hex(StringBuilder b, int v) {
+    int digits = Math.max(1, (Integer.SIZE - Integer.numberOfLeadingZeros(v) + 3) / 4);
+    for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) {
+      b.append(Character.toUpperCase(Character.forDigit((v >>> shift) & 0xF, 16)));
+    }
+  }
+
   Position toPosition(Instant time) {
-    String at = LogSequenceNumber.valueOf(lsn).asString();
+    String at = lsnText(lsn);
     StringBuilder token = new StringBuilder(at);
     if (inside()) {
       token.append(" xid=").append(xid).append(" rows=").append(rows);
@@ -119,7 +139,7 @@ record PgPosition(long lsn, long xid, long rows, SnapshotAt snapshot, List<Cover
           ObjectNode o = cs.addObject();
           o.put("table", c.table());
           keyTo(o, "after", c.after());
-          o.put("lsn", LogSequenceNumber.valueOf(c.lsn()).asString());
+          o.put("lsn", lsnText(c.lsn()));
         }
       }
       if (!uncovered.isEmpty()) {

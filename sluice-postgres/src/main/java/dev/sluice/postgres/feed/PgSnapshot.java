@@ -12,7 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.postgresql.PGConnection;
-import org.postgresql.replication.LogSequenceNumber;
+
 import org.postgresql.replication.ReplicationSlotInfo;
 
 /**
@@ -386,6 +386,6 @@ final class PgSnapshot implements AutoCloseable {
   }
 
   static String lsn(long lsn) {
-    return LogSequenceNumber.valueOf(lsn).asString();
+    return PgPosition.lsnText(lsn);
   }
 }

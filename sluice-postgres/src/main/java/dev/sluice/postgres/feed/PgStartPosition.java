@@ -65,7 +65,7 @@ final class PgStartPosition {
       }
       if (state.confirmed() > at.lsn()) {
         throw new HistoryLostException(after.position(), null, "replication slot " + slot + " has already"
-            + " confirmed " + LogSequenceNumber.valueOf(state.confirmed()).asString() + ", past the checkpoint:"
+            + " confirmed " + PgPosition.lsnText(state.confirmed()) + ", past the checkpoint:"
             + " something else read and confirmed through this slot", null);
       }
       if (at.snapshot() != null) {
