@@ -54,7 +54,9 @@ final class PartitionReader<D> implements AutoCloseable {
   private final Fence fence;
   private final Runnable wake;
 
-  private FeedCursor<D> cursor;
+  private volatile FeedCursor<D> cursor;
+  /** Set by {@link #close}; guarded by this, as is the assignment of {@link #cursor}. */
+  private boolean closed;
   private boolean parks;
   /** The position of the last record handed to Connect, or the committed one; null before any. */
   private volatile Position handed;
@@ -104,6 +106,11 @@ final class PartitionReader<D> implements AutoCloseable {
     return lagMillis;
   }
 
+  /** Whether a cursor is open (for tests). */
+  boolean isOpen() {
+    return cursor != null;
+  }
+
   /** Whether the cursor wakes the task instead of waiting in a poll. */
   boolean parks() {
     return cursor != null && parks;
@@ -134,7 +141,13 @@ final class PartitionReader<D> implements AutoCloseable {
   }
 
   private void setCursor(FeedCursor<D> c) {
-    cursor = c;
+    synchronized (this) {
+      if (closed) { // stop gave up waiting for the reading thread: nothing may stay open after it
+        closeQuietly(c);
+        return;
+      }
+      cursor = c;
+    }
     confirmed = null;
     parks = c.wakeInsteadOfWaiting(wake, () -> false);
   }
@@ -284,13 +297,21 @@ final class PartitionReader<D> implements AutoCloseable {
   }
 
   private void closeCursor() {
-    if (cursor != null) {
+    FeedCursor<D> c;
+    synchronized (this) {
+      c = cursor;
+      cursor = null;
+    }
+    closeQuietly(c);
+  }
+
+  private void closeQuietly(FeedCursor<D> c) {
+    if (c != null) {
       try {
-        cursor.close();
+        c.close();
       } catch (RuntimeException e) {
         log.debug("Closing the cursor of {} failed: {}", sourcePartition, e.toString());
       }
-      cursor = null;
     }
   }
 
@@ -313,8 +334,15 @@ final class PartitionReader<D> implements AutoCloseable {
     return handed == null ? null : handed.time();
   }
 
+  /**
+   * Closes the cursor, and any the reading thread opens after this (when the task's stop stopped
+   * waiting for it). Safe to call from another thread than the reading one.
+   */
   @Override
   public void close() {
+    synchronized (this) {
+      closed = true;
+    }
     closeCursor();
   }
 }
