@@ -89,7 +89,7 @@ public final class ConnectAgainstConnectBenchmark {
   }
 
   /** What one run of a variant measured. */
-  record Result(double rate, double firstMs, double growthMb, String cpu) {}
+  record Result(double rate, double firstMs, double growthMb, double beforeMb, String cpu) {}
 
   public static void main(String[] args) throws Exception {
     int rows = args.length > 0 ? Integer.parseInt(args[0]) : 200_000;
@@ -135,9 +135,9 @@ public final class ConnectAgainstConnectBenchmark {
         for (int v = 0; v < variants.size(); v++) {
           x[v] = run(pg, bootstrap, broker.pid(), variants.get(v), rows, "r" + r + "v" + v);
           System.out.printf("%s %d, %-80s %,9.0f changes/s, first record %6.0f ms, worker RSS growth %6.1f MB%n"
-              + "    CPU seconds during the read: %s%n",
+              + "    CPU seconds during the read: %s; worker RSS before the read %.1f MB%n",
               r <= warmup ? "warm-up" : "round", r <= warmup ? r : r - warmup, variants.get(v).name(), x[v].rate(),
-              x[v].firstMs(), x[v].growthMb(), x[v].cpu());
+              x[v].firstMs(), x[v].growthMb(), x[v].cpu(), x[v].beforeMb());
         }
         System.out.println("load: " + load());
         if (r > warmup) {
@@ -281,7 +281,8 @@ public final class ConnectAgainstConnectBenchmark {
         long end = System.nanoTime();
         peak = Math.max(peak, rss(worker.pid(), "VmRSS"));
         String cpu = Cpu.read(worker.pid(), brokerPid).since(cpuBefore, (end - start) / 1e9);
-        return new Result(rows / ((end - start) / 1e9), (first - start) / 1e6, (peak - before) / 1024.0, cpu);
+        return new Result(rows / ((end - start) / 1e9), (first - start) / 1e6, (peak - before) / 1024.0,
+            before / 1024.0, cpu);
       } finally {
         if (!jfr.isEmpty()) { // the worker is killed, so its recording is dumped first
           Path file = Path.of(jfr, (v.sluice() ? "sluice-" : "debezium-") + tag + ".jfr").toAbsolutePath();
