@@ -36,7 +36,7 @@ public final class SluiceSourceTask extends SourceTask {
   private ConnectSource<?> source;
   private TaskMetrics metrics;
   private final List<PartitionReader<?>> readers = new ArrayList<>();
-  private ReadAhead readAhead;
+  private volatile ReadAhead readAhead;
   /** Used by the reading thread only, like the readers. */
   private int next;
   private long confirmedAtNanos;
