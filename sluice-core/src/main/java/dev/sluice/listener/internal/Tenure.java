@@ -88,8 +88,6 @@ final class Tenure<D> {
   private Duration feedBackoff = FIRST_FEED_BACKOFF;
   /** The last turn found nothing to read and its cursor parked (FeedCursor#wakeInsteadOfWaiting). */
   private volatile boolean cursorParked;
-  /** Whether the current cursor parks instead of waiting in a poll. */
-  private boolean cursorParks;
   /** The changes of the last batch not yet delivered: the first waits for its next attempt. */
   private final ArrayDeque<ChangeEvent<D>> pending = new ArrayDeque<>();
   /** After a turn that returned null: how long until a failed change's next attempt, or null. */
@@ -346,10 +344,15 @@ final class Tenure<D> {
     return Step.STOPPING;
   }
 
-  /** Opens the partition's cursor at {@code start}; it wakes the worker instead of waiting when it can. */
+  /**
+   * Opens the partition's cursor at {@code start}. A cursor that cannot wake the worker instead of
+   * waiting is read ahead on a thread of its own, which can (ADR 0130).
+   */
   private FeedCursor<D> openCursor(StartPoint start) {
     FeedCursor<D> c = config.feed().open(worker.partition, start);
-    cursorParks = c.wakeInsteadOfWaiting(worker::cursorReady, worker::waitingForThread);
+    if (!c.wakeInsteadOfWaiting(worker::cursorReady, worker::waitingForThread)) {
+      c = ReadAheadCursor.start(c, worker.leaseName, config.pollWait(), worker::cursorReady);
+    }
     return c;
   }
 
@@ -409,7 +412,7 @@ final class Tenure<D> {
     if (cursor != null && cursor.ended()) {
       return streamEnded();
     }
-    cursorParked = read && batch.changes().isEmpty() && cursorParks && cursor != null && cursor.parked();
+    cursorParked = read && batch.changes().isEmpty() && cursor != null && cursor.parked();
     return null;
   }
 

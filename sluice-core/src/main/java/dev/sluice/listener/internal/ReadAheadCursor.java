@@ -1,0 +1,268 @@
+package dev.sluice.listener.internal;
+
+import dev.sluice.feed.ChangeEvent;
+import dev.sluice.feed.FeedCursor;
+import dev.sluice.feed.Position;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A partition's cursor read on a thread of its own, one batch ahead of the partition's worker
+ * (ADR 0130): while the worker hands batch N to the handler and checkpoints it, this thread reads
+ * and decodes batch N+1 from the source. The engine wraps every cursor that does not already wake
+ * it instead of waiting (a shared reader's cursors do); the wrapper does, so no pool thread waits
+ * in a source's poll either.
+ *
+ * <p>One thread uses the wrapped cursor, this one: its polls, and the acknowledgements the worker
+ * asks for (applied before the next poll). What a poll gave is handed out whole and in order with
+ * what the cursor said after it (position, caught up, ended, side failure), so {@link #position}
+ * and the others describe the last batch the worker took, never one still queued. A failure of a
+ * poll is handed out in its turn, after the batches read before it, and the thread stops there:
+ * the worker re-opens the feed at its checkpoint as it would after the same failure unwrapped.
+ */
+final class ReadAheadCursor<D> implements FeedCursor<D> {
+  private static final Logger log = LoggerFactory.getLogger(ReadAheadCursor.class);
+  private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+
+  /** What one poll of the wrapped cursor gave, and what the cursor said after it. */
+  private record Read<D>(List<ChangeEvent<D>> changes, Position position, boolean caughtUp, boolean ended,
+      String endReason, String sideFailure, Throwable failure) {}
+
+  private final FeedCursor<D> source;
+  private final Duration pollWait;
+  private final Runnable wake;
+  private final Thread thread;
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition room = lock.newCondition();
+  private final Condition ready = lock.newCondition();
+  /** At most one read waits here: the thread reads the next only when the worker took it. */
+  private final ArrayDeque<Read<D>> queue = new ArrayDeque<>();
+  private Position pendingAck;
+  private boolean parked;
+  private boolean closed;
+  /** The thread ended (closed, the stream's end, or a failure handed). */
+  private boolean finished;
+  /** The last read handed to the worker (written and read by the worker's turns). */
+  private volatile Read<D> taken;
+  /** Whether the worker took a read yet (its turns only). */
+  private boolean tookOne;
+
+  private ReadAheadCursor(FeedCursor<D> source, String name, Duration pollWait, Runnable wake) {
+    this.source = source;
+    this.pollWait = pollWait;
+    this.wake = wake;
+    this.taken = new Read<>(List.of(), source.position(), false, false, null, null, null);
+    this.thread = new Thread(this::run, "sluice-read-" + name);
+    thread.setDaemon(true);
+  }
+
+  /**
+   * {@code source}, read ahead on a thread named after {@code name} with polls of up to {@code
+   * pollWait}, running {@code wake} when a read is ready after a poll found none.
+   */
+  static <D> ReadAheadCursor<D> start(FeedCursor<D> source, String name, Duration pollWait, Runnable wake) {
+    ReadAheadCursor<D> c = new ReadAheadCursor<>(source, name, pollWait, wake);
+    c.thread.start();
+    return c;
+  }
+
+  private void run() {
+    Read<D> last = null; // the first read is handed even when empty: it says the source answered
+    try {
+      while (true) {
+        Position ack;
+        lock.lock();
+        try {
+          while (!closed && !queue.isEmpty() && pendingAck == null) {
+            room.await();
+          }
+          if (closed) {
+            return;
+          }
+          ack = pendingAck;
+          pendingAck = null;
+        } finally {
+          lock.unlock();
+        }
+        if (ack != null) {
+          try {
+            source.acknowledge(ack);
+          } catch (RuntimeException e) { // as the worker treats a failed acknowledgement: the next one says it again
+            log.debug("{}: acknowledging {} failed: {}", thread.getName(), ack, e.toString());
+          }
+          continue; // then wait for room again, or read
+        }
+        List<ChangeEvent<D>> changes = source.poll(pollWait);
+        boolean ended = source.ended();
+        Read<D> read = new Read<>(changes, source.position(), source.caughtUp(), ended,
+            ended ? source.endReason() : null, source.sideFailure(), null);
+        if (last != null && changes.isEmpty() && !ended && Objects.equals(read.position(), last.position())
+            && read.caughtUp() == last.caughtUp() && Objects.equals(read.sideFailure(), last.sideFailure())) {
+          continue; // nothing the worker would see
+        }
+        hand(read);
+        last = read;
+        if (ended) {
+          return;
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Throwable t) { // handed to the worker in its turn, as an unwrapped poll would throw it
+      Read<D> before = last != null ? last : taken;
+      hand(new Read<>(List.of(), before.position(), false, false, null, before.sideFailure(), t));
+    } finally {
+      lock.lock();
+      try {
+        finished = true;
+        ready.signalAll();
+      } finally {
+        lock.unlock();
+      }
+    }
+  }
+
+  private void hand(Read<D> read) {
+    boolean wakeNow;
+    lock.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      queue.add(read);
+      ready.signalAll();
+      wakeNow = parked;
+      parked = false;
+    } finally {
+      lock.unlock();
+    }
+    if (wakeNow) {
+      wake.run();
+    }
+  }
+
+  /**
+   * The next read, without waiting: empty (and {@link #parked}) when the thread has none ready. The
+   * first poll waits for the first read (however long the source takes to answer, as an unwrapped
+   * cursor's first poll would), so that a poll that returns normally always means that the source
+   * answered since the cursor opened: the worker counts it as a read that succeeded.
+   */
+  @Override
+  public List<ChangeEvent<D>> poll(Duration maxWait) {
+    Read<D> read;
+    lock.lock();
+    try {
+      while (!tookOne && queue.isEmpty() && !closed && !finished) {
+        ready.awaitUninterruptibly();
+      }
+      read = queue.poll();
+      if (read == null) {
+        parked = !closed;
+        return List.of();
+      }
+      room.signalAll();
+    } finally {
+      lock.unlock();
+    }
+    tookOne = true;
+    Throwable failure = read.failure();
+    if (failure != null) {
+      if (failure instanceof RuntimeException r) {
+        throw r;
+      }
+      throw (Error) failure; // a poll throws nothing checked
+    }
+    taken = read;
+    return read.changes();
+  }
+
+  @Override
+  public Position position() {
+    return taken.position();
+  }
+
+  @Override
+  public boolean caughtUp() {
+    return taken.caughtUp();
+  }
+
+  @Override
+  public boolean ended() {
+    return taken.ended();
+  }
+
+  @Override
+  public String endReason() {
+    String reason = taken.endReason();
+    return reason != null ? reason : FeedCursor.super.endReason();
+  }
+
+  @Override
+  public String sideFailure() {
+    return taken.sideFailure();
+  }
+
+  /** Applied by the reading thread before its next poll; a later acknowledgement replaces one not yet applied. */
+  @Override
+  public void acknowledge(Position committed) {
+    lock.lock();
+    try {
+      pendingAck = committed;
+      room.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Always: the wake was given at {@link #start}, and {@link #poll} waits for nothing but the first read. */
+  @Override
+  public boolean wakeInsteadOfWaiting(Runnable wake, BooleanSupplier waitingForThread) {
+    return true;
+  }
+
+  @Override
+  public boolean parked() {
+    lock.lock();
+    try {
+      return parked;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Stops the thread (after the poll it is in, up to 5 s), drops what it read ahead, and closes the
+   * wrapped cursor.
+   */
+  @Override
+  public void close() {
+    lock.lock();
+    try {
+      closed = true;
+      parked = false;
+      queue.clear();
+      room.signalAll();
+      ready.signalAll();
+    } finally {
+      lock.unlock();
+    }
+    if (Thread.currentThread() != thread) {
+      try {
+        thread.join(CLOSE_WAIT.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      if (thread.isAlive()) {
+        log.warn("{} did not finish its poll within {}; closing its cursor under it", thread.getName(), CLOSE_WAIT);
+      }
+    }
+    source.close();
+  }
+}
