@@ -86,6 +86,9 @@ final class WallProfile implements AutoCloseable {
   /** The labels of the relay's and the connector's work, in priority order, for both feeds. */
   static Map<String, String[]> relayAndConnector() {
     Map<String, String[]> m = new LinkedHashMap<>();
+    // The connector's task thread waiting for its reading thread (ADR 0129); the relay's worker
+    // does not wait for its read-ahead (ADR 0130): it is between turns meanwhile.
+    m.put("wait for the reading thread", new String[] {"dev.sluice.kafka.connect.ReadAhead.take"});
     m.put("checkpoint write", new String[] {"dev.sluice.listener.internal.Checkpointer.write"});
     m.put("wait for broker acks", new String[] {"dev.sluice.listener.internal.Checkpointer.acknowledged",
         "dev.sluice.listener.internal.Checkpointer.checkpoint"});
