@@ -8,29 +8,20 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Objects;
 import java.util.Set;
 import org.bson.BsonDocument;
 import org.bson.BsonNull;
 import org.bson.BsonValue;
 
-final class JoinMaintainer extends AbstractMaintainer {
-  private final JoinView def;
+final class JoinMaintainer extends AbstractMaintainer<JoinView> {
 
   JoinMaintainer(MongoDatabase db, JoinView def, Clock clock) {
     super(db, def, def.managedFields(), clock);
-    this.def = def;
-  }
-
-  @Override
-  public JoinView definition() {
-    return def;
   }
 
   @Override
   public void refresh(String source, BsonValue id, Fence fence) {
-    requireSource(source);
-    Objects.requireNonNull(id, "id");
+    requireSource(source, id);
     if (source.equals(def.root())) {
       refreshTarget(id, fence);
       return;
