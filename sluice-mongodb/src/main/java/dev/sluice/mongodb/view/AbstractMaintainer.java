@@ -105,6 +105,16 @@ abstract class AbstractMaintainer<V extends ViewDefinition> implements Materiali
         "View '" + view + "': change " + event + " of " + source + " carries no document _id");
   }
 
+  /** Copies into {@code into} those of {@code fields} that {@code from} has; returns {@code into}. */
+  static BsonDocument copy(BsonDocument from, List<String> fields, BsonDocument into) {
+    for (String f : fields) {
+      if (from.containsKey(f)) {
+        into.put(f, from.get(f));
+      }
+    }
+    return into;
+  }
+
   void requireSource(String source) {
     if (!def.sources().contains(source)) {
       throw new ConfigurationException(

@@ -206,11 +206,7 @@ final class AggregateMaintainer extends AbstractMaintainer<AggregateView> {
     BsonDocument content = new BsonDocument();
     if (owner != null) {
       versions.add(new TargetWriter.SourceVersion(def.owner(), group, version(def.owner(), owner)));
-      for (String f : def.ownerFields()) {
-        if (owner.containsKey(f)) {
-          content.put(f, owner.get(f));
-        }
-      }
+      copy(owner, def.ownerFields(), content);
     }
     long count = 0;
     Sum sum = new Sum();

@@ -53,12 +53,7 @@ final class JoinMaintainer extends AbstractMaintainer<JoinView> {
     }
     List<TargetWriter.SourceVersion> versions = new ArrayList<>();
     versions.add(new TargetWriter.SourceVersion(def.root(), targetId, version(def.root(), root)));
-    BsonDocument content = new BsonDocument();
-    for (String f : def.fields()) {
-      if (root.containsKey(f)) {
-        content.put(f, root.get(f));
-      }
-    }
+    BsonDocument content = copy(root, def.fields(), new BsonDocument());
     for (Lookup l : def.lookups()) {
       BsonValue key = key(def.root(), root, l.localField(), "key of the lookup of " + l.collection());
       BsonDocument ref = key.isNull() ? null : find(l.collection(), key);
@@ -67,13 +62,7 @@ final class JoinMaintainer extends AbstractMaintainer<JoinView> {
         continue;
       }
       versions.add(new TargetWriter.SourceVersion(l.collection(), key, version(l.collection(), ref)));
-      BsonDocument embedded = new BsonDocument();
-      for (String f : l.fields()) {
-        if (ref.containsKey(f)) {
-          embedded.put(f, ref.get(f));
-        }
-      }
-      content.put(l.as(), embedded);
+      content.put(l.as(), copy(ref, l.fields(), new BsonDocument()));
     }
     return new Computed(content, versions);
   }
