@@ -93,29 +93,38 @@ final class JdbcInboxImpl implements JdbcInbox {
 
   @Override
   public boolean processed(String messageId) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement("SELECT 1 FROM " + table + " WHERE consumer_group = ? AND message_id = ?")) {
-      ps.setString(1, group);
+    return ofGroup("SELECT 1 FROM " + table + " WHERE consumer_group = ? AND message_id = ?", "read", ps -> {
       ps.setString(2, messageId);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
       }
-    } catch (SQLException e) {
-      throw new InboxException("Cannot read inbox table " + table + ": " + e.getMessage(), e);
-    }
+    });
   }
 
   @Override
   public long purgeProcessedBefore(Instant cutoff) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement("DELETE FROM " + table + " WHERE consumer_group = ? AND processed_at < ?")) {
-      ps.setString(1, group);
+    return ofGroup("DELETE FROM " + table + " WHERE consumer_group = ? AND processed_at < ?", "purge", ps -> {
       ps.setTimestamp(2, Timestamp.from(cutoff));
-      return ps.executeUpdate();
+      return (long) ps.executeUpdate();
+    });
+  }
+
+  /** What {@link #ofGroup} runs on its statement, whose first parameter is already set. */
+  private interface GroupStatement<T> {
+    T run(PreparedStatement ps) throws SQLException;
+  }
+
+  /**
+   * Runs {@code sql}, whose first parameter is this inbox's consumer group, on a connection of its
+   * own; a failure is reported as "Cannot {@code what} inbox table ...".
+   */
+  private <T> T ofGroup(String sql, String what, GroupStatement<T> body) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, group);
+      return body.run(ps);
     } catch (SQLException e) {
-      throw new InboxException("Cannot purge inbox table " + table + ": " + e.getMessage(), e);
+      throw new InboxException("Cannot " + what + " inbox table " + table + ": " + e.getMessage(), e);
     }
   }
 

@@ -114,27 +114,14 @@ enum SessionSql {
         rs.next();
         s = new Session(rs.getLong(1), dialect.getTime(rs, 2));
       }
-      try (PreparedStatement ps = c.prepareStatement("SELECT GET_LOCK(?, 0)")) {
-        ps.setString(1, lockName(s));
-        try (ResultSet rs = ps.executeQuery()) {
-          if (!rs.next() || rs.getInt(1) != 1) {
-            throw new SQLException("could not take the session's named lock " + lockName(s));
-          }
-        }
-      }
+      onNamedLock(c, "SELECT GET_LOCK(?, 0)", s, "could not take the session's named lock ");
       return s;
     }
 
     @Override
     Session confirm(Connection c, Session opened) throws SQLException {
-      try (PreparedStatement ps = c.prepareStatement("SELECT IS_USED_LOCK(?) = CONNECTION_ID()")) {
-        ps.setString(1, lockName(opened));
-        try (ResultSet rs = ps.executeQuery()) {
-          if (!rs.next() || rs.getInt(1) != 1) {
-            throw new SQLException("this session no longer holds its named lock " + lockName(opened));
-          }
-        }
-      }
+      onNamedLock(c, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", opened,
+          "this session no longer holds its named lock ");
       return opened;
     }
 
@@ -250,5 +237,20 @@ enum SessionSql {
   /** The MariaDB session's named lock. */
   static String lockName(Session s) {
     return "sluice-session/" + s.id() + "/" + LeaseStatements.micros(s.since());
+  }
+
+  /**
+   * Runs {@code sql} on the session's named lock (MariaDB); unless it answers 1, fails with
+   * {@code failure} and the lock's name.
+   */
+  private static void onNamedLock(Connection c, String sql, Session s, String failure) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, lockName(s));
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next() || rs.getInt(1) != 1) {
+          throw new SQLException(failure + lockName(s));
+        }
+      }
+    }
   }
 }

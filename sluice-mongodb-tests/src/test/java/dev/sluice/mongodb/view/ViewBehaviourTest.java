@@ -145,7 +145,7 @@ class ViewBehaviourTest {
     orders.insertOne(OrdersModel.order("o1", "c1", 30, 1));
     // A recomputation (a rebuild, a paused listener) reads o1, then stalls before writing...
     AtomicReference<Runnable> stalled = new AtomicReference<>();
-    var maintainer = (AbstractMaintainer) orderView;
+    var maintainer = (AbstractMaintainer<?>) orderView;
     long staleTicket = maintainer.writer.ticket(new BsonString("o1"));
     var staleRead = maintainer.compute(new BsonString("o1"));
     stalled.set(() -> maintainer.writer.write(

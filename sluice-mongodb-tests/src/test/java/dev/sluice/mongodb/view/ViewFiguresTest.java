@@ -136,7 +136,7 @@ class ViewFiguresTest {
     Fence p2 = new Fence("customers#0", "p2", 2);
     CountDownLatch p1Paused = new CountDownLatch(1);
     CountDownLatch p1Resume = new CountDownLatch(1);
-    ((AbstractMaintainer) view)
+    ((AbstractMaintainer<?>) view)
         .probe(
             (id, f) -> {
               if (f == p1) {
@@ -182,7 +182,7 @@ class ViewFiguresTest {
     writeCustomer("Ada v5", 5);
     deliver("orders", Operation.INSERT, orderA, null);
     // A writer that read v4 (an older read) with a fresh ticket must not win.
-    var writer = ((AbstractMaintainer) view).writer;
+    var writer = ((AbstractMaintainer<?>) view).writer;
     long ticket = writer.ticket(orderA);
     var result =
         writer.write(

@@ -72,7 +72,7 @@ class ViewListenerEndToEndTest {
   }
 
   static void awaitConvergence(List<MaterializedView> views) {
-    MongoDatabase source = ((AbstractMaintainer) views.get(0)).db;
+    MongoDatabase source = ((AbstractMaintainer<?>) views.get(0)).db;
     await()
         .atMost(Duration.ofSeconds(60))
         .pollInterval(Duration.ofMillis(200))

@@ -13,14 +13,11 @@ import org.bson.BsonBoolean;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
 
-final class MongoSequencedSet implements SequencedSet {
+final class MongoSequencedSet extends SequencedField implements SequencedSet {
   static final String PRESENT = "present";
-  private final MongoCollection<BsonDocument> collection;
-  private final String field;
 
   MongoSequencedSet(MongoCollection<BsonDocument> collection, String field) {
-    this.collection = collection;
-    this.field = field;
+    super(collection, field);
   }
 
   @Override
@@ -43,11 +40,10 @@ final class MongoSequencedSet implements SequencedSet {
   @Override
   public Set<String> members(BsonValue id) {
     Objects.requireNonNull(id, "id");
-    BsonDocument doc =
-        collection.find(Filters.eq("_id", id)).projection(Projections.include(field)).first();
+    BsonDocument members = stored(id);
     Set<String> present = new TreeSet<>();
-    if (doc != null && doc.isDocument(field)) {
-      for (Map.Entry<String, BsonValue> e : doc.getDocument(field).entrySet()) {
+    if (members != null) {
+      for (Map.Entry<String, BsonValue> e : members.entrySet()) {
         if (e.getValue().isDocument() && e.getValue().asDocument().getBoolean(PRESENT).getValue()) {
           present.add(FieldNames.decode(e.getKey()));
         }
@@ -59,8 +55,7 @@ final class MongoSequencedSet implements SequencedSet {
   @Override
   public long pruneTombstones(BsonValue id, long horizon) {
     Objects.requireNonNull(id, "id");
-    BsonDocument doc =
-        collection.find(Filters.eq("_id", id)).projection(Projections.include(field)).first();
+    BsonDocument doc = read(id);
     return doc == null ? 0 : prune(doc, horizon);
   }
 

@@ -1,21 +1,16 @@
 package dev.sluice.mongodb.sequenced;
 
 import com.mongodb.client.MongoCollection;
-import com.mongodb.client.model.Filters;
-import com.mongodb.client.model.Projections;
 import java.util.Objects;
 import java.util.Optional;
 import org.bson.BsonDocument;
 import org.bson.BsonValue;
 
-final class MongoSequencedValue implements SequencedValue {
+final class MongoSequencedValue extends SequencedField implements SequencedValue {
   private static final String VALUE = "value";
-  private final MongoCollection<BsonDocument> collection;
-  private final String field;
 
   MongoSequencedValue(MongoCollection<BsonDocument> collection, String field) {
-    this.collection = collection;
-    this.field = field;
+    super(collection, field);
   }
 
   @Override
@@ -36,11 +31,6 @@ final class MongoSequencedValue implements SequencedValue {
   }
 
   private Optional<BsonDocument> entry(BsonValue id) {
-    BsonDocument doc =
-        collection.find(Filters.eq("_id", id)).projection(Projections.include(field)).first();
-    if (doc == null || !doc.isDocument(field)) {
-      return Optional.empty();
-    }
-    return Optional.of(doc.getDocument(field));
+    return Optional.ofNullable(stored(id));
   }
 }

@@ -21,7 +21,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** What both view shapes share: the handler, the recompute-and-write loop, rebuild bookkeeping. */
-abstract class AbstractMaintainer implements MaterializedView {
+abstract class AbstractMaintainer<V extends ViewDefinition> implements MaterializedView {
   private static final Logger LOG = LoggerFactory.getLogger(MaterializedView.class);
   /** Each retry follows a concurrent write that read newer sources; this many means a hot loop. */
   static final int MAX_ATTEMPTS = 50;
@@ -35,14 +35,16 @@ abstract class AbstractMaintainer implements MaterializedView {
   record Computed(BsonDocument content, List<TargetWriter.SourceVersion> versions) {}
 
   final MongoDatabase db;
+  final V def;
   final String view;
   final String versionField;
   final TargetWriter writer;
   final Clock clock;
   private volatile Probe probe = (id, fence) -> {};
 
-  AbstractMaintainer(MongoDatabase db, ViewDefinition def, List<String> managed, Clock clock) {
+  AbstractMaintainer(MongoDatabase db, V def, List<String> managed, Clock clock) {
     this.db = db;
+    this.def = def;
     this.view = def.target();
     this.versionField = def.versionField();
     this.clock = clock;
@@ -56,6 +58,11 @@ abstract class AbstractMaintainer implements MaterializedView {
   /** A source collection of the view, read on the primary at majority (docs/adr/0058). */
   MongoCollection<BsonDocument> collection(String name) {
     return MongoReads.sources(db.getCollection(name, BsonDocument.class));
+  }
+
+  @Override
+  public V definition() {
+    return def;
   }
 
   @Override
@@ -98,11 +105,27 @@ abstract class AbstractMaintainer implements MaterializedView {
         "View '" + view + "': change " + event + " of " + source + " carries no document _id");
   }
 
-  void requireSource(String source) {
-    if (!definition().sources().contains(source)) {
-      throw new ConfigurationException(
-          "source '" + source + "' is not a source of view '" + view + "' " + definition().sources());
+  /** Copies into {@code into} those of {@code fields} that {@code from} has; returns {@code into}. */
+  static BsonDocument copy(BsonDocument from, List<String> fields, BsonDocument into) {
+    for (String f : fields) {
+      if (from.containsKey(f)) {
+        into.put(f, from.get(f));
+      }
     }
+    return into;
+  }
+
+  void requireSource(String source) {
+    if (!def.sources().contains(source)) {
+      throw new ConfigurationException(
+          "source '" + source + "' is not a source of view '" + view + "' " + def.sources());
+    }
+  }
+
+  /** What {@link #refresh} requires of its arguments: a source of the view, and an id. */
+  void requireSource(String source, BsonValue id) {
+    requireSource(source);
+    Objects.requireNonNull(id, "id");
   }
 
   /** Recomputes one target until a write is applied or superseded by a later read. */

@@ -35,7 +35,7 @@ import org.bson.types.Decimal128;
  * groups it left that still await recomputation (ADR 0033). Aggregates are computed from that
  * collection, which is itself refreshed from the source on every member change.
  */
-final class AggregateMaintainer extends AbstractMaintainer {
+final class AggregateMaintainer extends AbstractMaintainer<AggregateView> {
   private static final String GROUP = "group";
   private static final String PENDING = "pending";
   private static final String VALUE = "value";
@@ -43,25 +43,17 @@ final class AggregateMaintainer extends AbstractMaintainer {
   private static final String DELETED = "deleted";
   private static final String REV = "rev";
 
-  private final AggregateView def;
   private final MongoCollection<BsonDocument> membership;
 
   AggregateMaintainer(MongoDatabase db, AggregateView def, Clock clock) {
     super(db, def, def.managedFields(), clock);
-    this.def = def;
     this.membership = MongoReads.ownRecords(db.getCollection(def.target() + "_sluice_members", BsonDocument.class));
     membership.createIndex(Indexes.ascending(GROUP, DELETED));
   }
 
   @Override
-  public AggregateView definition() {
-    return def;
-  }
-
-  @Override
   public void refresh(String source, BsonValue id, Fence fence) {
-    requireSource(source);
-    Objects.requireNonNull(id, "id");
+    requireSource(source, id);
     if (source.equals(def.owner())) {
       BsonDocument owner = find(source, id);
       if (owner != null) {
@@ -214,11 +206,7 @@ final class AggregateMaintainer extends AbstractMaintainer {
     BsonDocument content = new BsonDocument();
     if (owner != null) {
       versions.add(new TargetWriter.SourceVersion(def.owner(), group, version(def.owner(), owner)));
-      for (String f : def.ownerFields()) {
-        if (owner.containsKey(f)) {
-          content.put(f, owner.get(f));
-        }
-      }
+      copy(owner, def.ownerFields(), content);
     }
     long count = 0;
     Sum sum = new Sum();

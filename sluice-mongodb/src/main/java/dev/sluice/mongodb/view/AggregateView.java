@@ -100,10 +100,7 @@ public record AggregateView(
     /** The collection whose {@code _id}s are the group keys, and the fields copied from it. */
     public Builder owner(String collection, String... fields) {
       this.owner = ViewNames.collection(collection, "owner");
-      for (String f : fields) {
-        ViewNames.field(f, "ownerFields");
-      }
-      this.ownerFields = List.of(fields);
+      this.ownerFields = ViewNames.fields(fields, "ownerFields");
       return this;
     }
 

@@ -8,29 +8,20 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Objects;
 import java.util.Set;
 import org.bson.BsonDocument;
 import org.bson.BsonNull;
 import org.bson.BsonValue;
 
-final class JoinMaintainer extends AbstractMaintainer {
-  private final JoinView def;
+final class JoinMaintainer extends AbstractMaintainer<JoinView> {
 
   JoinMaintainer(MongoDatabase db, JoinView def, Clock clock) {
     super(db, def, def.managedFields(), clock);
-    this.def = def;
-  }
-
-  @Override
-  public JoinView definition() {
-    return def;
   }
 
   @Override
   public void refresh(String source, BsonValue id, Fence fence) {
-    requireSource(source);
-    Objects.requireNonNull(id, "id");
+    requireSource(source, id);
     if (source.equals(def.root())) {
       refreshTarget(id, fence);
       return;
@@ -62,12 +53,7 @@ final class JoinMaintainer extends AbstractMaintainer {
     }
     List<TargetWriter.SourceVersion> versions = new ArrayList<>();
     versions.add(new TargetWriter.SourceVersion(def.root(), targetId, version(def.root(), root)));
-    BsonDocument content = new BsonDocument();
-    for (String f : def.fields()) {
-      if (root.containsKey(f)) {
-        content.put(f, root.get(f));
-      }
-    }
+    BsonDocument content = copy(root, def.fields(), new BsonDocument());
     for (Lookup l : def.lookups()) {
       BsonValue key = key(def.root(), root, l.localField(), "key of the lookup of " + l.collection());
       BsonDocument ref = key.isNull() ? null : find(l.collection(), key);
@@ -76,13 +62,7 @@ final class JoinMaintainer extends AbstractMaintainer {
         continue;
       }
       versions.add(new TargetWriter.SourceVersion(l.collection(), key, version(l.collection(), ref)));
-      BsonDocument embedded = new BsonDocument();
-      for (String f : l.fields()) {
-        if (ref.containsKey(f)) {
-          embedded.put(f, ref.get(f));
-        }
-      }
-      content.put(l.as(), embedded);
+      content.put(l.as(), copy(ref, l.fields(), new BsonDocument()));
     }
     return new Computed(content, versions);
   }

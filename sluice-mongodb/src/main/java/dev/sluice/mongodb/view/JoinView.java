@@ -75,10 +75,7 @@ public record JoinView(
     /** The root collection and which of its fields the target carries. */
     public Builder root(String collection, String... fields) {
       this.root = ViewNames.collection(collection, "root");
-      for (String f : fields) {
-        ViewNames.field(f, "fields");
-      }
-      this.fields = List.of(fields);
+      this.fields = ViewNames.fields(fields, "fields");
       return this;
     }
 

@@ -1,6 +1,7 @@
 package dev.sluice.mongodb.view;
 
 import dev.sluice.ConfigurationException;
+import java.util.List;
 
 /** Validation of declared names, and escaping of free text used as a BSON field name. */
 final class ViewNames {
@@ -31,6 +32,14 @@ final class ViewNames {
         "'" + name + "'",
         "must be a top-level field name other than _id and " + META + " (no '.', no leading '$')");
     return name;
+  }
+
+  /** {@code names} as a list, each checked as by {@link #field}. */
+  static List<String> fields(String[] names, String parameter) {
+    for (String name : names) {
+      field(name, parameter);
+    }
+    return List.of(names);
   }
 
   /** Percent-escapes '%', '.' and '$' so that a lease or collection name is one field name. */

@@ -12,14 +12,7 @@ import org.springframework.boot.actuate.health.HealthIndicator;
  * sluice.health.timeout}; DOWN with the error otherwise. Without the store no partition can be
  * renewed: every listener of this instance loses its partitions within a lease duration.
  */
-final class LeaseStoreHealthIndicator implements HealthIndicator {
-  private final LeaseStore store;
-  private final Duration timeout;
-
-  LeaseStoreHealthIndicator(LeaseStore store, Duration timeout) {
-    this.store = store;
-    this.timeout = timeout;
-  }
+record LeaseStoreHealthIndicator(LeaseStore store, Duration timeout) implements HealthIndicator {
 
   @Override
   public Health health() {

@@ -27,17 +27,9 @@ import org.springframework.boot.actuate.health.HealthIndicator;
  *   <li>{@code stopped}: OUT_OF_SERVICE, the listener is not running (not started, or stopped).
  * </ul>
  */
-final class ListenerHealthIndicator implements HealthIndicator {
+record ListenerHealthIndicator(SluiceListenerContainer container, Duration lagThreshold) implements HealthIndicator {
   private static final Set<PartitionState> NEEDS_A_PERSON =
       EnumSet.of(PartitionState.FAILED, PartitionState.BLOCKED, PartitionState.ENDED);
-
-  private final SluiceListenerContainer container;
-  private final Duration lagThreshold;
-
-  ListenerHealthIndicator(SluiceListenerContainer container, Duration lagThreshold) {
-    this.container = container;
-    this.lagThreshold = lagThreshold;
-  }
 
   @Override
   public Health health() {
