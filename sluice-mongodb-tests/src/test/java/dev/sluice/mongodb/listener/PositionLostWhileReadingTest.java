@@ -31,7 +31,9 @@ import org.junit.jupiter.api.Test;
  * test kit). That is history lost, so the history-lost policy decides: by default the partition
  * stops, naming the cause; with RESNAPSHOT it repairs and goes on. Before, 136 was a permanent
  * feed error: FAILED under every policy, as "feed failed ... (not retryable)". The cursor is held
- * behind by its handler, which blocks on the first change while the test writes and trims.
+ * behind by its handler, which blocks on the first change while the test writes and trims. The
+ * partition's cursor reads one batch ahead of the handler (ADR 0130), so the feed reads one change
+ * per batch here: at most x1 is read before the loss, and x2 and x3 are always lost.
  */
 class PositionLostWhileReadingTest {
   private final EmbeddedMongo server = EmbeddedMongo.start();
@@ -54,7 +56,7 @@ class PositionLostWhileReadingTest {
   }
 
   private Listener<BsonDocument> start(HistoryLostPolicy policy) {
-    listener = Listener.builder(MongoChangeFeed.builder(client, "shop", "orders").build(),
+    listener = Listener.builder(MongoChangeFeed.builder(client, "shop", "orders").batchSize(1).build(),
             MongoLeaseStore.builder(client.getDatabase("shop")).build())
         .group("g")
         .leaseDuration(Duration.ofSeconds(3))
@@ -82,7 +84,10 @@ class PositionLostWhileReadingTest {
     return listener.status().get(0);
   }
 
-  /** The partition's cursor read "hold" and waits in its handler; x1..x3 are written, then lost. */
+  /**
+   * The partition's cursor read "hold" and waits in its handler; x1..x3 are written, then lost
+   * (x1 is delivered after all when the read-ahead read it before the loss).
+   */
   private void loseWhatTheCursorHasNotRead() throws InterruptedException {
     orders.insertOne(new Document("_id", "hold"));
     assertThat(holding.await(30, TimeUnit.SECONDS)).as("the handler holds the first change").isTrue();
@@ -104,7 +109,8 @@ class PositionLostWhileReadingTest {
         .contains("MongoDB error 136 CappedPositionLost")
         .contains("the oplog rolled past the open cursor's position")
         .contains("Policy STOP: partition stopped; no change was skipped");
-    assertThat(seen).containsExactly("hold");
+    assertThat(seen).as("what was read before the loss, and nothing after it")
+        .isIn(List.of("hold"), List.of("hold", "x1"));
   }
 
   @Test
@@ -117,6 +123,6 @@ class PositionLostWhileReadingTest {
     orders.insertOne(new Document("_id", "after"));
     await().atMost(Duration.ofSeconds(30)).until(() -> seen.contains("after"));
     assertThat(status().state()).isEqualTo(PartitionState.ACTIVE);
-    assertThat(seen).doesNotContain("x1", "x2", "x3");
+    assertThat(seen).as("x1 only if it was read before the loss").doesNotContain("x2", "x3");
   }
 }
