@@ -8,7 +8,9 @@ import dev.sluice.testkit.sql.EmbeddedPostgresServer;
 /**
  * One embedded Kafka, one embedded MongoDB and one PostgreSQL for every test class of this module (surefire runs
  * them in one JVM): each class uses its own topics, collections or databases and Connect group, so sharing the
- * servers only saves their start-up time. Closed when the JVM exits.
+ * servers only saves their start-up time. Closed when the test run ends ({@link SharedServersCloser}), before
+ * the JVM's shutdown hooks: Kafka's test kit deletes its log directories in a hook of its own, and a broker
+ * closed by another hook at the same time found its directories gone and halted the JVM with status 1.
  */
 final class SharedServers {
   private static EmbeddedKafka kafka;
@@ -20,7 +22,6 @@ final class SharedServers {
   static synchronized EmbeddedKafka kafka() {
     if (kafka == null) {
       kafka = EmbeddedKafka.start();
-      Runtime.getRuntime().addShutdownHook(new Thread(kafka::close));
     }
     return kafka;
   }
@@ -37,7 +38,6 @@ final class SharedServers {
   static synchronized InMemoryMongo mongo() {
     if (mongo == null) {
       mongo = new InMemoryMongo();
-      Runtime.getRuntime().addShutdownHook(new Thread(mongo::close));
     }
     return mongo;
   }
@@ -49,10 +49,23 @@ final class SharedServers {
   static synchronized EmbeddedMongo embeddedMongo() {
     if (embedded == null) {
       embedded = mongo().embedded() ? mongo().server() : EmbeddedMongo.start();
-      if (!mongo().embedded()) {
-        Runtime.getRuntime().addShutdownHook(new Thread(embedded::close));
-      }
     }
     return embedded;
+  }
+
+  /** Closes what was started (the Kafka broker first: nothing runs against it any more). */
+  static synchronized void close() {
+    if (kafka != null) {
+      kafka.close();
+      kafka = null;
+    }
+    if (embedded != null && !mongo.embedded()) {
+      embedded.close();
+    }
+    embedded = null;
+    if (mongo != null) {
+      mongo.close();
+      mongo = null;
+    }
   }
 }
