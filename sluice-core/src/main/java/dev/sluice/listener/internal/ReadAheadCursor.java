@@ -29,7 +29,6 @@ import org.slf4j.LoggerFactory;
  */
 final class ReadAheadCursor<D> implements FeedCursor<D> {
   private static final Logger log = LoggerFactory.getLogger(ReadAheadCursor.class);
-  private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
 
   /** What one poll of the wrapped cursor gave, and what the cursor said after it. */
   private record Read<D>(List<ChangeEvent<D>> changes, Position position, boolean caughtUp, boolean ended,
@@ -49,6 +48,9 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
   private boolean closed;
   /** The thread ended (closed, the stream's end, or a failure handed). */
   private boolean finished;
+  /** The thread is in a call of the wrapped cursor: whoever ends that call after a close closes it. */
+  private boolean busy;
+  private boolean sourceClosed;
   /** The last read handed to the worker (written and read by the worker's turns). */
   private volatile Read<D> taken;
   /** Whether the worker took a read yet (its turns only). */
@@ -88,6 +90,7 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
           }
           ack = pendingAck;
           pendingAck = null;
+          busy = true;
         } finally {
           lock.unlock();
         }
@@ -97,12 +100,29 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
           } catch (RuntimeException e) { // as the worker treats a failed acknowledgement: the next one says it again
             log.debug("{}: acknowledging {} failed: {}", thread.getName(), ack, e.toString());
           }
+          if (notBusy()) {
+            return; // closed meanwhile
+          }
           continue; // then wait for room again, or read
         }
-        List<ChangeEvent<D>> changes = source.poll(pollWait);
-        boolean ended = source.ended();
-        Read<D> read = new Read<>(changes, source.position(), source.caughtUp(), ended,
-            ended ? source.endReason() : null, source.sideFailure(), null);
+        Read<D> read = null;
+        Throwable failed = null;
+        try {
+          List<ChangeEvent<D>> polled = source.poll(pollWait);
+          boolean end = source.ended();
+          read = new Read<>(polled, source.position(), source.caughtUp(), end,
+              end ? source.endReason() : null, source.sideFailure(), null);
+        } catch (Throwable t) {
+          failed = t;
+        }
+        if (notBusy()) {
+          return; // closed meanwhile: what was read is dropped, as close drops the queue
+        }
+        if (failed != null) {
+          throw failed;
+        }
+        List<ChangeEvent<D>> changes = read.changes();
+        boolean ended = read.ended();
         if (last != null && changes.isEmpty() && !ended && Objects.equals(read.position(), last.position())
             && read.caughtUp() == last.caughtUp() && Objects.equals(read.sideFailure(), last.sideFailure())) {
           continue; // nothing the worker would see
@@ -127,6 +147,25 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
         lock.unlock();
       }
     }
+  }
+
+  /**
+   * Ends a call of the wrapped cursor; returns true (after closing the cursor) when {@link #close}
+   * came during it.
+   */
+  private boolean notBusy() {
+    lock.lock();
+    try {
+      busy = false;
+      if (!closed || sourceClosed) {
+        return closed;
+      }
+      sourceClosed = true;
+    } finally {
+      lock.unlock();
+    }
+    source.close();
+    return true;
   }
 
   private void hand(Read<D> read) {
@@ -238,11 +277,14 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
   }
 
   /**
-   * Stops the thread (after the poll it is in, up to 5 s), drops what it read ahead, and closes the
-   * wrapped cursor.
+   * Stops the thread, drops what it read ahead, and closes the wrapped cursor: at once when the
+   * thread is not in a call of it, else when that call returns (the thread closes it then). Never
+   * waits for a read in flight, so a listener's close hands its leases over at once (ADR 0019),
+   * as it did when the worker itself was in that read.
    */
   @Override
   public void close() {
+    boolean closeNow;
     lock.lock();
     try {
       closed = true;
@@ -250,19 +292,13 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
       queue.clear();
       room.signalAll();
       ready.signalAll();
+      closeNow = !busy && !sourceClosed;
+      sourceClosed |= closeNow;
     } finally {
       lock.unlock();
     }
-    if (Thread.currentThread() != thread) {
-      try {
-        thread.join(CLOSE_WAIT.toMillis());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      if (thread.isAlive()) {
-        log.warn("{} did not finish its poll within {}; closing its cursor under it", thread.getName(), CLOSE_WAIT);
-      }
+    if (closeNow) {
+      source.close();
     }
-    source.close();
   }
 }

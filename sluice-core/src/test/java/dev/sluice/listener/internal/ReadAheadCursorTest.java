@@ -288,21 +288,29 @@ class ReadAheadCursorTest {
   }
 
   @Test
-  void closeWaitsForThePollInProgressThenClosesTheCursor() throws Exception {
+  void closeDoesNotWaitForAReadInFlightTheThreadClosesTheCursorWhenItReturns() {
     CountDownLatch release = new CountDownLatch(1);
-    source.blockNextPoll = release;
+    source.blockNextPoll = release; // a server that does not answer
     ReadAheadCursor<String> c = start();
     await().atMost(Duration.ofSeconds(10)).until(() -> !source.threads.isEmpty()); // in its first poll
-    Thread closer = new Thread(c::close);
-    closer.start();
-    await().atMost(Duration.ofSeconds(10)).until(() -> closer.getState() == Thread.State.TIMED_WAITING); // joining
-    assertThat(closer.isAlive()).as("close waits for the poll in progress").isTrue();
-    assertThat(source.closed).isFalse();
+    c.close(); // returns at once: a listener's close hands its leases over without waiting (ADR 0019)
+    assertThat(source.closed).as("not under the poll in flight").isFalse();
     release.countDown();
-    closer.join(10_000);
-    assertThat(closer.isAlive()).isFalse();
-    assertThat(source.closed).isTrue();
-    assertThat(Thread.getAllStackTraces().keySet()).noneMatch(t -> t.getName().equals("sluice-read-p0"));
+    await().atMost(Duration.ofSeconds(10)).until(() -> source.closed && !readingThread().isAlive());
+    assertThat(c.poll(Duration.ofSeconds(5))).as("a closed cursor hands out nothing, without waiting").isEmpty();
     cursor = null;
   }
+
+  @Test
+  void closeWhileTheThreadWaitsForRoomClosesTheCursorAtOnce() {
+    ReadAheadCursor<String> c = start();
+    source.steps.add(Step.batch("p1", "a"));
+    await().atMost(Duration.ofSeconds(10)).until(() -> source.polls.get() == 1
+        && readingThread().getState() == Thread.State.WAITING);
+    c.close();
+    assertThat(source.closed).isTrue();
+    await().atMost(Duration.ofSeconds(10)).until(() -> !readingThread().isAlive());
+    cursor = null;
+  }
+
 }
