@@ -41,6 +41,7 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition room = lock.newCondition();
   private final Condition ready = lock.newCondition();
+  private final Condition callEnded = lock.newCondition();
   /** At most one read waits here: the thread reads the next only when the worker took it. */
   private final ArrayDeque<Read<D>> queue = new ArrayDeque<>();
   private Position pendingAck;
@@ -164,7 +165,16 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
     } finally {
       lock.unlock();
     }
-    source.close();
+    try {
+      source.close();
+    } finally {
+      lock.lock();
+      try {
+        callEnded.signalAll();
+      } finally {
+        lock.unlock();
+      }
+    }
     return true;
   }
 
@@ -278,13 +288,14 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
 
   /**
    * Stops the thread, drops what it read ahead, and closes the wrapped cursor: at once when the
-   * thread is not in a call of it, else when that call returns (the thread closes it then). Never
-   * waits for a read in flight, so a listener's close hands its leases over at once (ADR 0019),
-   * as it did when the worker itself was in that read.
+   * thread is not in a call of it; else the thread closes it when that call returns, and this
+   * waits for that up to {@code pollWait} and a second (a poll returns within its wait, so a
+   * PostgreSQL slot is free when this returns), no longer: a read that does not return (a server
+   * that stopped answering) does not hold a listener's close or its hand-over (ADR 0019).
    */
   @Override
   public void close() {
-    boolean closeNow;
+    boolean closeNow = false;
     lock.lock();
     try {
       closed = true;
@@ -294,6 +305,14 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
       ready.signalAll();
       closeNow = !busy && !sourceClosed;
       sourceClosed |= closeNow;
+      if (!closeNow && Thread.currentThread() != thread) {
+        long nanos = pollWait.plusSeconds(1).toNanos();
+        while (busy && nanos > 0) {
+          nanos = callEnded.awaitNanos(nanos);
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     } finally {
       lock.unlock();
     }

@@ -293,11 +293,27 @@ class ReadAheadCursorTest {
     source.blockNextPoll = release; // a server that does not answer
     ReadAheadCursor<String> c = start();
     await().atMost(Duration.ofSeconds(10)).until(() -> !source.threads.isEmpty()); // in its first poll
-    c.close(); // returns at once: a listener's close hands its leases over without waiting (ADR 0019)
+    c.close(); // returns after pollWait and a second: a listener's close does not wait for it (ADR 0019)
     assertThat(source.closed).as("not under the poll in flight").isFalse();
     release.countDown();
     await().atMost(Duration.ofSeconds(10)).until(() -> source.closed && !readingThread().isAlive());
     assertThat(c.poll(Duration.ofSeconds(5))).as("a closed cursor hands out nothing, without waiting").isEmpty();
+    cursor = null;
+  }
+
+  @Test
+  void closeDuringAPollThatReturnsWaitsForItSoTheCursorIsClosedWhenCloseReturns() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    source.blockNextPoll = release;
+    ReadAheadCursor<String> c = start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> !source.threads.isEmpty());
+    Thread closer = new Thread(c::close);
+    closer.start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> closer.getState() == Thread.State.TIMED_WAITING);
+    release.countDown(); // the poll returns within close's wait
+    closer.join(10_000);
+    assertThat(closer.isAlive()).isFalse();
+    assertThat(source.closed).as("closed by the time close returned (a PostgreSQL slot is free)").isTrue();
     cursor = null;
   }
 
