@@ -345,12 +345,14 @@ final class Tenure<D> {
   }
 
   /**
-   * Opens the partition's cursor at {@code start}. A cursor that cannot wake the worker instead of
-   * waiting is read ahead on a thread of its own, which can (ADR 0130).
+   * Opens the partition's cursor at {@code start}. On a feed whose cursors do not wake the worker
+   * instead of waiting, the cursor is read ahead on a thread of its own, which does (ADR 0130). A
+   * feed whose cursors park (a shared reader) is never wrapped, not even a cursor of its own that
+   * it opens for a partition behind it: a thousand partitions must not mean a thousand threads.
    */
   private FeedCursor<D> openCursor(StartPoint start) {
     FeedCursor<D> c = config.feed().open(worker.partition, start);
-    if (!c.wakeInsteadOfWaiting(worker::cursorReady, worker::waitingForThread)) {
+    if (!c.wakeInsteadOfWaiting(worker::cursorReady, worker::waitingForThread) && !config.feed().cursorsPark()) {
       c = ReadAheadCursor.start(c, worker.leaseName, config.pollWait(), worker::cursorReady);
     }
     return c;

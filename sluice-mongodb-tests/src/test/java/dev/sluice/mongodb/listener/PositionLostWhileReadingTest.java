@@ -32,8 +32,8 @@ import org.junit.jupiter.api.Test;
  * stops, naming the cause; with RESNAPSHOT it repairs and goes on. Before, 136 was a permanent
  * feed error: FAILED under every policy, as "feed failed ... (not retryable)". The cursor is held
  * behind by its handler, which blocks on the first change while the test writes and trims. The
- * partition's cursor reads one batch ahead of the handler (ADR 0130), so the feed reads one change
- * per batch here: at most x1 is read before the loss, and x2 and x3 are always lost.
+ * feed reads one change per batch, so that x2 and x3 are lost whatever a cursor reads ahead of its
+ * handler (a shared reader's queue, ADR 0074; a read-ahead, ADR 0130): at most x1 is read before.
  */
 class PositionLostWhileReadingTest {
   private final EmbeddedMongo server = EmbeddedMongo.start();
