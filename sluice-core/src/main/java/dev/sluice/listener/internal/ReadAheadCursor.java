@@ -16,9 +16,9 @@ import org.slf4j.LoggerFactory;
 /**
  * A partition's cursor read on a thread of its own, one batch ahead of the partition's worker
  * (ADR 0130): while the worker hands batch N to the handler and checkpoints it, this thread reads
- * and decodes batch N+1 from the source. The engine wraps every cursor that does not already wake
- * it instead of waiting (a shared reader's cursors do); the wrapper does, so no pool thread waits
- * in a source's poll either.
+ * and decodes batch N+1 from the source. The engine wraps the cursors of a feed whose cursors do
+ * not wake it instead of waiting ({@code ChangeFeed#cursorsPark} false; a shared reader's do); the
+ * wrapper does, so no pool thread waits in a source's poll either.
  *
  * <p>One thread uses the wrapped cursor, this one: its polls, and the acknowledgements the worker
  * asks for (applied before the next poll). What a poll gave is handed out whole and in order with
