@@ -140,12 +140,25 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
       Read<D> before = last != null ? last : taken;
       hand(new Read<>(List.of(), before.position(), false, false, null, before.sideFailure(), t));
     } finally {
+      Position ack;
       lock.lock();
       try {
         finished = true;
         ready.signalAll();
+        ack = closed ? null : pendingAck; // one that came while the thread was ending
+        pendingAck = null;
+        busy |= ack != null;
       } finally {
         lock.unlock();
+      }
+      if (ack != null) {
+        try {
+          source.acknowledge(ack);
+        } catch (RuntimeException e) {
+          log.debug("{}: acknowledging {} failed: {}", thread.getName(), ack, e.toString());
+        } finally {
+          notBusy();
+        }
       }
     }
   }
@@ -258,15 +271,34 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
     return taken.sideFailure();
   }
 
-  /** Applied by the reading thread before its next poll; a later acknowledgement replaces one not yet applied. */
+  /**
+   * Applied by the reading thread before its next poll; a later acknowledgement replaces one not yet
+   * applied. Once the thread has ended (the stream's end, or a failure handed), the caller applies it
+   * itself: nothing else calls the wrapped cursor then, and the acknowledgement of what was committed
+   * after the last read still reaches the source (a PostgreSQL slot's confirmed position).
+   */
   @Override
   public void acknowledge(Position committed) {
     lock.lock();
     try {
-      pendingAck = committed;
-      room.signalAll();
+      if (closed) {
+        return;
+      }
+      if (!finished) {
+        pendingAck = committed;
+        room.signalAll();
+        return;
+      }
+      busy = true; // a close meanwhile waits for this call, and the source is closed when it returns
     } finally {
       lock.unlock();
+    }
+    try {
+      source.acknowledge(committed);
+    } catch (RuntimeException e) { // as on the reading thread: the next acknowledgement says it again
+      log.debug("{}: acknowledging {} failed: {}", thread.getName(), committed, e.toString());
+    } finally {
+      notBusy();
     }
   }
 

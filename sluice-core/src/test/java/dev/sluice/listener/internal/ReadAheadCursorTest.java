@@ -288,6 +288,23 @@ class ReadAheadCursorTest {
   }
 
   @Test
+  void anAcknowledgementAfterTheThreadEndedStillReachesTheSourceAndNoneAfterClose() {
+    ReadAheadCursor<String> c = start();
+    source.steps.add(Step.batch("p1", "a"));
+    source.steps.add(new Step(null, null, false, null, null, true));
+    assertThat(next(c)).containsExactly("a");
+    await().atMost(Duration.ofSeconds(10)).until(() -> !readingThread().isAlive());
+
+    // The worker commits what it handled after the stream's end: the slot must still hear of it.
+    c.acknowledge(Position.of("a"));
+    assertThat(source.acknowledged).containsExactly("a");
+    c.close();
+    assertThat(source.closed).isTrue();
+    c.acknowledge(Position.of("late"));
+    assertThat(source.acknowledged).as("nothing reaches a closed source").containsExactly("a");
+  }
+
+  @Test
   void closeDoesNotWaitForAReadInFlightTheThreadClosesTheCursorWhenItReturns() {
     CountDownLatch release = new CountDownLatch(1);
     source.blockNextPoll = release; // a server that does not answer
