@@ -54,7 +54,8 @@ import org.bson.Document;
  * client (the ground-truth writes), each with {@code directConnection=true} so that the driver
  * cannot discover a replica set's members and go round the proxy (docs/adr/0108). With {@link
  * Settings#noise()}, every proxy has latency episodes (each chunk delayed by up to half the renew
- * interval each way) and random connection resets for the whole run (docs/adr/0109).
+ * interval each way) and random connection resets from the start until every written change is
+ * applied; the final balance is then awaited without them (docs/adr/0109).
  *
  * <h2>Rounds</h2>
  * Each round picks, from the seed (a shuffled bag of the kinds, so that every three rounds, or six
@@ -153,8 +154,9 @@ public final class ChaosHarness implements AutoCloseable {
    *     shows the rounds actually run)
    * @param networkFaults whether rounds also partition a member from the lease store, the source
    *     or the sink (each round's choice is then among six kinds)
-   * @param noise whether, for the whole run, every proxy has episodes of jittered latency (a
-   *     request's round trip delayed by up to the renew interval) and random connection resets
+   * @param noise whether, until every written change is applied, every proxy has episodes of
+   *     jittered latency (a request's round trip delayed by up to the renew interval) and random
+   *     connection resets (the final balance is awaited without them)
    */
   public record Settings(long seed, int rounds, Duration lease, int checkpointBatch, int keys, int writesPerSecond,
       int minMembers, int maxMembers, Duration roundTimeout, Duration joinWait, Duration balanceWait,
@@ -427,6 +429,10 @@ public final class ChaosHarness implements AutoCloseable {
       Map<String, Long> written = writer.written();
       out.printf("chaos: writer stopped after %,d changes; waiting for every member to catch up%n", writer.total());
       await("every written change applied", settings.roundTimeout(), () -> caughtUp(written));
+      // The bound on balancing counts from the last disruption, and the noise is one: a reset of a
+      // member's store connection during a latency episode can cost it its membership (2 s lease),
+      // and each such flap holds its peers off counting it for longer (docs/adr/0008).
+      quiet();
       boolean balanced = awaitQuietly("a balanced assignment", settings.balanceWait(), this::balanced);
       closePendingJoins();
       return analyse(written, balanced, Duration.ofNanos(System.nanoTime() - started));
@@ -745,6 +751,53 @@ public final class ChaosHarness implements AutoCloseable {
     return live;
   }
 
+  /** Ends the noise: no new latency episode or reset, and every live member's proxies pass at once. */
+  private void quiet() {
+    if (!settings.noise()) {
+      return;
+    }
+    noiseThread.shutdownNow();
+    try {
+      if (!noiseThread.awaitTermination(10, TimeUnit.SECONDS)) {
+        throw new IllegalStateException("the noise thread did not end within 10 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while ending the noise", e);
+    }
+    for (Member m : alive()) {
+      synchronized (m) {
+        m.proxies.values().forEach(FaultProxy::pass);
+      }
+    }
+    out.printf("chaos: %s noise ended; waiting up to %s for a balanced assignment%n", java.time.LocalTime.now(),
+        settings.balanceWait());
+  }
+
+  /**
+   * Each live member's last view of the group from its own log: its last quota line, and how many
+   * times (and when last) it lost its membership.
+   */
+  private List<String> views() {
+    List<String> views = new ArrayList<>();
+    for (Member m : alive()) {
+      String last = "no quota line";
+      int lost = 0;
+      String lastLost = "-";
+      for (String line : m.jvm.output()) {
+        int at = line.indexOf("member(s) counted");
+        if (at >= 0) {
+          last = line.substring(0, Math.min(12, line.length())) + " " + line.substring(Math.max(0, at - 2)).trim();
+        } else if (line.contains("membership lost:")) {
+          lost++;
+          lastLost = line.substring(0, Math.min(12, line.length()));
+        }
+      }
+      views.add(m.name + ": " + last + "; membership lost " + lost + "x, last at " + lastLost);
+    }
+    return views;
+  }
+
   private boolean balanced() {
     Map<String, Integer> live = liveHoldings();
     int m = live.size();
@@ -868,7 +921,8 @@ public final class ChaosHarness implements AutoCloseable {
         latencyEpisodes.get(), resets.get(), traffic(), writer.total(),
         a.lostCount, List.copyOf(a.lost), a.orderViolations, List.copyOf(a.violations), a.duplicates, bound,
         takeovers, reopens, handlerFailures, a.deepestReplay, settings.checkpointBatch(), stall.length(),
-        stall.partition(), overlaps, ownerless, deadlines, liveHoldings(), balanced, List.copyOf(joins), wall);
+        stall.partition(), overlaps, ownerless, deadlines, liveHoldings(), balanced,
+        balanced ? List.of() : views(), List.copyOf(joins), wall);
   }
 
   /**

@@ -41,6 +41,8 @@ import java.util.stream.Collectors;
  * @param deadlines changes begun at or after the local deadline of the lease they were handled under
  * @param heldByMember partitions held per live member at the end
  * @param balanced whether every live member held floor(N/M) or ceil(N/M) and every partition was held
+ * @param views when not balanced, each live member's own last view of the group (its last quota line,
+ *     and how often and when last it lost its membership), so a failure explains itself; else empty
  * @param joinTimes per join, the time from the member's start to holding its share, or null if it
  *     did not get it before the next disruption (or, at the end, within the balance wait)
  * @param wallTime the whole run
@@ -74,6 +76,7 @@ public record ChaosReport(
     Deadlines deadlines,
     Map<String, Integer> heldByMember,
     boolean balanced,
+    List<String> views,
     List<Join> joinTimes,
     Duration wallTime) {
 
@@ -259,7 +262,7 @@ public record ChaosReport(
     if (!balanced) {
       f.add("final assignment not balanced: " + heldByMember + " (each of " + heldByMember.size()
           + " live members must hold " + floor() + " or " + ceil() + " of " + ChaosHarness.PARTITIONS
-          + " partitions, every partition held)");
+          + " partitions, every partition held); as each member saw it: " + views);
     }
     return f;
   }

@@ -12,9 +12,10 @@ import org.junit.jupiter.api.Test;
  * partitions, six rounds (one of each kind, in an order the seed shuffles) of SIGKILL, SIGSTOP past
  * the lease, a join, and partitions of one member from the lease store, the source or the sink (a
  * blackhole of one to two leases), with latency episodes of up to the renew interval and connection
- * resets on every proxy for the whole run, while 16 keys are written; then the ground-truth checks
- * (nothing lost, per-key order among accepted writes, no two owners at once, no handling past the
- * local lease deadline, duplicates bounded by the checkpoint batch, final balance). Each member's
+ * resets on every proxy until every written change is applied, while 16 keys are written; then the
+ * ground-truth checks (nothing lost, per-key order among accepted writes, no two owners at once, no
+ * handling past the local lease deadline, duplicates bounded by the checkpoint batch, and the final
+ * balance, awaited once the noise has ended). Each member's
  * clients reach the server through fault proxies of its own with {@code directConnection=true}
  * (docs/adr/0108); the test asserts that every role's proxies carried connections and bytes both
  * ways. {@code -Dchaos.seed=<n>} repeats a run's choices (the seed is printed and named in every
