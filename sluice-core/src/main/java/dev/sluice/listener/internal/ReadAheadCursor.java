@@ -96,12 +96,7 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
           lock.unlock();
         }
         if (ack != null) {
-          try {
-            source.acknowledge(ack);
-          } catch (RuntimeException e) { // as the worker treats a failed acknowledgement: the next one says it again
-            log.debug("{}: acknowledging {} failed: {}", thread.getName(), ack, e.toString());
-          }
-          if (notBusy()) {
+          if (acknowledgeAndEndCall(ack)) {
             return; // closed meanwhile
           }
           continue; // then wait for room again, or read
@@ -152,15 +147,26 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
         lock.unlock();
       }
       if (ack != null) {
-        try {
-          source.acknowledge(ack);
-        } catch (RuntimeException e) {
-          log.debug("{}: acknowledging {} failed: {}", thread.getName(), ack, e.toString());
-        } finally {
-          notBusy();
-        }
+        acknowledgeAndEndCall(ack);
       }
     }
+  }
+
+  /**
+   * Passes {@code ack} to the wrapped cursor in a call marked busy, then ends the call as {@link
+   * #notBusy} does; a failed acknowledgement is only logged, as the worker treats one: the next
+   * acknowledgement says it again.
+   */
+  private boolean acknowledgeAndEndCall(Position ack) {
+    boolean closedMeanwhile;
+    try {
+      source.acknowledge(ack);
+    } catch (RuntimeException e) {
+      log.debug("{}: acknowledging {} failed: {}", thread.getName(), ack, e.toString());
+    } finally {
+      closedMeanwhile = notBusy(); // an Error passes on, but the call still ends
+    }
+    return closedMeanwhile;
   }
 
   /**
@@ -293,13 +299,7 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
     } finally {
       lock.unlock();
     }
-    try {
-      source.acknowledge(committed);
-    } catch (RuntimeException e) { // as on the reading thread: the next acknowledgement says it again
-      log.debug("{}: acknowledging {} failed: {}", thread.getName(), committed, e.toString());
-    } finally {
-      notBusy();
-    }
+    acknowledgeAndEndCall(committed);
   }
 
   /** Always: the wake was given at {@link #start}, and {@link #poll} waits for nothing but the first read. */
