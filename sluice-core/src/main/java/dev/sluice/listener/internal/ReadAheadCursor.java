@@ -177,8 +177,12 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
     lock.lock();
     try {
       busy = false;
-      if (!closed || sourceClosed) {
-        return closed;
+      if (!closed) {
+        callEnded.signalAll(); // an acknowledgement waiting for the thread's last one (acknowledge)
+        return false;
+      }
+      if (sourceClosed) {
+        return true;
       }
       sourceClosed = true;
     } finally {
@@ -280,8 +284,9 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
   /**
    * Applied by the reading thread before its next poll; a later acknowledgement replaces one not yet
    * applied. Once the thread has ended (the stream's end, or a failure handed), the caller applies it
-   * itself: nothing else calls the wrapped cursor then, and the acknowledgement of what was committed
-   * after the last read still reaches the source (a PostgreSQL slot's confirmed position).
+   * itself, after the thread's last call returned: nothing else calls the wrapped cursor then, and
+   * the acknowledgement of what was committed after the last read still reaches the source (a
+   * PostgreSQL slot's confirmed position).
    */
   @Override
   public void acknowledge(Position committed) {
@@ -293,6 +298,12 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
       if (!finished) {
         pendingAck = committed;
         room.signalAll();
+        return;
+      }
+      while (busy && !closed) { // the thread, on its way out, is passing on the one before
+        callEnded.awaitUninterruptibly();
+      }
+      if (closed) {
         return;
       }
       busy = true; // a close meanwhile waits for this call, and the source is closed when it returns
