@@ -196,6 +196,30 @@ class AssignmentTest {
   }
 
   @Test
+  void aMemberThatCameTooLateForAPartitionAPeerAdoptedGetsItBackWithoutAMembershipChange() {
+    Listener<String> a = start("a", 4);
+    await().atMost(Duration.ofSeconds(10)).until(() -> active(a) == 4);
+    Listener<String> b = start("b", 4);
+    await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(15))
+        .until(() -> active(a) == 2 && active(b) == 2 && allHeld(4));
+    int before = totalAcquisitions();
+
+    // c joins, but the store refuses its partition acquisitions: the partition b hands back to it
+    // stays unheld for a lease, and a peer adopts it. c's membership never lapses meanwhile.
+    FaultyLeaseStore cStore = new FaultyLeaseStore(memory);
+    cStore.failPartitionAcquisitions(new LeaseStoreException("store overloaded", true, null), Integer.MAX_VALUE);
+    Listener<String> c = start("c", 4, cStore);
+    await().atMost(Duration.ofSeconds(20))
+        .until(() -> totalAcquisitions() > before && active(a) + active(b) == 4 && allHeld(4));
+    assertThat(active(c)).isZero();
+
+    // c can acquire again: the adopter hands the partition back once, and c takes it.
+    cStore.failPartitionAcquisitions(null, 0);
+    await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(20))
+        .until(() -> active(a) == 2 && active(b) == 1 && active(c) == 1 && allHeld(4));
+  }
+
+  @Test
   void aDeadMembersRecordIsRemovedAndAClosedMemberLeavesNone() {
     String prefix = GROUP + "/orders@member:";
     memory.tryAcquire(prefix + "ghost/1@host/x#1", "ghost/1@host/x#1", LEASE).orElseThrow();

@@ -11,8 +11,8 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Failure injection around the in-memory reference store, for the engine's unit tests: commits or
- * listings fail with a given exception a given number of times
+ * Failure injection around the in-memory reference store, for the engine's unit tests: commits,
+ * listings or acquisitions of partition leases fail with a given exception a given number of times
  * ({@link Integer#MAX_VALUE}: for ever), and {@link #freeze()} holds every call until {@link
  * #thaw()}, as a process stopped by SIGSTOP would (no request reaches the store, those in flight
  * return late).
@@ -23,6 +23,9 @@ final class FaultyLeaseStore implements LeaseStore {
   private final AtomicInteger commitFailuresLeft = new AtomicInteger();
   private volatile RuntimeException listFailure;
   private final AtomicInteger listFailuresLeft = new AtomicInteger();
+
+  private volatile RuntimeException partitionAcquireFailure;
+  private final AtomicInteger partitionAcquireFailuresLeft = new AtomicInteger();
 
   private final Object gate = new Object();
   private boolean frozen;
@@ -71,6 +74,12 @@ final class FaultyLeaseStore implements LeaseStore {
     listFailuresLeft.set(times);
   }
 
+  /** Acquisitions of partition leases (not of the membership) fail, as a store that refuses them would. */
+  void failPartitionAcquisitions(RuntimeException failure, int times) {
+    partitionAcquireFailure = failure;
+    partitionAcquireFailuresLeft.set(times);
+  }
+
   private static void maybeFail(RuntimeException failure, AtomicInteger left) {
     if (failure != null && left.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0) {
       throw failure;
@@ -80,6 +89,9 @@ final class FaultyLeaseStore implements LeaseStore {
   @Override
   public Optional<Lease> tryAcquire(String name, String owner, Duration duration) {
     passGate();
+    if (!name.contains("@member:")) {
+      maybeFail(partitionAcquireFailure, partitionAcquireFailuresLeft);
+    }
     return delegate.tryAcquire(name, owner, duration);
   }
 

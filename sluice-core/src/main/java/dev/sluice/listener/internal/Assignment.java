@@ -40,14 +40,18 @@ import org.slf4j.LoggerFactory;
  *       with every time the peer was seen to lose and regain its membership (a flapping member
  *       stops pulling partitions back and forth);
  *   <li>may adopt, beyond its quota, a partition that nobody has held for a whole lease duration
- *       (its member failed it, or cannot run it), and keeps it until the membership changes;
+ *       (its member failed it, or cannot run it), and keeps it until the membership changes, except
+ *       that it hands it back once while every partition is held and a counted peer is under its
+ *       quota (a member that had room but came too late for it would otherwise stay under its
+ *       quota for good);
  *   <li>deletes membership records that expired long ago, so they do not pile up;
  *   <li>counts a peer out as soon as one of its partition leases ran out without a release and it
  *       has not renewed its membership since; refreshes again just past the first expiry of a
  *       counted peer's leases when that comes before the next refresh; and, whenever a refresh
- *       leaves room under the quota, wakes the workers that were refused for want of it (ADR
- *       0119): a dead member's partitions are tried at their expiry, not a refresh and an acquire
- *       interval later.
+ *       leaves room under the quota, wakes the idle workers of the partitions no counted member
+ *       holds (ADR 0119): a dead member's partitions are tried at their expiry, and a released one
+ *       at the next refresh even without a release notice, not a refresh and an acquire interval
+ *       or the former holder's expiry later.
  * </ul>
  */
 final class Assignment {
@@ -74,6 +78,11 @@ final class Assignment {
   private final NavigableSet<Integer> held = new ConcurrentSkipListSet<>();
   /** Partitions taken beyond the quota as orphans, with the membership they were adopted under. */
   private final Map<Integer, List<String>> adopted = new HashMap<>();
+  /**
+   * Adopted partitions handed back once to a counted peer under its quota, with the membership
+   * they were handed back under: adopted again under that membership, they are kept.
+   */
+  private final Map<Integer, List<String>> returnedAdoptions = new HashMap<>();
   private final Map<String, Peer> peers = new HashMap<>();
   private final Map<Integer, Long> unheldSince = new HashMap<>();
   /** This layout's partition lease names, to their index. */
@@ -83,12 +92,15 @@ final class Assignment {
   private final java.util.Set<Integer> reservedAsOrphan = new java.util.HashSet<>();
   private volatile int quota;
   private volatile int confirmedExcess;
+  /** How many adoptions to hand back, confirmed on {@link #EXCESS_CONFIRMATIONS} refreshes in a row. */
+  private volatile int confirmedWanted;
+  private int wantedSeen;
   private volatile List<String> counted = List.of();
   private int excessSeen;
   private boolean firstRefresh = true;
   private volatile LeaseKeeper membership;
   /** Wakes the workers refused for want of room; set by the engine once its workers exist. */
-  private volatile Consumer<IntPredicate> roomAppeared = worthTrying -> { };
+  private volatile Consumer<Room> roomAppeared = room -> { };
   /** The extra refresh due at a peer's membership expiry, and when (ticker nanos); scheduler thread. */
   private ScheduledFuture<?> expiryRefresh;
   private long expiryRefreshAt;
@@ -178,17 +190,17 @@ final class Assignment {
       }
       live.add(memberName);
       live.sort(null);
-      update(List.copyOf(live), holders.keySet(), now);
+      update(List.copyOf(live), holders, now);
       refreshAtExpiry(firstExpiry, now);
       if (hasRoom()) {
         // Only the partitions no counted member holds: unheld, or held by a member counted out
         // (its lease has yet to expire: the attempt reads when, and the next one comes then).
         // Those a live peer holds would only be refused, all at once.
         Set<String> counting = Set.copyOf(live);
-        roomAppeared.accept(p -> {
+        roomAppeared.accept(new Room(p -> {
           String holder = holders.get(p);
           return holder == null || !counting.contains(memberPrefix + holder);
-        });
+        }, p -> !holders.containsKey(p)));
       }
     } catch (RuntimeException e) {
       if (leaving || interrupted(e)) {
@@ -216,7 +228,7 @@ final class Assignment {
     return false;
   }
 
-  private synchronized void update(List<String> live, Set<Integer> heldByAnyone, long now) {
+  private synchronized void update(List<String> live, Map<Integer, String> holders, long now) {
     int q = Balance.quota(live, memberName, partitions);
     if (q != quota || !live.equals(counted)) {
       log.info("Listener {}: {} member(s) counted, quota {} of {} partitions (holds {})", owner,
@@ -225,9 +237,14 @@ final class Assignment {
     quota = q;
     counted = live;
     adopted.entrySet().removeIf(e -> !e.getValue().equals(live) || !held.contains(e.getKey()));
+    returnedAdoptions.entrySet().removeIf(e -> !e.getValue().equals(live));
     int excess = held.size() - adopted.size() - q;
     excessSeen = excess > 0 ? excessSeen + 1 : 0;
     confirmedExcess = excessSeen >= EXCESS_CONFIRMATIONS ? excess : 0;
+    int wanted = Math.min(underQuota(live, holders), returnableAdoptions().size());
+    wantedSeen = wanted > 0 ? wantedSeen + 1 : 0;
+    confirmedWanted = wantedSeen >= EXCESS_CONFIRMATIONS ? wanted : 0;
+    Set<Integer> heldByAnyone = holders.keySet();
     for (int i = 0; i < partitions; i++) {
       if (heldByAnyone.contains(i) || held.contains(i)) {
         unheldSince.remove(i);
@@ -235,6 +252,32 @@ final class Assignment {
         unheldSince.putIfAbsent(i, now);
       }
     }
+  }
+
+  /**
+   * How many partitions the counted peers lack to reach their quotas while every partition is held
+   * ({@code holders}: partition to owner, from the lease records): what an adopter keeps from them.
+   * With a partition unheld, a peer under its quota takes that one instead.
+   */
+  private int underQuota(List<String> live, Map<Integer, String> holders) {
+    if (holders.size() < partitions) {
+      return 0;
+    }
+    Map<String, Integer> holds = new HashMap<>();
+    holders.values().forEach(o -> holds.merge(memberPrefix + o, 1, Integer::sum));
+    int lacking = 0;
+    for (Map.Entry<String, Integer> e : Balance.quotas(live, partitions).entrySet()) {
+      if (!e.getKey().equals(memberName)) {
+        lacking += Math.max(0, e.getValue() - holds.getOrDefault(e.getKey(), 0));
+      }
+    }
+    return lacking;
+  }
+
+  /** Adopted partitions not yet handed back once under the current membership, highest first. */
+  private List<Integer> returnableAdoptions() {
+    return adopted.keySet().stream().filter(p -> !returnedAdoptions.containsKey(p))
+        .sorted(java.util.Comparator.reverseOrder()).toList();
   }
 
   /** How far past a peer's membership expiry the extra refresh comes (store round trips, clock steps). */
@@ -277,10 +320,19 @@ final class Assignment {
   }
 
   /**
-   * Sets what wakes the workers refused for want of room, called after a refresh that leaves room
-   * with the partitions worth an attempt now (no member counted live holds them).
+   * What a refresh that leaves room under the quota found: the partitions worth an attempt now (no
+   * member counted live holds them), and of those the ones nobody holds at all.
+   *
+   * @param worthTrying for the workers refused for want of room: unheld, or held by a member
+   *     counted out (its lease has yet to expire: the attempt reads when, and the next one comes
+   *     then)
+   * @param unheld for every idle worker, also one waiting for its former holder's expiry: released
+   *     (a peer handed it back or stopped), so taken now, whether or not a release notice came
    */
-  void onRoom(Consumer<IntPredicate> wake) {
+  record Room(IntPredicate worthTrying, IntPredicate unheld) {}
+
+  /** Sets what wakes the workers when a refresh leaves room under the quota. */
+  void onRoom(Consumer<Room> wake) {
     this.roomAppeared = wake;
   }
 
@@ -436,10 +488,27 @@ final class Assignment {
     unreserve(partition);
   }
 
-  /** Whether this instance should hand {@code partition} back: its excess, highest first. */
+  /**
+   * Whether this instance should hand {@code partition} back: its excess, highest first; or an
+   * adopted partition, highest first, while counted peers lack partitions to reach their quotas
+   * and every partition is held (seen on two refreshes in a row). An adoption is handed back once
+   * per membership: a peer that failed a partition for good is under its quota without taking it,
+   * and the partition, adopted again after a lease, is then kept.
+   */
   synchronized boolean shouldHandBack(int partition) {
+    if (adopted.containsKey(partition)) {
+      boolean back = confirmedWanted > 0
+          && returnableAdoptions().stream().limit(confirmedWanted).anyMatch(p -> p == partition);
+      if (back) {
+        confirmedWanted--;
+        returnedAdoptions.put(partition, counted);
+        log.info("Listener {}: hands back adopted partition {}: a counted member is under its quota and every"
+            + " partition is held", owner, partition);
+      }
+      return back;
+    }
     int excess = Math.min(confirmedExcess, held.size() - adopted.size() - quota);
-    if (excess <= 0 || adopted.containsKey(partition)) {
+    if (excess <= 0) {
       return false;
     }
     // Hand back the highest-numbered partitions: deterministic, so two workers do not both leave.

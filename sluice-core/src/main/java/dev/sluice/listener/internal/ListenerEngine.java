@@ -90,9 +90,12 @@ public final class ListenerEngine<D> implements AutoCloseable {
       workers.add(new PartitionWorker<>(config, i, keepers, assignment, probe, lifecycle, layout, lanes));
     }
     // After a refresh that leaves room under the quota (a member left, or its membership expired):
-    // the workers refused for want of it try at once, not at the end of their acquire interval.
-    assignment.onRoom(worthTrying -> workers.stream()
-        .filter(w -> w.waitingForRoom() && worthTrying.test(w.partition.index()))
+    // the workers refused for want of it try at once, not at the end of their acquire interval, and
+    // so does any idle worker whose partition nobody holds (released: without a release notice it
+    // would wait for its former holder's expiry, and a peer could adopt it first).
+    assignment.onRoom(room -> workers.stream()
+        .filter(w -> w.waitingForRoom() ? room.worthTrying().test(w.partition.index())
+            : !w.holdsLease() && room.unheld().test(w.partition.index()))
         .forEach(PartitionWorker::tryNow));
     lifecycle.started();
     workers.forEach(w -> w.start(turns, timers));
