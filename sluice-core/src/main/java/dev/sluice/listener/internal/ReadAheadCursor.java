@@ -135,20 +135,36 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
       Read<D> before = last != null ? last : taken;
       hand(new Read<>(List.of(), before.position(), false, false, null, before.sideFailure(), t));
     } finally {
-      Position ack;
       lock.lock();
       try {
         finished = true;
         ready.signalAll();
-        ack = closed ? null : pendingAck; // one that came while the thread was ending
-        pendingAck = null;
-        busy |= ack != null;
       } finally {
         lock.unlock();
       }
-      if (ack != null) {
-        acknowledgeAndEndCall(ack);
+      // Those that came while the thread was ending, or during its last call: passed on here.
+      for (Position ack = takeAckForCall(); ack != null; ack = takeAckForCall()) {
+        if (acknowledgeAndEndCall(ack)) {
+          break; // closed meanwhile
+        }
       }
+    }
+  }
+
+  /**
+   * Once the thread has ended: the acknowledgement waiting for it, now a call of this thread's
+   * (marked busy), or null. One that waits while the worker is in a call of its own is older than
+   * that call's (the worker acknowledges in order) and is dropped.
+   */
+  private Position takeAckForCall() {
+    lock.lock();
+    try {
+      Position ack = closed || busy ? null : pendingAck;
+      pendingAck = null;
+      busy |= ack != null;
+      return ack;
+    } finally {
+      lock.unlock();
     }
   }
 
@@ -177,12 +193,8 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
     lock.lock();
     try {
       busy = false;
-      if (!closed) {
-        callEnded.signalAll(); // an acknowledgement waiting for the thread's last one (acknowledge)
-        return false;
-      }
-      if (sourceClosed) {
-        return true;
+      if (!closed || sourceClosed) {
+        return closed;
       }
       sourceClosed = true;
     } finally {
@@ -284,9 +296,10 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
   /**
    * Applied by the reading thread before its next poll; a later acknowledgement replaces one not yet
    * applied. Once the thread has ended (the stream's end, or a failure handed), the caller applies it
-   * itself, after the thread's last call returned: nothing else calls the wrapped cursor then, and
-   * the acknowledgement of what was committed after the last read still reaches the source (a
-   * PostgreSQL slot's confirmed position).
+   * itself, unless the thread is still in a last call, which then passes it on: the wrapped cursor is
+   * never in two calls at once, the caller never waits for the thread, and the acknowledgement of
+   * what was committed after the last read still reaches the source (a PostgreSQL slot's confirmed
+   * position).
    */
   @Override
   public void acknowledge(Position committed) {
@@ -295,15 +308,9 @@ final class ReadAheadCursor<D> implements FeedCursor<D> {
       if (closed) {
         return;
       }
-      if (!finished) {
+      if (!finished || busy) { // a thread in a call (also on its way out) passes it on after that call
         pendingAck = committed;
         room.signalAll();
-        return;
-      }
-      while (busy && !closed) { // the thread, on its way out, is passing on the one before
-        callEnded.awaitUninterruptibly();
-      }
-      if (closed) {
         return;
       }
       busy = true; // a close meanwhile waits for this call, and the source is closed when it returns

@@ -133,7 +133,7 @@ class ReadAheadCursorInterleavingTest {
       @ForAll @IntRange(min = 0, max = 8) int closeAfterTaking,
       @ForAll boolean acknowledgeEach,
       @ForAll boolean acknowledgeAfterTheEnd,
-      @ForAll @IntRange(min = 0, max = 300) int callMicros) {
+      @ForAll @IntRange(min = 0, max = 2000) int callMicros) {
     CheckingCursor source = new CheckingCursor(batches, fails, callMicros);
     ReadAheadCursor<String> cursor = ReadAheadCursor.start(source, "interleaving", Duration.ofMillis(5), () -> { });
     List<Integer> taken = new ArrayList<>();
