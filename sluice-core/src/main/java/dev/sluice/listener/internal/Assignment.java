@@ -48,10 +48,10 @@ import org.slf4j.LoggerFactory;
  *   <li>counts a peer out as soon as one of its partition leases ran out without a release and it
  *       has not renewed its membership since; refreshes again just past the first expiry of a
  *       counted peer's leases when that comes before the next refresh; and, whenever a refresh
- *       leaves room under the quota, wakes the idle workers of the partitions no counted member
- *       holds (ADR 0119): a dead member's partitions are tried at their expiry, and a released one
- *       at the next refresh even without a release notice, not a refresh and an acquire interval
- *       or the former holder's expiry later.
+ *       leaves room under the quota, wakes the workers refused for want of it, and the idle
+ *       workers of partitions released since the last refresh (ADR 0119, 0131): a dead member's
+ *       partitions are tried at their expiry, and a released one at the next refresh even without
+ *       a release notice, not a refresh and an acquire interval or the former holder's expiry later.
  * </ul>
  */
 final class Assignment {
@@ -101,6 +101,8 @@ final class Assignment {
   private volatile LeaseKeeper membership;
   /** Wakes the workers refused for want of room; set by the engine once its workers exist. */
   private volatile Consumer<Room> roomAppeared = room -> { };
+  /** The partitions some member held at the last refresh: those unheld now were released since. */
+  private volatile Set<Integer> heldAtLastRefresh = Set.of();
   /** The extra refresh due at a peer's membership expiry, and when (ticker nanos); scheduler thread. */
   private ScheduledFuture<?> expiryRefresh;
   private long expiryRefreshAt;
@@ -192,6 +194,8 @@ final class Assignment {
       live.sort(null);
       update(List.copyOf(live), holders, now);
       refreshAtExpiry(firstExpiry, now);
+      Set<Integer> heldBefore = heldAtLastRefresh;
+      heldAtLastRefresh = Set.copyOf(holders.keySet());
       if (hasRoom()) {
         // Only the partitions no counted member holds: unheld, or held by a member counted out
         // (its lease has yet to expire: the attempt reads when, and the next one comes then).
@@ -200,7 +204,7 @@ final class Assignment {
         roomAppeared.accept(new Room(p -> {
           String holder = holders.get(p);
           return holder == null || !counting.contains(memberPrefix + holder);
-        }, p -> !holders.containsKey(p)));
+        }, p -> !holders.containsKey(p) && heldBefore.contains(p)));
       }
     } catch (RuntimeException e) {
       if (leaving || interrupted(e)) {
@@ -326,8 +330,11 @@ final class Assignment {
    * @param worthTrying for the workers refused for want of room: unheld, or held by a member
    *     counted out (its lease has yet to expire: the attempt reads when, and the next one comes
    *     then)
-   * @param unheld for every idle worker, also one waiting for its former holder's expiry: released
-   *     (a peer handed it back or stopped), so taken now, whether or not a release notice came
+   * @param unheld for every idle worker, also one waiting for its former holder's expiry: held at
+   *     the last refresh and unheld now (a peer handed it back or stopped), so taken now, whether
+   *     or not a release notice came. Only those: the workers of partitions unheld for longer
+   *     already try at their own interval, and waking them all at once on every refresh (a
+   *     thousand partitions starting) would crowd out the renewals
    */
   record Room(IntPredicate worthTrying, IntPredicate unheld) {}
 

@@ -91,8 +91,8 @@ public final class ListenerEngine<D> implements AutoCloseable {
     }
     // After a refresh that leaves room under the quota (a member left, or its membership expired):
     // the workers refused for want of it try at once, not at the end of their acquire interval, and
-    // so does any idle worker whose partition nobody holds (released: without a release notice it
-    // would wait for its former holder's expiry, and a peer could adopt it first).
+    // so does any idle worker whose partition was released since the last refresh (without a release
+    // notice it would wait for its former holder's expiry, and a peer could adopt it first).
     assignment.onRoom(room -> workers.stream()
         .filter(w -> w.waitingForRoom() ? room.worthTrying().test(w.partition.index())
             : !w.holdsLease() && room.unheld().test(w.partition.index()))
