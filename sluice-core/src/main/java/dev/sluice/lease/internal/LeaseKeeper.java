@@ -42,9 +42,18 @@ import org.slf4j.LoggerFactory;
  * <p>Where the store bounds a lease by a second condition ({@link LeaseStore#liveness}, such as
  * the SQL store's database session, docs/adr/0114-sql-lease-holder-session-liveness.md), the keeper stops
  * at whichever ends first, the same way: the watchdog watches both.
+ *
+ * <p>A loss at the local deadline says which way the renewal failed: sent and not answered, failed,
+ * or never started (or sent late) because every thread of the scheduler was busy with other leases'
+ * renewals (docs/adr/0132-renewal-threads-sized-for-the-stores-round-trip.md).
  */
 public final class LeaseKeeper {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseKeeper.class);
+
+  /** A renewal sent later than this after it was due waited for a thread (or the process). */
+  private static final long LATE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+  private static final String BUSY = "every renewal thread was busy renewing other leases (more"
+      + " leases than they renew in time at the store's round trip, ADR 0132) or this process was paused";
 
   /**
    * Marks leases lost at their local deadlines. One thread for every keeper of the process: its
@@ -100,6 +109,13 @@ public final class LeaseKeeper {
   private volatile SluiceException lostCause;
   private volatile boolean retired;
   private ScheduledFuture<?> renewal;
+  /** Whether a renewal is waiting for the store's answer now, and since when (ticker). */
+  private volatile boolean renewing;
+  private volatile long renewalSentNanos;
+  /** When the next renewal is due (ticker): its scheduler starts it then if a thread is free. */
+  private volatile long renewalDueNanos;
+  /** The last failed renewal's error, or null once one gets through. */
+  private volatile String lastFailure;
   /** The watchdog's task for the current deadline; guarded by {@code this}. */
   private ScheduledFuture<?> watch;
 
@@ -114,6 +130,7 @@ public final class LeaseKeeper {
     this.onLost = Objects.requireNonNull(onLost, "onLost");
     this.marginNanos = Math.min(duration.toNanos() / 20, TimeUnit.MILLISECONDS.toNanos(500));
     this.deadlineNanos = requestStartNanos + duration.toNanos() - marginNanos;
+    this.renewalDueNanos = requestStartNanos + renewEvery.toNanos();
     this.liveness = store.liveness(lease);
   }
 
@@ -123,6 +140,7 @@ public final class LeaseKeeper {
       return;
     }
     long every = renewEvery.toNanos();
+    renewalDueNanos = ticker.nanos() + every;
     renewal = scheduler.scheduleWithFixedDelay(this::renewOnce, every, every, TimeUnit.NANOSECONDS);
     watchDeadline();
   }
@@ -152,10 +170,9 @@ public final class LeaseKeeper {
       if (retired || lostReason != null) {
         return;
       }
-      if (ticker.nanos() - deadlineNanos >= 0) {
-        reason = "not renewed before it ran out: the local deadline passed while renewals had not"
-            + " got through (store unreachable or slow, or process paused, for longer than the lease"
-            + " of " + duration + ")";
+      long now = ticker.nanos();
+      if (now - deadlineNanos >= 0) {
+        reason = ranOut(now);
       } else if (livenessEnded()) {
         reason = liveness.lostReason();
       } else {
@@ -176,6 +193,35 @@ public final class LeaseKeeper {
     return deadlineNanos;
   }
 
+  /**
+   * Why the local deadline passed without a renewal, as far as this keeper can tell: a renewal
+   * still waiting for the store, renewals that failed, or one that never started because every
+   * renewal thread was busy with other leases (more leases than the threads renew at the store's
+   * round trip) or the process did not run.
+   */
+  private String ranOut(long now) {
+    String ranOut = "not renewed before it ran out (lease " + duration + "): ";
+    if (renewing) {
+      long sentLate = renewalSentNanos - renewalDueNanos;
+      return ranOut + "the renewal sent " + millis(now - renewalSentNanos) + " ago has not returned"
+          + " (store slow or unreachable, or this process paused)"
+          + (sentLate > LATE_NANOS ? "; it was sent " + millis(sentLate) + " after it was due: " + BUSY : "");
+    }
+    String failure = lastFailure;
+    if (failure != null) {
+      return ranOut + "renewals failed until the local deadline passed: " + failure;
+    }
+    long overdue = now - renewalDueNanos;
+    if (overdue > 0) {
+      return ranOut + "the renewal due " + millis(overdue) + " ago had not started: " + BUSY;
+    }
+    return ranOut + "this process was paused or starved of CPU";
+  }
+
+  private static String millis(long nanos) {
+    return TimeUnit.NANOSECONDS.toMillis(nanos) + " ms";
+  }
+
   /** One renewal attempt; what the scheduler runs. Package-private for tests. */
   void renewOnce() {
     if (lostReason != null || retired) {
@@ -184,14 +230,15 @@ public final class LeaseKeeper {
     Lease current = lease;
     long start = ticker.nanos();
     if (start - deadlineNanos >= 0) {
-      markLost("not renewed before it ran out (store unreachable or process paused for"
-          + " longer than the lease of " + duration + ")");
+      markLost(ranOut(start));
       return;
     }
     if (livenessEnded()) {
       markLost(liveness.lostReason());
       return;
     }
+    renewalSentNanos = start;
+    renewing = true;
     try {
       Lease renewed = store.renew(current, duration);
       if (ticker.nanos() - deadlineNanos >= 0) {
@@ -201,6 +248,7 @@ public final class LeaseKeeper {
             + " for longer than the lease of " + duration + ")");
         return;
       }
+      lastFailure = null;
       extended(renewed, start);
     } catch (LeaseLostException e) {
       markLost(e.getMessage(), e);
@@ -212,10 +260,16 @@ public final class LeaseKeeper {
       }
     } catch (RuntimeException e) {
       retryLater(current, e);
+    } finally {
+      // The next is due a renewal interval from now (the scheduler's fixed delay); set before
+      // renewing is cleared, so the watchdog never takes this renewal for one that did not start.
+      renewalDueNanos = ticker.nanos() + renewEvery.toNanos();
+      renewing = false;
     }
   }
 
   private void retryLater(Lease current, RuntimeException e) {
+    lastFailure = e.toString();
     if (ticker.nanos() - deadlineNanos >= 0) {
       String reason = "not renewed before it ran out: renewals failed until the local deadline"
           + " passed: " + e;
@@ -311,10 +365,10 @@ public final class LeaseKeeper {
       }
       return false;
     }
-    if (ticker.nanos() - deadlineNanos >= 0) {
+    long now = ticker.nanos();
+    if (now - deadlineNanos >= 0) {
       if (!retired) {
-        markLost("not renewed before it ran out (local deadline passed without a successful"
-            + " renewal)");
+        markLost(ranOut(now));
       }
       return false;
     }

@@ -11,6 +11,8 @@ import dev.sluice.lease.StubLeaseStore;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
@@ -118,5 +120,46 @@ class LeaseKeeperDeadlineTest {
     await().atMost(Duration.ofSeconds(5)).until(() -> !losses.isEmpty());
     assertThat(losses.get(0).atNanos() - keeper.deadlineNanos()).isGreaterThanOrEqualTo(0);
     assertThat(losses).hasSize(1);
+  }
+
+  /**
+   * Two leases renewed by one thread: the first lease's renewal waits on a store that does not
+   * answer, so the second's never starts. Each loss says which it was: a renewal without an answer,
+   * or one that waited for a renewal thread (a process renewing more leases than its threads can at
+   * the store's round trip: RenewalCapacityBenchmark), not "store unreachable" for both.
+   */
+  @Test
+  void aLeaseWhoseRenewalNeverGotAThreadSaysSoAndNotThatTheStoreDidNotAnswer() {
+    Lease other = new Lease("orders#1", "owner-a", 3, Instant.parse("2026-01-01T00:00:01Z"), null);
+    StubLeaseStore stuckOnTheFirst = new StubLeaseStore() {
+      @Override
+      public Lease renew(Lease lease, Duration duration) {
+        if (lease.name().equals(granted.name())) {
+          try {
+            answer.await(); // a socket nobody answers, on the one renewal thread
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+        return lease;
+      }
+    };
+    Map<String, SluiceException> losses = new ConcurrentHashMap<>();
+    Ticker ticker = Ticker.system();
+    LeaseKeeper first = new LeaseKeeper(stuckOnTheFirst, granted, ticker.nanos(), LEASE,
+        Duration.ofMillis(100), scheduler, ticker, (lease, cause) -> losses.put(lease.name(), cause));
+    LeaseKeeper second = new LeaseKeeper(stuckOnTheFirst, other, ticker.nanos(), LEASE,
+        Duration.ofMillis(300), scheduler, ticker, (lease, cause) -> losses.put(lease.name(), cause));
+    first.start();
+    second.start();
+
+    await().atMost(Duration.ofSeconds(5)).until(() -> losses.size() == 2);
+
+    assertThat(losses.get(granted.name())).hasMessageContaining("not renewed before it ran out")
+        .hasMessageContaining("the renewal sent").hasMessageContaining("has not returned");
+    assertThat(losses.get(other.name())).hasMessageContaining("not renewed before it ran out")
+        .hasMessageContaining("had not started: every renewal thread was busy");
+    assertThat(first.isValid()).isFalse();
+    assertThat(second.isValid()).isFalse();
   }
 }

@@ -102,6 +102,40 @@ class LeaseKeeperTest {
   }
 
   @Test
+  void aRenewalSentLateThatHasNotReturnedAtTheDeadlineSaysItWaitedForAThread() {
+    LeaseKeeper keeper = new LeaseKeeper(store, granted, now.get(), LEASE, Duration.ofSeconds(1), scheduler,
+        now::get, (lease, cause) -> losses.add(cause));
+    now.addAndGet(4_000 * MS); // due after 1 s, sent after 4 s: the renewal threads were busy
+    String[] seenWhileWaiting = new String[1];
+    store.onRenew = () -> {
+      now.addAndGet(DEADLINE); // no answer until after the deadline
+      seenWhileWaiting[0] = keeper.isValid() ? null : keeper.lostReason();
+      return granted;
+    };
+    keeper.renewOnce();
+    assertThat(seenWhileWaiting[0]).contains("not renewed before it ran out")
+        .contains("has not returned").contains("it was sent 3000 ms after it was due")
+        .contains("every renewal thread was busy");
+    assertThat(losses).hasSize(1);
+  }
+
+  @Test
+  void aRenewalSentOnTimeThatHasNotReturnedAtTheDeadlineBlamesOnlyTheStoreOrAPause() {
+    LeaseKeeper keeper = new LeaseKeeper(store, granted, now.get(), LEASE, Duration.ofSeconds(1), scheduler,
+        now::get, (lease, cause) -> losses.add(cause));
+    now.addAndGet(1_000 * MS);
+    String[] seenWhileWaiting = new String[1];
+    store.onRenew = () -> {
+      now.addAndGet(DEADLINE);
+      seenWhileWaiting[0] = keeper.isValid() ? null : keeper.lostReason();
+      return granted;
+    };
+    keeper.renewOnce();
+    assertThat(seenWhileWaiting[0]).contains("the renewal sent 9500 ms ago has not returned")
+        .doesNotContain("renewal thread");
+  }
+
+  @Test
   void aRejectedRenewalIsALossWithTheStoresCause() {
     LeaseKeeper keeper = keeper();
     LeaseLostException rejected = new LeaseLostException("orders#0", 7, "held by owner-b/8");
