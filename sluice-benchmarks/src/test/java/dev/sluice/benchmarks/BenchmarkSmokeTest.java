@@ -14,6 +14,7 @@ import dev.sluice.benchmarks.lock.LockBenchmark;
 import dev.sluice.benchmarks.scale.LeaseTrafficSimulation;
 import dev.sluice.benchmarks.scale.PartitionReadCostBenchmark;
 import dev.sluice.benchmarks.scale.PostgresPartitionCostBenchmark;
+import dev.sluice.benchmarks.scale.RenewalCapacityBenchmark;
 import dev.sluice.benchmarks.scale.ScaleOutBenchmark;
 import dev.sluice.benchmarks.service.ServiceOpsBenchmark;
 import dev.sluice.benchmarks.sink.KafkaRelayBenchmark;
@@ -145,6 +146,12 @@ class BenchmarkSmokeTest {
     assertThat(run(PartitionReadCostBenchmark.class, "200", "1", "100"))
         .contains("changes=200, 1 measured rounds, checkpoint every 1000 changes or 100 ms")
         .contains("shared reader / cursor per partition");
+  }
+
+  @Test
+  void renewalCapacity() {
+    assertThat(run(RenewalCapacityBenchmark.class, "16", "1", "0,20")).containsPattern(
+        "round trip +20 ms: all held after [0-9,]+ ms; in the next 1 s \\d+ leases lost");
   }
 
   @Test

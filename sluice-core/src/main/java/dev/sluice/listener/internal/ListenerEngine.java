@@ -40,10 +40,16 @@ public final class ListenerEngine<D> implements AutoCloseable {
   /** The lanes of a concurrency above 1, shared by the partitions; else null. */
   private ThreadPoolExecutor lanes;
   private ScheduledExecutorService renewals;
-  /** Renews the partitions' leases: one renewal is one round trip, and 1,000 must fit in a renewal interval. */
+  /**
+   * Renews the partitions' leases. A renewal is one round trip that holds its thread, so the pool
+   * renews threads / round trip leases a second, and every held lease needs one per renewal
+   * interval: 32 threads keep 1,000 leases of 10 s against a store about 300 ms away, 8 only about
+   * 75 ms (ADR 0132, RenewalCapacityBenchmark). At most 32, so that with the partition threads they
+   * stay within the MongoDB driver's default pool of 100 connections.
+   */
   private ScheduledExecutorService keepers;
-  static final int LEASES_PER_RENEWAL_THREAD = 128;
-  static final int MAX_RENEWAL_THREADS = 8;
+  static final int LEASES_PER_RENEWAL_THREAD = 32;
+  static final int MAX_RENEWAL_THREADS = 32;
   /** Asks the source for its history (lag, history window); a thread of its own, never renewals'. */
   private ScheduledExecutorService probes;
   private Assignment assignment;

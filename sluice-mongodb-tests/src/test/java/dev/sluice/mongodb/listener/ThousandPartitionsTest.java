@@ -74,10 +74,10 @@ class ThousandPartitionsTest {
       System.out.printf("1000 partitions: all held after %d ms, delivered after %d ms more; %d streams;"
           + " %d Sluice threads, %d in all%n", (held - start) / 1_000_000, (System.nanoTime() - held) / 1_000_000,
           streams.opened(), sluiceThreads.size(), Thread.activeCount());
-      // At most the default 64 partition threads, 8 lease keepers, and the membership, source, timer
-      // and release-watch threads, plus the process's lease deadline watchdog and loss notices
-      // (ADR 0100).
-      assertThat(sluiceThreads).hasSizeLessThanOrEqualTo(ListenerConfig.DEFAULT_MAX_THREADS + 8 + 4 + 2);
+      // At most the default 64 partition threads, 32 lease keepers (one per 32 partitions, ADR 0132),
+      // the membership, source, timer and release-watch threads, plus the process's lease deadline
+      // watchdog and loss notices (ADR 0100).
+      assertThat(sluiceThreads).hasSizeLessThanOrEqualTo(ListenerConfig.DEFAULT_MAX_THREADS + 32 + 4 + 2);
       // Idle partitions park (ADR 0075): no thread waits in a poll for another partition's read.
       for (int sample = 0; sample < 20; sample++) {
         assertThat(Thread.getAllStackTraces().values().stream().flatMap(Arrays::stream)
