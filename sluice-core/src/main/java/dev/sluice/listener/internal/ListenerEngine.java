@@ -43,9 +43,9 @@ public final class ListenerEngine<D> implements AutoCloseable {
   /**
    * Renews the partitions' leases. A renewal is one round trip that holds its thread, so the pool
    * renews threads / round trip leases a second, and every held lease needs one per renewal
-   * interval: 32 threads keep 1,000 leases of 10 s against a store about 300 ms away, 8 only about
-   * 75 ms (ADR 0132, RenewalCapacityBenchmark). At most 32, so that with the partition threads they
-   * stay within the MongoDB driver's default pool of 100 connections.
+   * interval: 32 threads keep 1,000 leases of 10 s against a store 250 ms away, where 8 failed at
+   * 80 ms (ADR 0132, RenewalCapacityBenchmark). At most 32, so that with the partition threads
+   * they stay within the MongoDB driver's default pool of 100 connections.
    */
   private ScheduledExecutorService keepers;
   static final int LEASES_PER_RENEWAL_THREAD = 32;
