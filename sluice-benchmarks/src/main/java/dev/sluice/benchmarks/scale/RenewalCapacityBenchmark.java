@@ -30,7 +30,8 @@ import org.bson.BsonDocument;
  * leases run out while they wait.
  *
  * <p>Arguments: partitions (1000), seconds observed per round trip (40), round trips in ms,
- * comma-separated (0,20,40,60,80).
+ * comma-separated (0,20,40,60,80), and the lease store client's connection pool (the driver's
+ * default, 100): renewals, acquisitions and commits all take a connection from it.
  */
 public final class RenewalCapacityBenchmark {
 
@@ -38,16 +39,18 @@ public final class RenewalCapacityBenchmark {
     int partitions = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
     int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 40;
     String[] trips = (args.length > 2 ? args[2] : "0,20,40,60,80").split(",");
+    int pool = args.length > 3 ? Integer.parseInt(args[3]) : 100;
     List<String> lines = new ArrayList<>();
     for (String trip : trips) {
-      lines.add(run(partitions, seconds, Long.parseLong(trip.trim())));
+      lines.add(run(partitions, seconds, Long.parseLong(trip.trim()), pool));
       System.out.println(lines.get(lines.size() - 1));
     }
-    System.out.printf("%npartitions=%d, observed %d s each, lease 10 s:%n", partitions, seconds);
+    System.out.printf("%npartitions=%d, observed %d s each, lease 10 s, lease store pool %d:%n", partitions, seconds,
+        pool);
     lines.forEach(System.out::println);
   }
 
-  private static String run(int partitions, int seconds, long roundTripMillis) throws Exception {
+  private static String run(int partitions, int seconds, long roundTripMillis, int pool) throws Exception {
     try (EmbeddedMongo mongo = EmbeddedMongo.start();
         MongoClient feedClient = mongo.client()) {
       URI server = URI.create(mongo.connectionString().replace("mongodb://", "tcp://"));
@@ -55,6 +58,7 @@ public final class RenewalCapacityBenchmark {
           MongoClient leaseClient = MongoClients.create(mongo.clientSettings()
               .applyConnectionString(new com.mongodb.ConnectionString(
                   "mongodb://" + proxy.address() + "/?directConnection=true"))
+              .applyToConnectionPoolSettings(p -> p.maxSize(pool))
               .build())) {
         feedClient.getDatabase("bench").createCollection("orders");
         Duration half = Duration.ofNanos(Duration.ofMillis(roundTripMillis).toNanos() / 2);

@@ -53,7 +53,8 @@ public final class LeaseKeeper {
   /** A renewal sent later than this after it was due waited for a thread (or the process). */
   private static final long LATE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
   private static final String BUSY = "every renewal thread was busy renewing other leases (more"
-      + " leases than they renew in time at the store's round trip, ADR 0132) or this process was paused";
+      + " leases than they renew in time at the store's round trip, or than the store client's"
+      + " connection pool serves at once, ADR 0132) or this process was paused";
 
   /**
    * Marks leases lost at their local deadlines. One thread for every keeper of the process: its
