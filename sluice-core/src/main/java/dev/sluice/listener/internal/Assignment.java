@@ -56,8 +56,11 @@ import org.slf4j.LoggerFactory;
  */
 final class Assignment {
   private static final Logger log = LoggerFactory.getLogger(Assignment.class);
-  /** Refreshes in a row that must show an excess before a partition is handed back. */
-  private static final int EXCESS_CONFIRMATIONS = 2;
+  /**
+   * Refreshes in a row that must show an excess, or a peer under its quota, before a partition is
+   * handed back.
+   */
+  private static final int CONFIRMATIONS = 2;
   /** Settling time multiplier per flap seen. */
   private static final int FLAP_FACTOR = 4;
 
@@ -91,12 +94,11 @@ final class Assignment {
   private final java.util.Set<Integer> reservedUnderQuota = new java.util.HashSet<>();
   private final java.util.Set<Integer> reservedAsOrphan = new java.util.HashSet<>();
   private volatile int quota;
-  private volatile int confirmedExcess;
-  /** How many adoptions to hand back, confirmed on {@link #EXCESS_CONFIRMATIONS} refreshes in a row. */
-  private volatile int confirmedWanted;
-  private int wantedSeen;
+  /** How many partitions beyond the quota to hand back (ADR 0008). */
+  private final Confirmed excess = new Confirmed();
+  /** How many adoptions to hand back to peers under their quotas (ADR 0131). */
+  private final Confirmed wanted = new Confirmed();
   private volatile List<String> counted = List.of();
-  private int excessSeen;
   private boolean firstRefresh = true;
   private volatile LeaseKeeper membership;
   /** Wakes the workers refused for want of room; set by the engine once its workers exist. */
@@ -242,12 +244,8 @@ final class Assignment {
     counted = live;
     adopted.entrySet().removeIf(e -> !e.getValue().equals(live) || !held.contains(e.getKey()));
     returnedAdoptions.entrySet().removeIf(e -> !e.getValue().equals(live));
-    int excess = held.size() - adopted.size() - q;
-    excessSeen = excess > 0 ? excessSeen + 1 : 0;
-    confirmedExcess = excessSeen >= EXCESS_CONFIRMATIONS ? excess : 0;
-    int wanted = Math.min(underQuota(live, holders), returnableAdoptions().size());
-    wantedSeen = wanted > 0 ? wantedSeen + 1 : 0;
-    confirmedWanted = wantedSeen >= EXCESS_CONFIRMATIONS ? wanted : 0;
+    excess.refresh(held.size() - adopted.size() - q);
+    wanted.refresh(Math.min(underQuota(live, holders), returnableAdoptions().size()));
     Set<Integer> heldByAnyone = holders.keySet();
     for (int i = 0; i < partitions; i++) {
       if (heldByAnyone.contains(i) || held.contains(i)) {
@@ -504,25 +502,25 @@ final class Assignment {
    */
   synchronized boolean shouldHandBack(int partition) {
     if (adopted.containsKey(partition)) {
-      boolean back = confirmedWanted > 0
-          && returnableAdoptions().stream().limit(confirmedWanted).anyMatch(p -> p == partition);
+      boolean back = wanted.count() > 0
+          && returnableAdoptions().stream().limit(wanted.count()).anyMatch(p -> p == partition);
       if (back) {
-        confirmedWanted--;
+        wanted.usedOne();
         returnedAdoptions.put(partition, counted);
         log.info("Listener {}: hands back adopted partition {}: a counted member is under its quota and every"
             + " partition is held", owner, partition);
       }
       return back;
     }
-    int excess = Math.min(confirmedExcess, held.size() - adopted.size() - quota);
-    if (excess <= 0) {
+    int beyond = Math.min(excess.count(), held.size() - adopted.size() - quota);
+    if (beyond <= 0) {
       return false;
     }
     // Hand back the highest-numbered partitions: deterministic, so two workers do not both leave.
     boolean handBack = held.descendingSet().stream().filter(p -> !adopted.containsKey(p))
-        .limit(excess).anyMatch(p -> p == partition);
+        .limit(beyond).anyMatch(p -> p == partition);
     if (handBack) {
-      confirmedExcess = Math.max(0, confirmedExcess - 1);
+      excess.usedOne();
     }
     return handBack;
   }
@@ -557,6 +555,30 @@ final class Assignment {
       store.delete(m.lease());
     } catch (RuntimeException e) {
       log.debug("Deleting membership {} failed (it will expire): {}", memberName, e.toString());
+    }
+  }
+
+  /**
+   * A count that holds only once it was above zero on {@link #CONFIRMATIONS} refreshes in a row: a
+   * single refresh can see a passing state (a member joining or leaving, a partition between two
+   * holders), and a partition handed back on it would move twice.
+   */
+  private static final class Confirmed {
+    private int refreshesInARow;
+    private int count;
+
+    void refresh(int seen) {
+      refreshesInARow = seen > 0 ? refreshesInARow + 1 : 0;
+      count = refreshesInARow >= CONFIRMATIONS ? seen : 0;
+    }
+
+    int count() {
+      return count;
+    }
+
+    /** One of the counted partitions was handed back. */
+    void usedOne() {
+      count = Math.max(0, count - 1);
     }
   }
 }
