@@ -201,22 +201,30 @@ public final class LeaseKeeper {
    * round trip) or the process did not run.
    */
   private String ranOut(long now) {
-    String ranOut = "not renewed before it ran out (lease " + duration + "): ";
+    String prefix = ranOut();
     if (renewing) {
       long sentLate = renewalSentNanos - renewalDueNanos;
-      return ranOut + "the renewal sent " + millis(now - renewalSentNanos) + " ago has not returned"
+      return prefix + "the renewal sent " + millis(now - renewalSentNanos) + " ago has not returned"
           + " (store slow or unreachable, or this process paused)"
           + (sentLate > LATE_NANOS ? "; it was sent " + millis(sentLate) + " after it was due: " + BUSY : "");
     }
     String failure = lastFailure;
     if (failure != null) {
-      return ranOut + "renewals failed until the local deadline passed: " + failure;
+      return failedUntilRanOut(failure);
     }
     long overdue = now - renewalDueNanos;
     if (overdue > 0) {
-      return ranOut + "the renewal due " + millis(overdue) + " ago had not started: " + BUSY;
+      return prefix + "the renewal due " + millis(overdue) + " ago had not started: " + BUSY;
     }
-    return ranOut + "this process was paused or starved of CPU";
+    return prefix + "this process was paused or starved of CPU";
+  }
+
+  private String ranOut() {
+    return "not renewed before it ran out (lease " + duration + "): ";
+  }
+
+  private String failedUntilRanOut(String failure) {
+    return ranOut() + "renewals failed until the local deadline passed: " + failure;
   }
 
   private static String millis(long nanos) {
@@ -272,8 +280,7 @@ public final class LeaseKeeper {
   private void retryLater(Lease current, RuntimeException e) {
     lastFailure = e.toString();
     if (ticker.nanos() - deadlineNanos >= 0) {
-      String reason = "not renewed before it ran out: renewals failed until the local deadline"
-          + " passed: " + e;
+      String reason = failedUntilRanOut(e.toString());
       LeaseLostException lost = new LeaseLostException(current.name(), current.epoch(), reason);
       lost.initCause(e);
       markLost(reason, lost);
