@@ -377,12 +377,14 @@ class ErrorCatalogueTest {
         } else if (handlerWrites()) {
           // The handler's retry policy tries the change again in place: RETRYING, then BLOCKED
           // once its attempts are used up; both show the server's answer and the next try.
-          assertThat(s.state()).isIn(PartitionState.RETRYING, PartitionState.BLOCKED);
+          assertThat(s.state()).as("the partition's status: %s", s)
+              .isIn(PartitionState.RETRYING, PartitionState.BLOCKED);
           assertThat(s.error()).contains(row.says()).contains("key c");
           assertThat(s.attempts()).isGreaterThanOrEqualTo(2);
           assertThat(s.nextAttemptAt()).isNotNull();
         } else {
-          assertThat(s.state()).isIn(PartitionState.RETRYING, PartitionState.ACQUIRING);
+          assertThat(s.state()).as("the partition's status: %s", s)
+              .isIn(PartitionState.RETRYING, PartitionState.ACQUIRING);
           assertThat(s.error()).contains(row.says());
           assertThat(s.attempts()).isGreaterThanOrEqualTo(2);
           assertThat(s.nextAttemptAt()).isNotNull();

@@ -19,6 +19,7 @@ import com.mongodb.client.model.changestream.FullDocument;
 import com.mongodb.client.model.changestream.FullDocumentBeforeChange;
 import dev.sluice.ConfigurationException;
 import dev.sluice.feed.FeedException;
+import dev.sluice.mongodb.internal.MongoErrors;
 import dev.sluice.mongodb.internal.MongoHello;
 import dev.sluice.mongodb.internal.MongoReads;
 import dev.sluice.mongodb.internal.MongoServerTime;
@@ -225,6 +226,9 @@ final class DriverStreamSource implements StreamSource {
       db.runCommand(session, new BsonDocument("ping", new BsonInt32(1)));
       return Optional.ofNullable(session.getOperationTime());
     } catch (MongoClientException e) {
+      if (MongoErrors.isTransient(e)) {
+        throw e; // a failover or an outage, not a deployment without sessions
+      }
       return Optional.empty(); // no sessions on this deployment
     }
   }
@@ -347,8 +351,9 @@ final class DriverStreamSource implements StreamSource {
         noSnapshotReads("the server named no snapshot time");
       } catch (MongoClientException e) {
         // Sessions refused by the client because the deployment has none; anything else (a
-        // timeout) is not a missing capability and goes to the caller.
-        if (e instanceof com.mongodb.MongoTimeoutException
+        // timeout, a pool cleared by a failover, during which the cluster description names no
+        // session timeout either) is not a missing capability and goes to the caller.
+        if (MongoErrors.isTransient(e)
             || client.getClusterDescription().getLogicalSessionTimeoutMinutes() != null) {
           throw e;
         }

@@ -1,18 +1,11 @@
 package dev.sluice.mongodb.feed;
 
-import com.mongodb.MongoCursorNotFoundException;
 import com.mongodb.MongoException;
-import com.mongodb.MongoExecutionTimeoutException;
-import com.mongodb.MongoInterruptedException;
-import com.mongodb.MongoNodeIsRecoveringException;
-import com.mongodb.MongoNotPrimaryException;
-import com.mongodb.MongoSecurityException;
 import com.mongodb.MongoServerException;
-import com.mongodb.MongoSocketException;
-import com.mongodb.MongoTimeoutException;
 import dev.sluice.feed.FeedException;
 import dev.sluice.feed.HistoryLostException;
 import dev.sluice.feed.Position;
+import dev.sluice.mongodb.internal.MongoErrors;
 import java.time.Instant;
 import java.util.Set;
 import java.util.function.Supplier;
@@ -151,21 +144,7 @@ final class MongoFeedErrors {
   }
 
   static boolean isRetryable(MongoException e) {
-    if (e instanceof MongoSecurityException) {
-      return false;
-    }
-    if (e instanceof MongoSocketException
-        || e instanceof MongoTimeoutException
-        || e instanceof MongoNotPrimaryException
-        || e instanceof MongoNodeIsRecoveringException
-        || e instanceof MongoCursorNotFoundException
-        || e instanceof MongoExecutionTimeoutException
-        || e instanceof MongoInterruptedException) {
-      return true;
-    }
-    if (e.hasErrorLabel("ResumableChangeStreamError")
-        || e.hasErrorLabel("RetryableWriteError")
-        || e.hasErrorLabel("TransientTransactionError")) {
+    if (MongoErrors.isTransient(e) || e.hasErrorLabel("ResumableChangeStreamError")) {
       return true;
     }
     return e instanceof MongoServerException

@@ -1,10 +1,20 @@
 package dev.sluice.mongodb.internal;
 
 import com.mongodb.ErrorCategory;
+import com.mongodb.MongoConnectionPoolClearedException;
+import com.mongodb.MongoCursorNotFoundException;
 import com.mongodb.MongoException;
+import com.mongodb.MongoExecutionTimeoutException;
+import com.mongodb.MongoInterruptedException;
+import com.mongodb.MongoNodeIsRecoveringException;
+import com.mongodb.MongoNotPrimaryException;
+import com.mongodb.MongoSecurityException;
 import com.mongodb.MongoServerException;
+import com.mongodb.MongoServerUnavailableException;
+import com.mongodb.MongoSocketException;
+import com.mongodb.MongoTimeoutException;
 
-/** Classification of MongoDB errors shared by the stores. */
+/** Classification of MongoDB errors shared by the change feed and the stores. */
 public final class MongoErrors {
   private MongoErrors() {}
 
@@ -16,6 +26,38 @@ public final class MongoErrors {
    */
   public static boolean isDuplicateKey(MongoException e) {
     return ErrorCategory.fromErrorCode(e.getCode()) == ErrorCategory.DUPLICATE_KEY;
+  }
+
+  /**
+   * Whether {@code e} says that the request did not reach a server able to answer it, rather than
+   * that a server refused it, so that the same request can succeed later with nothing changed: a
+   * network error, a timeout (the driver's or the server's), a connection pool the driver cleared
+   * or a server it dropped from the topology during a failover (an operation that had chosen that
+   * server, or was waiting for one of its connections, fails with these), an interrupted wait, a
+   * primary stepping down or a member recovering, a cursor the server closed, or an answer the
+   * server or the driver labels as worth retrying. One list for the change feed and the lease store
+   * (and so the locks); what a server's error code says beyond it is each one's own judgement (a
+   * lease store retries an unknown server error, a change stream stops on one).
+   */
+  public static boolean isTransient(MongoException e) {
+    if (e.hasErrorLabel("RetryableWriteError")
+        || e.hasErrorLabel(MongoException.TRANSIENT_TRANSACTION_ERROR_LABEL)
+        || e.hasErrorLabel(MongoException.RETRYABLE_ERROR_LABEL)
+        || e.hasErrorLabel(MongoException.SYSTEM_OVERLOADED_ERROR_LABEL)) {
+      return true;
+    }
+    if (e instanceof MongoSecurityException) {
+      return false;
+    }
+    return e instanceof MongoSocketException
+        || e instanceof MongoTimeoutException // also the client-side timeoutMS's MongoOperationTimeoutException
+        || e instanceof MongoConnectionPoolClearedException
+        || e instanceof MongoServerUnavailableException
+        || e instanceof MongoInterruptedException
+        || e instanceof MongoExecutionTimeoutException
+        || e instanceof MongoNotPrimaryException
+        || e instanceof MongoNodeIsRecoveringException
+        || e instanceof MongoCursorNotFoundException;
   }
 
   /**

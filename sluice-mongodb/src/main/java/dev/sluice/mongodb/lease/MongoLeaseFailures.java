@@ -1,19 +1,12 @@
 package dev.sluice.mongodb.lease;
 
 import com.mongodb.MongoClientException;
-import com.mongodb.MongoConnectionPoolClearedException;
 import com.mongodb.MongoException;
-import com.mongodb.MongoExecutionTimeoutException;
-import com.mongodb.MongoInterruptedException;
-import com.mongodb.MongoNodeIsRecoveringException;
-import com.mongodb.MongoNotPrimaryException;
 import com.mongodb.MongoSecurityException;
 import com.mongodb.MongoServerException;
-import com.mongodb.MongoServerUnavailableException;
-import com.mongodb.MongoSocketException;
-import com.mongodb.MongoTimeoutException;
 import com.mongodb.MongoWriteConcernException;
 import dev.sluice.lease.LeaseStoreException;
+import dev.sluice.mongodb.internal.MongoErrors;
 import java.util.Set;
 
 /**
@@ -61,21 +54,11 @@ final class MongoLeaseFailures {
       13436); // NotPrimaryOrSecondary
 
   static boolean retryable(MongoException e) {
-    if (e.hasErrorLabel("RetryableWriteError")
-        || e.hasErrorLabel(MongoException.TRANSIENT_TRANSACTION_ERROR_LABEL)
-        || e.hasErrorLabel(MongoException.RETRYABLE_ERROR_LABEL)
-        || e.hasErrorLabel(MongoException.SYSTEM_OVERLOADED_ERROR_LABEL)) {
+    if (MongoErrors.isTransient(e)) {
       return true;
     }
     if (e instanceof MongoSecurityException) {
       return false;
-    }
-    if (e instanceof MongoSocketException || e instanceof MongoTimeoutException
-        || e instanceof MongoInterruptedException || e instanceof MongoExecutionTimeoutException
-        || e instanceof MongoNotPrimaryException || e instanceof MongoNodeIsRecoveringException
-        || e instanceof MongoConnectionPoolClearedException
-        || e instanceof MongoServerUnavailableException) {
-      return true;
     }
     int code = e instanceof MongoWriteConcernException w
         ? w.getWriteConcernError().getCode() : e.getCode();
