@@ -42,6 +42,17 @@ final class MongoFeedErrors {
    */
   static final int NAMESPACE_NOT_FOUND = 26;
 
+  /**
+   * 134 ReadConcernMajorityNotAvailableYet: the member cannot serve a read at majority (every change
+   * stream reads at majority) for a moment: just started, just elected, or its committed snapshot
+   * went away under a running cursor ("Committed view disappeared while running operation", in a
+   * getMore). Servers from 5.0.16 and 6.0.6 label it {@code ResumableChangeStreamError} in a
+   * getMore and the driver resumes; older 5.0 and 6.0 servers do not, and an {@code aggregate} that
+   * meets it twice (the driver retries a read once) is not resumed by anyone. It passes, so the
+   * partition re-opens at its checkpoint and tries again.
+   */
+  static final int READ_CONCERN_MAJORITY_NOT_AVAILABLE_YET = 134;
+
   private MongoFeedErrors() {}
 
   static FeedException translate(
@@ -148,7 +159,8 @@ final class MongoFeedErrors {
       return true;
     }
     return e instanceof MongoServerException
-        && (RESUMABLE_CODES.contains(e.getCode()) || e.getCode() == NAMESPACE_NOT_FOUND);
+        && (RESUMABLE_CODES.contains(e.getCode()) || e.getCode() == NAMESPACE_NOT_FOUND
+            || e.getCode() == READ_CONCERN_MAJORITY_NOT_AVAILABLE_YET);
   }
 
   private static String codeName(MongoException e) {

@@ -45,6 +45,7 @@ final class FailPoints {
       Map.entry(50, "MaxTimeMSExpired"), Map.entry(63, "StaleShardVersion"), Map.entry(64, "WriteConcernFailed"),
       Map.entry(89, "NetworkTimeout"), Map.entry(91, "ShutdownInProgress"), Map.entry(100, "UnsatisfiableWriteConcern"),
       Map.entry(112, "WriteConflict"), Map.entry(133, "FailedToSatisfyReadPreference"),
+      Map.entry(134, "ReadConcernMajorityNotAvailableYet"),
       Map.entry(136, "CappedPositionLost"), Map.entry(150, "StaleEpoch"), Map.entry(189, "PrimarySteppedDown"),
       Map.entry(234, "RetryChangeStream"), Map.entry(237, "CursorKilled"), Map.entry(239, "SnapshotTooOld"),
       Map.entry(246, "SnapshotUnavailable"), Map.entry(251, "NoSuchTransaction"), Map.entry(260, "InvalidResumeToken"),
