@@ -35,23 +35,28 @@ final class MongoFeedErrors {
           13435, 13436);
 
   /**
-   * 26 NamespaceNotFound: the database or collection is not there at this moment (dropped and being
-   * re-created, a restore in progress, a router that has not yet seen the database). It says
-   * nothing about the stream's history, and it passes once the namespace is back, so the partition
-   * tries again, showing the error, rather than stopping.
+   * Server errors outside that list which pass too, so that the partition re-opens at its
+   * checkpoint and tries again, showing the error, rather than stopping for good. Re-opening is
+   * always safe; stopping is for what only an operator can fix.
+   *
+   * <ul>
+   *   <li>26 NamespaceNotFound: the database or collection is not there at this moment (dropped and
+   *       being re-created, a restore in progress, a router that has not yet seen the database). It
+   *       says nothing about the stream's history and passes once the namespace is back.
+   *   <li>134 ReadConcernMajorityNotAvailableYet: the member cannot serve a read at majority (every
+   *       change stream reads at majority) for a moment: just started, just elected, or its
+   *       committed snapshot went away under a running cursor ("Committed view disappeared while
+   *       running operation", in a getMore). Servers from 5.0.16 and 6.0.6 label it
+   *       {@code ResumableChangeStreamError} in a getMore and the driver resumes; older 5.0 and 6.0
+   *       servers do not.
+   *   <li>202 NetworkInterfaceExceededTimeLimit: a router's call to a shard timed out (a slow or
+   *       unreachable shard); the driver does not retry it.
+   *   <li>237 CursorKilled and 11601 Interrupted: an operator or an automation killed the cursor
+   *       ({@code killCursors}, {@code killSessions}) or the operation ({@code killOp}, as tools
+   *       that end long-running operations do). The stream is not wrong; its cursor is gone.
+   * </ul>
    */
-  static final int NAMESPACE_NOT_FOUND = 26;
-
-  /**
-   * 134 ReadConcernMajorityNotAvailableYet: the member cannot serve a read at majority (every change
-   * stream reads at majority) for a moment: just started, just elected, or its committed snapshot
-   * went away under a running cursor ("Committed view disappeared while running operation", in a
-   * getMore). Servers from 5.0.16 and 6.0.6 label it {@code ResumableChangeStreamError} in a
-   * getMore and the driver resumes; older 5.0 and 6.0 servers do not, and an {@code aggregate} that
-   * meets it twice (the driver retries a read once) is not resumed by anyone. It passes, so the
-   * partition re-opens at its checkpoint and tries again.
-   */
-  static final int READ_CONCERN_MAJORITY_NOT_AVAILABLE_YET = 134;
+  private static final Set<Integer> PASSING_CODES = Set.of(26, 134, 202, 237, 11601);
 
   private MongoFeedErrors() {}
 
@@ -159,8 +164,7 @@ final class MongoFeedErrors {
       return true;
     }
     return e instanceof MongoServerException
-        && (RESUMABLE_CODES.contains(e.getCode()) || e.getCode() == NAMESPACE_NOT_FOUND
-            || e.getCode() == READ_CONCERN_MAJORITY_NOT_AVAILABLE_YET);
+        && (RESUMABLE_CODES.contains(e.getCode()) || PASSING_CODES.contains(e.getCode()));
   }
 
   private static String codeName(MongoException e) {

@@ -47,6 +47,7 @@ final class FailPoints {
       Map.entry(112, "WriteConflict"), Map.entry(133, "FailedToSatisfyReadPreference"),
       Map.entry(134, "ReadConcernMajorityNotAvailableYet"),
       Map.entry(136, "CappedPositionLost"), Map.entry(150, "StaleEpoch"), Map.entry(189, "PrimarySteppedDown"),
+      Map.entry(202, "NetworkInterfaceExceededTimeLimit"),
       Map.entry(234, "RetryChangeStream"), Map.entry(237, "CursorKilled"), Map.entry(239, "SnapshotTooOld"),
       Map.entry(246, "SnapshotUnavailable"), Map.entry(251, "NoSuchTransaction"), Map.entry(260, "InvalidResumeToken"),
       Map.entry(262, "ExceededTimeLimit"), Map.entry(280, "ChangeStreamFatalError"),
