@@ -41,8 +41,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * fails at that moment with {@link MongoConnectionPoolClearedException}, which the driver does not
  * retry for a command such as {@code hello}. So on a real replica set a change stream opening
  * during any stepdown can meet it. Before, the feed took it for a permanent error, and the
- * partition stopped for good (FAILED), as one CI run of {@code ErrorCatalogueTest} showed on the
- * rows that fail the feed client's {@code hello}.
+ * partition stopped for good (FAILED), as one CI run of {@code ErrorCatalogueTest} showed: several
+ * of its rows make the driver clear the feed client's pool while a partition opens.
  *
  * <p>Here the fail point makes the server answer what a stepping-down primary answers, to a
  * command that holds the client's only connection while the feed waits for it. Runs against a
@@ -117,9 +117,13 @@ class PoolClearedByFailoverTest {
     }
   }
 
-  /** Every exception the driver throws when it cleared a pool or dropped a server is transient. */
+  /**
+   * Both exceptions the driver throws for an operation caught by a failover (a pool it cleared, a
+   * server it dropped) are transient, for the feed and for the lease store (which asks
+   * {@link MongoErrors#isTransient} first); a client that refuses is not.
+   */
   @Test
-  void theDriversFailoverExceptionsAreTransientForEverySurface() {
+  void theDriversFailoverExceptionsAreTransient() {
     com.mongodb.connection.ServerId server = new com.mongodb.connection.ServerId(
         new com.mongodb.connection.ClusterId(), new com.mongodb.ServerAddress("db.example", 27017));
     MongoConnectionPoolClearedException cleared = new MongoConnectionPoolClearedException(server, null);
