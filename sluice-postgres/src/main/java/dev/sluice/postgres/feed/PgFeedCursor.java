@@ -503,9 +503,23 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
           + (feed.group == null ? "close the other reader, or give this feed another slotPrefix"
               : "waiting for the session it ended to let go") + " (" + message + ")", e, true);
     }
-    boolean retryable = state == null || state.startsWith("08") || state.startsWith("57") || state.equals("55006");
+    boolean retryable = passes(state);
     return new FeedException("PostgreSQL feed '" + feed.stream() + "': cannot " + doing + " (SQLSTATE " + state
         + "): " + message, e, retryable);
+  }
+
+  /**
+   * Whether a failure with SQLSTATE {@code state} passes by itself, so that the partition tries
+   * again, showing it, rather than stopping for good: no state (the connection broke), a connection
+   * failure (08), an operator's intervention such as a shutdown or a cancelled statement (57), an
+   * object in use (55006: the slot's previous reader has not let go), a serialization failure or a
+   * deadlock (40), and insufficient resources (53: every WAL sender or connection in use, 53300,
+   * as during a rolling deploy; the disk or memory full). Not 53400 (a configuration limit, such as
+   * every replication slot taken): it waits for an operator.
+   */
+  static boolean passes(String state) {
+    return state == null || state.startsWith("08") || state.startsWith("57") || state.equals("55006")
+        || state.startsWith("40") || state.startsWith("53") && !state.equals("53400");
   }
 
   @Override
