@@ -201,7 +201,7 @@ public final class LeaseKeeper {
    * round trip) or the process did not run.
    */
   private String ranOut(long now) {
-    String prefix = ranOut();
+    String prefix = lossPrefix();
     if (renewing) {
       long sentLate = renewalSentNanos - renewalDueNanos;
       return prefix + "the renewal sent " + millis(now - renewalSentNanos) + " ago has not returned"
@@ -219,12 +219,12 @@ public final class LeaseKeeper {
     return prefix + "this process was paused or starved of CPU";
   }
 
-  private String ranOut() {
+  private String lossPrefix() {
     return "not renewed before it ran out (lease " + duration + "): ";
   }
 
   private String failedUntilRanOut(String failure) {
-    return ranOut() + "renewals failed until the local deadline passed: " + failure;
+    return lossPrefix() + "renewals failed until the local deadline passed: " + failure;
   }
 
   private static String millis(long nanos) {

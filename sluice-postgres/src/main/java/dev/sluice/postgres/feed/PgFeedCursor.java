@@ -517,7 +517,7 @@ final class PgFeedCursor implements FeedCursor<Map<String, Object>> {
    * as during a rolling deploy; the disk or memory full). Not 53400 (a configuration limit, such as
    * every replication slot taken): it waits for an operator.
    */
-  static boolean passes(String state) {
+  private static boolean passes(String state) {
     return state == null || state.startsWith("08") || state.startsWith("57") || state.equals("55006")
         || state.startsWith("40") || state.startsWith("53") && !state.equals("53400");
   }
